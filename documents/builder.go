@@ -1,0 +1,98 @@
+package documents
+
+import (
+	"slices"
+	"strings"
+)
+
+// Builder folds document stream events into a ChatResponse. Folding the
+// stream of a run gives exactly the non-streaming answer for that run.
+// The zero Builder is ready to use.
+type Builder struct {
+	resp    ChatResponse
+	docs    map[string]*building
+	order   []*building
+	started bool
+	done    bool
+}
+
+type building struct {
+	doc     Document
+	content strings.Builder
+	final   *string
+	ended   bool
+}
+
+// Add folds one event into the response.
+func (b *Builder) Add(ev Event) {
+	if b.docs == nil {
+		b.docs = make(map[string]*building)
+	}
+	switch e := ev.(type) {
+	case ResponseStart:
+		b.started = true
+		b.resp.ID = e.ID
+		b.resp.ConversationID = e.ConversationID
+		b.resp.Model = e.Model
+		b.resp.Mode = e.Mode
+		b.resp.Created = e.Created
+	case DocumentStart:
+		d := &building{doc: Document{ID: e.ID, Type: e.Type, Sequence: e.Sequence, Metadata: e.Metadata}}
+		b.docs[e.ID] = d
+		b.order = append(b.order, d)
+	case ContentDelta:
+		if d := b.docs[e.DocumentID]; d != nil {
+			d.content.WriteString(e.Delta)
+		}
+	case DocumentEnd:
+		if d := b.docs[e.DocumentID]; d != nil {
+			d.ended = true
+			if e.FinalContent != nil {
+				s := *e.FinalContent
+				d.final = &s
+			}
+			if len(e.Metadata) > 0 {
+				d.doc.Metadata = e.Metadata
+			}
+		}
+	case Done:
+		b.done = true
+		b.resp.ID = e.ID
+		if e.ConversationID != nil {
+			b.resp.ConversationID = e.ConversationID
+		}
+		b.resp.Status = e.Status
+		b.resp.Usage = e.Usage
+		b.resp.Metadata = e.Metadata
+	}
+}
+
+// Done reports whether the done event has been folded.
+func (b *Builder) Done() bool { return b.done }
+
+// Response returns the response folded so far. Before done its status is
+// "streaming" and open documents carry the content received so far.
+func (b *Builder) Response() ChatResponse {
+	r := b.resp
+	if !b.done {
+		r.Status = StatusStreaming
+	}
+	r.Documents = make([]Document, 0, len(b.order))
+	for _, d := range b.order {
+		doc := d.doc
+		switch {
+		case d.final != nil:
+			s := *d.final
+			doc.Content = &s
+		case d.doc.Type.IsText() || d.content.Len() > 0:
+			s := d.content.String()
+			doc.Content = &s
+		}
+		if len(doc.Metadata) == 0 {
+			doc.Metadata = []byte("{}")
+		}
+		r.Documents = append(r.Documents, doc)
+	}
+	slices.SortStableFunc(r.Documents, func(a, b Document) int { return a.Sequence - b.Sequence })
+	return r
+}

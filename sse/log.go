@@ -1,0 +1,93 @@
+package sse
+
+import (
+	"sync"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Log is a run's bounded, replayable event log. Events get the ids 1..n in
+// the order they are appended; subscribers read what they missed with Since
+// and wait for more on the returned channel. The oldest events are dropped
+// once the log holds more than its event or byte limit. It is safe for
+// concurrent use.
+type Log struct {
+	mu       sync.Mutex
+	frames   []Frame
+	first    int // id of frames[0]
+	next     int // id of the next frame
+	bytes    int
+	maxN     int
+	maxBytes int
+	closed   bool
+	wake     chan struct{}
+}
+
+// NewLog returns an empty log that keeps at most maxEvents events and
+// maxBytes bytes of data (no limit when ≤ 0).
+func NewLog(maxEvents, maxBytes int) *Log {
+	return &Log{first: 1, next: 1, maxN: maxEvents, maxBytes: maxBytes, wake: make(chan struct{})}
+}
+
+// Append encodes ev, stores it with the next id and wakes the subscribers.
+// It returns the id, or 0 when the log is closed or ev cannot be encoded.
+func (l *Log) Append(ev documents.Event) int {
+	data, err := Encode(ev)
+	if err != nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	id := l.next
+	l.next++
+	l.frames = append(l.frames, Frame{ID: id, Name: ev.Name(), Data: data})
+	l.bytes += len(data)
+	for len(l.frames) > 1 && ((l.maxN > 0 && len(l.frames) > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
+		l.bytes -= len(l.frames[0].Data)
+		l.frames = l.frames[1:]
+		l.first++
+	}
+	close(l.wake)
+	l.wake = make(chan struct{})
+	return id
+}
+
+// Close marks the log complete: no more events follow.
+func (l *Log) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.wake)
+	}
+}
+
+// Since returns the events with ids greater than after, whether the log is
+// closed, and a channel that is closed when more arrive. ok is false when
+// some of the wanted events were already dropped.
+func (l *Log) Since(after int) (frames []Frame, closed bool, more <-chan struct{}, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if after < 0 {
+		after = 0
+	}
+	ok = after+1 >= l.first
+	i := after + 1 - l.first
+	if i < 0 {
+		i = 0
+	}
+	if i < len(l.frames) {
+		frames = l.frames[i:len(l.frames):len(l.frames)]
+	}
+	return frames, l.closed, l.wake, ok
+}
+
+// Last returns the id of the last event appended, 0 when there is none.
+func (l *Log) Last() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
+}

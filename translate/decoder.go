@@ -1,0 +1,222 @@
+// Package translate turns cursor-agent's stream-json output into document
+// stream events: a Decoder normalizes every dialect of agent lines into
+// Events, and a Segmenter turns those into documents.Event values.
+//
+// The package does no I/O of its own beyond reading the io.Reader it is given.
+package translate
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// DefaultMaxLine is the default longest agent line the Decoder accepts.
+const DefaultMaxLine = 16 << 20
+
+// Kind classifies a normalized agent event.
+type Kind uint8
+
+// The kinds of agent events.
+const (
+	KindUnknown       Kind = iota // a JSON line of a type Docstream does not use
+	KindInit                      // system/init
+	KindUser                      // the prompt echo
+	KindThinkingDelta             // thinking/delta (or thinking without subtype)
+	KindThinkingDone              // thinking/completed
+	KindAssistant                 // assistant text (delta or snapshot)
+	KindToolStarted               // tool_call/started, tool-call-started
+	KindToolCompleted             // tool_call/completed, tool-call-completed
+	KindResult                    // result/success, result/error
+	KindError                     // {"type":"error"}
+	KindInfo                      // interaction_query, connection, retry, other system events
+	KindNotJSON                   // a line that is not a JSON object
+	KindOversize                  // a line longer than the maximum, skipped
+)
+
+var kindNames = [...]string{"unknown", "init", "user", "thinking_delta", "thinking_done", "assistant", "tool_started", "tool_completed", "result", "error", "info", "not_json", "oversize"}
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Event is one agent line, normalized across dialects. Fields that do not
+// apply to its Kind are zero. Raw aliases the Decoder's buffer and is valid
+// until the next call to Next.
+type Event struct {
+	Kind    Kind
+	Type    string
+	Subtype string
+
+	SessionID    string
+	Text         string // assistant, thinking and error text
+	ModelCallID  string
+	TimestampMs  int64
+	HasTimestamp bool
+
+	CallID string    // tool events
+	Tool   *ToolCall // tool events
+
+	Init   *Init   // KindInit
+	Result *Result // KindResult
+
+	Raw  []byte // the whole line, without its newline
+	Size int    // the line's length in bytes (also for oversize lines)
+}
+
+// Init is the content of a system/init event.
+type Init struct {
+	SessionID      string
+	Cwd            string
+	Model          string
+	PermissionMode string
+	APIKeySource   string
+}
+
+// Result is the content of a result event.
+type Result struct {
+	Subtype       string
+	IsError       bool
+	DurationMs    int64
+	DurationAPIMs int64
+	Text          string // result.result
+	Error         string // result.error
+	RequestID     string
+	Usage         *AgentUsage
+}
+
+// AgentUsage is the agent's token usage as it reports it.
+type AgentUsage struct {
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+}
+
+// ToolCall is a tool invocation in any dialect. Kind is the agent's key
+// ("shellToolCall"), the hyphenated dialect's tool name ("Shell") or
+// "function"; Name is a function's or named tool's own name.
+type ToolCall struct {
+	Kind          string
+	Name          string
+	Args          jsontext.Value // nil when the event carried none
+	Result        jsontext.Value // nil on started events
+	Description   string
+	StartedAtMs   int64
+	CompletedAtMs int64
+	DurationMs    int64 // the hyphenated dialect's duration_ms
+}
+
+// Decoder reads NDJSON agent lines from a reader and normalizes them.
+type Decoder struct {
+	r       *bufio.Reader
+	max     int
+	buf     []byte
+	line    int
+	jd      jsontext.Decoder
+	br      bytes.Reader
+	sessRaw []byte
+	session string
+	w       wire
+	mcid    map[string]string // interned model_call_id values
+}
+
+// NewDecoder returns a Decoder reading from r. maxLine bounds the length of
+// one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported
+// as a KindOversize event.
+func NewDecoder(r io.Reader, maxLine int) *Decoder {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+}
+
+// Line returns the number of lines read so far.
+func (d *Decoder) Line() int { return d.line }
+
+// Buffered reports how many bytes are read from the source but not yet
+// decoded, so a caller can flush its output when nothing more is waiting.
+func (d *Decoder) Buffered() int { return d.r.Buffered() }
+
+// Next returns the next event, or io.EOF at the end of the input. Empty lines
+// are skipped. Other read errors are returned as they are.
+func (d *Decoder) Next() (Event, error) {
+	for {
+		line, size, err := d.readLine()
+		if err != nil {
+			return Event{}, err
+		}
+		d.line++
+		if size > d.max {
+			return Event{Kind: KindOversize, Size: size}, nil
+		}
+		line = trimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		return d.decode(line), nil
+	}
+}
+
+// readLine returns the next line without its newline and its full length.
+// An over-long line is consumed but not kept.
+func (d *Decoder) readLine() ([]byte, int, error) {
+	chunk, err := d.r.ReadSlice('\n')
+	if err == nil {
+		return chunk[:len(chunk)-1], len(chunk) - 1, nil
+	}
+	if err != bufio.ErrBufferFull {
+		if err == io.EOF && len(chunk) > 0 {
+			return chunk, len(chunk), nil
+		}
+		return nil, 0, err
+	}
+	d.buf = append(d.buf[:0], chunk...)
+	size := len(chunk)
+	over := false
+	for {
+		chunk, err = d.r.ReadSlice('\n')
+		n := len(chunk)
+		if err == nil {
+			n--
+			chunk = chunk[:n]
+		}
+		size += n
+		if !over {
+			if size > d.max {
+				over = true
+				d.buf = d.buf[:0]
+			} else {
+				d.buf = append(d.buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			return d.buf, size, nil
+		case err == bufio.ErrBufferFull:
+			continue
+		case errors.Is(err, io.EOF):
+			return d.buf, size, nil
+		default:
+			return nil, 0, err
+		}
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,515 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Options configure a Segmenter for one response.
+type Options struct {
+	ResponseID     string // chat_…
+	ConversationID string // set when resuming: response_start goes out at Start
+	Model          string // the requested model, or "auto"
+	Mode           string // agent, plan, ask or debug
+	Created        string // RFC 3339 UTC
+	Workspace      string // the default working directory of terminal commands
+	Thinking       bool   // emit thinking_delta events
+	IncludeRaw     bool   // emit an agent_event per agent line
+	MaxLine        int    // the decoder's line limit, for error details
+}
+
+// End says how the agent's output ended, for a response that saw no result.
+type End struct {
+	Reason   documents.StopReason // set when the gateway ended the run
+	Message  string               // a human message for Reason
+	Exited   bool                 // the process exit status is known
+	ExitCode int
+	Signal   string
+	Stderr   string // the tail of the agent's stderr
+	Err      error  // the agent could not be started or read
+	Source   string // the error's source; "cursor-agent" by default
+	Elapsed  int64  // milliseconds since the run started
+}
+
+// Stats counts what a Segmenter skipped.
+type Stats struct {
+	NotJSON  int
+	Unknown  int
+	Oversize int
+}
+
+// Segmenter turns normalized agent events into document stream events,
+// emitted through a callback in order. It is not safe for concurrent use.
+type Segmenter struct {
+	opts Options
+	emit func(documents.Event)
+	lex  *lexer
+
+	started bool
+	done    bool
+	conv    string
+	seq     int
+
+	// the assistant segment being received, for snapshot handling
+	seg        strings.Builder
+	segMCID    bool
+	segHasText bool
+	sawText    bool
+
+	// the open text-like document
+	textID    string
+	textBuf   strings.Builder
+	wsHeld    string
+	fence     fence
+	codeID    string
+	codeMeta  jsontext.Value
+	lastFinal bool
+
+	tools     map[string]*toolState
+	toolOrder []*toolState
+	toolCount int
+	turns     map[string]struct{}
+
+	init       *Init
+	stats      Stats
+	lastNoJSON []string
+	cloud      *documents.CloudInfo
+	errored    bool
+}
+
+type toolState struct {
+	docID     string
+	docType   documents.Type
+	class     toolClass
+	kind      string
+	name      string
+	toolName  string
+	callID    string
+	args      jsontext.Value
+	startedAt int64
+	startTS   int64
+	ended     bool
+}
+
+// NewSegmenter returns a Segmenter that emits through emit.
+func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
+	if opts.Mode == "" {
+		opts.Mode = "agent"
+	}
+	if opts.Model == "" {
+		opts.Model = "auto"
+	}
+	s := &Segmenter{opts: opts, emit: emit, tools: map[string]*toolState{}, turns: map[string]struct{}{}}
+	s.lex = newLexer(s)
+	return s
+}
+
+// Start emits response_start at once when the conversation id is known.
+func (s *Segmenter) Start() {
+	if s.opts.ConversationID != "" {
+		s.startResponse(s.opts.ConversationID)
+	}
+}
+
+// Done reports whether the done event was emitted.
+func (s *Segmenter) Done() bool { return s.done }
+
+// ConversationID returns the conversation id, once known.
+func (s *Segmenter) ConversationID() string { return s.conv }
+
+// Stats returns the counts of skipped lines.
+func (s *Segmenter) Stats() Stats { return s.stats }
+
+// SetCloud records the cloud agent behind the response, for the done metadata.
+func (s *Segmenter) SetCloud(c documents.CloudInfo) { s.cloud = &c }
+
+// SetConversation emits response_start with the given conversation id, if
+// it has not gone out yet.
+func (s *Segmenter) SetConversation(id string) { s.startResponse(id) }
+
+func (s *Segmenter) startResponse(conv string) {
+	if s.started {
+		return
+	}
+	s.started = true
+	s.conv = conv
+	var c *string
+	if conv != "" {
+		c = &conv
+	}
+	s.emit(documents.ResponseStart{ID: s.opts.ResponseID, ConversationID: c, Model: s.opts.Model, Mode: s.opts.Mode, Created: s.opts.Created})
+}
+
+// Feed takes one agent event.
+func (s *Segmenter) Feed(ev Event) {
+	if s.done {
+		return
+	}
+	if s.opts.IncludeRaw {
+		s.ensureStarted()
+		s.rawEvent(ev)
+	}
+	if ev.ModelCallID != "" {
+		s.turns[ev.ModelCallID] = struct{}{}
+	}
+	switch ev.Kind {
+	case KindInit:
+		s.init = ev.Init
+		s.startResponse(ev.Init.SessionID)
+	case KindThinkingDelta:
+		if s.opts.Thinking && ev.Text != "" {
+			s.ensureStarted()
+			s.emit(documents.ThinkingDelta{Delta: ev.Text})
+		}
+	case KindAssistant:
+		s.assistant(ev)
+	case KindToolStarted:
+		s.ensureStarted()
+		s.endSegment()
+		s.openTool(ev)
+	case KindToolCompleted:
+		s.ensureStarted()
+		st := s.tools[ev.CallID]
+		if st == nil || st.ended {
+			s.endSegment()
+			st = s.openTool(ev)
+		}
+		s.finishTool(st, ev.Tool, ev.TimestampMs)
+	case KindResult:
+		s.result(ev.Result, 0)
+	case KindError:
+		s.ensureStarted()
+		s.endSegment()
+		msg := ev.Text
+		if msg == "" {
+			msg = "the agent reported an error"
+		}
+		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, "")
+	case KindNotJSON:
+		s.stats.NotJSON++
+		if len(s.lastNoJSON) == 4 {
+			s.lastNoJSON = s.lastNoJSON[1:]
+		}
+		s.lastNoJSON = append(s.lastNoJSON, clip(string(ev.Raw), 1024))
+	case KindOversize:
+		s.stats.Oversize++
+		s.ensureStarted()
+		s.endSegment()
+		limit := s.opts.MaxLine
+		if limit <= 0 {
+			limit = DefaultMaxLine
+		}
+		s.errorDoc(documents.CodeLineTooLong, "gateway", "an agent line was too long and was skipped",
+			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, limit))
+	case KindUnknown:
+		s.stats.Unknown++
+	}
+}
+
+func (s *Segmenter) ensureStarted() {
+	if !s.started {
+		s.startResponse(s.opts.ConversationID)
+	}
+}
+
+func (s *Segmenter) rawEvent(ev Event) {
+	if ev.Kind == KindOversize {
+		return
+	}
+	if ev.Kind == KindNotJSON {
+		s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Type: "raw", Data: string(ev.Raw)})
+		return
+	}
+	s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Timestamp: ev.TimestampMs, Type: ev.Type, Subtype: ev.Subtype,
+		Payload: jsontext.Value(ev.Raw).Clone(), Raw: string(ev.Raw)})
+}
+
+// assistant handles assistant text: token deltas (timestamp_ms without
+// model_call_id) are appended; anything else is a snapshot of the segment,
+// of which only the part not yet emitted goes out.
+func (s *Segmenter) assistant(ev Event) {
+	if ev.ModelCallID != "" {
+		s.segMCID = true
+	}
+	if ev.HasTimestamp && ev.ModelCallID == "" {
+		s.appendText(ev.Text)
+		return
+	}
+	s.Snapshot(ev.Text)
+}
+
+// Snapshot takes the whole text of the current assistant segment so far and
+// emits only what is new. A text that neither extends nor repeats the
+// segment starts a new segment.
+func (s *Segmenter) Snapshot(text string) {
+	cur := s.seg.String()
+	switch {
+	case strings.HasPrefix(text, cur):
+		s.appendText(text[len(cur):])
+	case strings.HasPrefix(cur, text):
+	default:
+		s.endSegment()
+		s.appendText(text)
+	}
+}
+
+func (s *Segmenter) appendText(t string) {
+	if t == "" {
+		return
+	}
+	s.ensureStarted()
+	s.seg.WriteString(t)
+	s.segHasText = true
+	s.lex.Write(t)
+}
+
+// EndSegment ends the current assistant segment: held-back text goes out,
+// an unterminated fence closes.
+func (s *Segmenter) EndSegment() { s.endSegment() }
+
+func (s *Segmenter) endSegment() {
+	if s.segHasText {
+		s.lastFinal = !s.segMCID
+	}
+	if s.seg.Len() > 0 {
+		s.lex.End()
+	}
+	s.seg.Reset()
+	s.segMCID, s.segHasText = false, false
+}
+
+// lexerSink
+
+func (s *Segmenter) proseText(t string) {
+	if s.textID == "" {
+		if strings.TrimSpace(t) == "" {
+			s.wsHeld += t
+			return
+		}
+		held := s.wsHeld
+		if i := strings.LastIndexByte(held, '\n'); i >= 0 {
+			held = held[i+1:]
+		}
+		s.wsHeld = ""
+		s.textID = s.openDoc(documents.TypeText, textMeta)
+		s.textBuf.Reset()
+		t = held + t
+	}
+	s.sawText = true
+	s.textBuf.WriteString(t)
+	s.emit(documents.ContentDelta{DocumentID: s.textID, Delta: t})
+}
+
+var textMeta = jsontext.Value(`{"format":"markdown"}`)
+
+func (s *Segmenter) openFence(f fence) {
+	s.closeText()
+	s.fence = f
+}
+
+func (s *Segmenter) fenceText(t string) {
+	if s.codeID == "" {
+		kind, lang, file, start, end := parseInfo(s.fence.info)
+		var meta any
+		typ := documents.TypeCodeBlock
+		if kind == blockRef {
+			typ = documents.TypeCodeReference
+			meta = documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang}
+		} else {
+			meta = documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)}
+		}
+		s.codeID = s.openDoc(typ, marshal(meta))
+		s.textBuf.Reset()
+		s.codeMeta = marshal(meta)
+	}
+	s.sawText = true
+	s.textBuf.WriteString(t)
+	s.emit(documents.ContentDelta{DocumentID: s.codeID, Delta: t})
+}
+
+func (s *Segmenter) purpose(lang string) string {
+	if s.opts.Mode == "ask" || s.opts.Mode == "plan" {
+		return "suggestion"
+	}
+	switch lang {
+	case "", "console", "output", "text", "plaintext", "txt", "log", "shell-session":
+		return "example"
+	}
+	return "new_code"
+}
+
+func (s *Segmenter) closeFence() {
+	if s.codeID == "" {
+		return
+	}
+	c := s.textBuf.String()
+	s.emit(documents.DocumentEnd{DocumentID: s.codeID, FinalContent: &c, Metadata: s.codeMeta})
+	s.codeID, s.codeMeta = "", nil
+	s.textBuf.Reset()
+}
+
+func (s *Segmenter) endMessage() {
+	s.closeText()
+	s.wsHeld = ""
+}
+
+func (s *Segmenter) closeText() {
+	if s.textID == "" {
+		return
+	}
+	c := s.textBuf.String()
+	s.emit(documents.DocumentEnd{DocumentID: s.textID, FinalContent: &c, Metadata: textMeta})
+	s.textID = ""
+	s.textBuf.Reset()
+}
+
+// openDoc emits document_start and returns the new document's id.
+func (s *Segmenter) openDoc(t documents.Type, meta jsontext.Value) string {
+	s.ensureStarted()
+	s.seq++
+	id := documents.DocID(s.seq)
+	s.emit(documents.DocumentStart{ID: id, Type: t, Sequence: s.seq, Metadata: meta})
+	return id
+}
+
+// Error adds an error document to the response.
+func (s *Segmenter) Error(code, source, message, details string) {
+	if s.done {
+		return
+	}
+	s.ensureStarted()
+	s.endSegment()
+	s.errorDoc(code, source, message, details)
+}
+
+func (s *Segmenter) errorDoc(code, source, message, details string) {
+	id := s.openDoc(documents.TypeError, nil)
+	meta := marshal(documents.ErrorMeta{ErrorCode: code, Source: source, Details: details})
+	s.emit(documents.ContentDelta{DocumentID: id, Delta: message})
+	s.emit(documents.DocumentEnd{DocumentID: id, FinalContent: &message, Metadata: meta})
+}
+
+// result closes the response after the agent's result event.
+func (s *Segmenter) result(r *Result, elapsed int64) {
+	s.ensureStarted()
+	s.closeTools()
+	s.endSegment()
+	status := documents.StatusCompleted
+	var stop documents.StopReason
+	if r.IsError {
+		msg := firstNonEmpty(r.Error, r.Text, "the agent reported an error")
+		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, "")
+		status, stop = documents.StatusError, documents.StopAgentError
+	} else if !s.sawText && strings.TrimSpace(r.Text) != "" {
+		s.Snapshot(r.Text)
+		s.endSegment()
+	}
+	u := documents.Usage{}
+	if r.Usage != nil {
+		u = documents.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens,
+			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	d := r.DurationMs
+	if d == 0 {
+		d = elapsed
+	}
+	s.finish(status, stop, u, d, r.RequestID, r.DurationAPIMs)
+}
+
+// Complete ends the response as completed without an agent result event
+// (the cloud backend's terminal status).
+func (s *Segmenter) Complete(elapsed int64) {
+	if s.done {
+		return
+	}
+	s.result(&Result{}, elapsed)
+}
+
+func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
+	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: len(s.turns) + b2i(s.lastFinal),
+		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
+	if s.init != nil || requestID != "" {
+		a := &documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
+		if s.init != nil {
+			a.SessionID, a.Cwd, a.Model, a.PermissionMode = s.init.SessionID, s.init.Cwd, s.init.Model, s.init.PermissionMode
+		}
+		md.Agent = a
+	}
+	var c *string
+	if s.conv != "" {
+		conv := s.conv
+		c = &conv
+	}
+	s.done = true
+	s.emit(documents.Done{ID: s.opts.ResponseID, ConversationID: c, Status: status, Usage: u, Metadata: md})
+}
+
+// Close ends the response if the agent's result has not: open documents
+// close, an error document says why, and done follows with status error.
+// After done it does nothing.
+func (s *Segmenter) Close(end End) {
+	if s.done {
+		return
+	}
+	s.ensureStarted()
+	s.closeTools()
+	s.endSegment()
+	source := firstNonEmpty(end.Source, "cursor-agent")
+	details := strings.TrimSpace(end.Stderr)
+	if details == "" && len(s.lastNoJSON) > 0 {
+		details = strings.Join(s.lastNoJSON, "\n")
+	}
+	stop := end.Reason
+	switch {
+	case end.Reason != "":
+		code := map[documents.StopReason]string{
+			documents.StopCancelled: documents.CodeCancelled, documents.StopTimeout: documents.CodeTimeout,
+			documents.StopShutdown: documents.CodeShutdown, documents.StopInterrupted: documents.CodeInterrupted,
+			documents.StopAgentError: documents.CodeAgentError, documents.StopAgentExit: documents.CodeAgentExited,
+		}[end.Reason]
+		msg := firstNonEmpty(end.Message, "the run ended: "+string(end.Reason))
+		s.errorDoc(code, "gateway", msg, details)
+	case end.Err != nil:
+		s.errorDoc(documents.CodeSpawnFailed, "gateway", "the agent could not be run: "+end.Err.Error(), details)
+		stop = documents.StopAgentExit
+	case end.Signal != "":
+		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent was killed by signal %s before it finished", end.Signal), details)
+		stop = documents.StopAgentExit
+	case end.Exited && end.ExitCode != 0:
+		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent exited with code %d before it finished", end.ExitCode), details)
+		stop = documents.StopAgentExit
+	default:
+		s.errorDoc(documents.CodeNoResult, source, "cursor-agent ended without a result", details)
+		stop = documents.StopAgentExit
+	}
+	s.finish(documents.StatusError, stop, documents.Usage{}, end.Elapsed, "", 0)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// marshal encodes metadata; the types here always encode.
+func marshal(v any) jsontext.Value {
+	b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return b
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

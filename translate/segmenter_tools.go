@@ -1,0 +1,362 @@
+package translate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// reasonUnfinished is the reason given for tool calls still open at the end.
+const reasonUnfinished = "the agent ended before the tool finished"
+
+// openTool opens the document of a tool call from its started (or orphan
+// completed) event.
+func (s *Segmenter) openTool(ev Event) *toolState {
+	tc := ev.Tool
+	if tc == nil {
+		tc = &ToolCall{}
+	}
+	class, toolName := classify(tc.Kind, tc.Name)
+	var args toolArgs
+	if tc.Args != nil {
+		_ = json.Unmarshal(tc.Args, &args, decodeOpts)
+	}
+	if tc.Kind == "mcpToolCall" {
+		toolName = mcpName(args)
+	}
+	st := &toolState{
+		docType: class.docType(), class: class, kind: tc.Kind, name: tc.Name, toolName: toolName,
+		callID: ev.CallID, args: stripToolCallID(tc.Args), startedAt: tc.StartedAtMs, startTS: ev.TimestampMs,
+	}
+	s.toolCount++
+	st.docID = s.openDoc(st.docType, marshal(startMeta(st, &args)))
+	if st.callID != "" {
+		s.tools[st.callID] = st
+	}
+	s.toolOrder = append(s.toolOrder, st)
+	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: toolName, ToolCallID: st.callID})
+	s.emit(documents.ToolCallArguments{DocumentID: st.docID, Arguments: st.args})
+	return st
+}
+
+// startMeta is the metadata known when a tool call starts.
+func startMeta(st *toolState, a *toolArgs) any {
+	switch st.class {
+	case classShell:
+		return map[string]any{"command": a.Command, "workingDirectory": firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd)}
+	case classEdit, classWrite, classDelete, classPatch:
+		p, op := a.path(), map[toolClass]string{classEdit: "edit", classWrite: "create", classDelete: "delete", classPatch: "edit"}[st.class]
+		if st.class == classPatch {
+			p, op, _ = patchTarget(firstNonEmpty(a.Patch, a.Input))
+		}
+		return map[string]any{"filePath": p, "operation": op, "language": LanguageOf(p)}
+	case classPlan:
+		return map[string]any{"title": firstNonEmpty(a.Name, a.Title), "overview": a.Overview}
+	case classAsk:
+		return map[string]any{"title": a.Title}
+	case classTodos:
+		return map[string]any{}
+	}
+	return map[string]any{"toolName": st.toolName, "toolCallId": st.callID}
+}
+
+func mcpName(a toolArgs) string {
+	server := firstNonEmpty(a.Provider, a.Server)
+	tool := firstNonEmpty(a.ToolName, a.Name)
+	if server != "" && tool != "" {
+		if rest, ok := strings.CutPrefix(tool, server+"-"); ok && a.ToolName == "" {
+			tool = rest
+		}
+		return "mcp__" + snakeLoose(server) + "__" + tool
+	}
+	return "mcp__" + firstNonEmpty(tool, "unknown")
+}
+
+func snakeLoose(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, " ", "_"), "-", "_")
+}
+
+// closeTools ends every tool call still open, as unfinished.
+func (s *Segmenter) closeTools() {
+	for _, st := range s.toolOrder {
+		if !st.ended {
+			s.finishTool(st, nil, 0)
+		}
+	}
+}
+
+// finishTool ends a tool call's document with its result. tc is nil when
+// the call is closed unfinished.
+func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
+	st.ended = true
+	args := st.args
+	var res jsontext.Value
+	var dur int64
+	if tc != nil {
+		if tc.Args != nil {
+			args = stripToolCallID(tc.Args)
+		}
+		res = tc.Result
+		start := st.startedAt
+		if tc.StartedAtMs != 0 {
+			start = tc.StartedAtMs
+		}
+		switch {
+		case tc.CompletedAtMs != 0 && start != 0:
+			dur = tc.CompletedAtMs - start
+		case ts != 0 && st.startTS != 0:
+			dur = ts - st.startTS
+		default:
+			dur = tc.DurationMs
+		}
+	}
+	if dur < 0 {
+		dur = 0
+	}
+	var a toolArgs
+	_ = json.Unmarshal(args, &a, decodeOpts)
+	out, body, background := outcomePending, jsontext.Value(nil), false
+	if tc != nil {
+		out, body, background = classifyResult(res)
+		if out == outcomePending {
+			out = outcomeSuccess
+		}
+	}
+	var b toolBody
+	if body.Kind() == '{' {
+		_ = json.Unmarshal(body, &b, decodeOpts)
+	}
+	status := "success"
+	reason := ""
+	switch out {
+	case outcomePending:
+		status, reason = "error", reasonUnfinished
+	case outcomeRejected:
+		status = "error"
+		reason = firstNonEmpty(b.Reason, b.Message, "the tool call was rejected")
+	case outcomeFailed:
+		status = "error"
+		reason = firstNonEmpty(b.Error, b.Message, b.Reason, errText(body))
+	}
+	if b.IsError && status == "success" {
+		status = "error"
+	}
+	data := body
+	if data == nil {
+		if reason != "" {
+			data = marshal(map[string]string{"reason": reason})
+		} else {
+			data = jsontext.Value("null")
+		}
+	}
+	s.emit(documents.ToolResultEvent{DocumentID: st.docID, Result: documents.ToolResult{Status: status, Data: data}})
+
+	var content *string
+	var meta any
+	switch st.class {
+	case classShell:
+		meta = s.shellMeta(st, &a, &b, out, reason, dur, background)
+	case classEdit, classWrite, classDelete, classPatch:
+		content, meta = fileEditMeta(st, &a, &b, out, reason, dur)
+	case classPlan:
+		todos := make([]documents.PlanTodo, 0, len(a.Todos))
+		for _, t := range a.Todos {
+			deps := t.Dependencies
+			if deps == nil {
+				deps = []string{}
+			}
+			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status), Dependencies: deps})
+		}
+		if a.Plan != "" {
+			p := a.Plan
+			content = &p
+		}
+		meta = documents.PlanMeta{Title: firstNonEmpty(a.Name, a.Title), Overview: a.Overview, Todos: todos, Format: "markdown", ToolCallID: st.callID}
+	case classTodos:
+		todos := make([]documents.TodoStatus, 0, len(a.Todos))
+		for _, t := range a.Todos {
+			todos = append(todos, documents.TodoStatus{ID: t.ID, Status: todoStatus(t.Status), Content: t.Content})
+		}
+		meta = documents.TodoUpdateMeta{Todos: todos, Merge: a.Merge, ToolCallID: st.callID}
+	case classAsk:
+		qs := make([]documents.Question, 0, len(a.Questions))
+		for i, q := range a.Questions {
+			opts := make([]documents.Option, 0, len(q.Options))
+			for j, o := range q.Options {
+				opts = append(opts, documents.Option{ID: firstNonEmpty(o.ID, itoa(j+1)), Label: firstNonEmpty(o.Label, o.Text, o.ID)})
+			}
+			qs = append(qs, documents.Question{ID: firstNonEmpty(q.ID, "q"+itoa(i+1)), Text: firstNonEmpty(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
+		}
+		if a.Title != "" {
+			t := a.Title
+			content = &t
+		}
+		m := documents.ClarificationMeta{Questions: qs, ToolCallID: st.callID}
+		if out == outcomeRejected {
+			m.Rejected, m.Reason = true, reason
+		}
+		meta = m
+	default:
+		m := documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: firstNonEmpty(st.kind, st.name)}
+		if st.kind == "function" {
+			m.RawKind = "function"
+		}
+		if out == outcomeRejected || out == outcomePending {
+			m.Rejected, m.Reason = out == outcomeRejected, reason
+		}
+		if out == outcomeFailed || out == outcomePending {
+			m.Reason = reason
+		}
+		meta = m
+	}
+	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
+}
+
+func errText(v jsontext.Value) string {
+	if v.Kind() == '"' {
+		return str(v)
+	}
+	return "the tool failed"
+}
+
+func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64, bg bool) documents.TerminalCommandMeta {
+	wd := firstNonEmpty(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.opts.Workspace)
+	if wd == "" && s.init != nil {
+		wd = s.init.Cwd
+	}
+	m := documents.TerminalCommandMeta{
+		Command: firstNonEmpty(a.Command, b.Command), WorkingDirectory: wd, Permissions: []string{},
+		ToolCallID: st.callID, Signal: b.Signal, Background: bg || a.IsBackground,
+	}
+	if a.Sandbox != nil {
+		if a.Sandbox.NetworkAccess {
+			m.Permissions = append(m.Permissions, "network")
+		}
+		if a.Sandbox.Type == "TYPE_INSECURE_NONE" {
+			m.Permissions = append(m.Permissions, "unsandboxed")
+		}
+	}
+	switch out {
+	case outcomeSuccess:
+		code := 0
+		if b.ExitCode != nil {
+			code = *b.ExitCode
+		} else if b.ExitCodeSnake != nil {
+			code = *b.ExitCodeSnake
+		}
+		m.ExitCode = &code
+		m.Output = b.Interleaved
+		if m.Output == "" {
+			m.Output = b.Stdout + b.Stderr
+		}
+		if m.Output == "" {
+			m.Output = b.Output
+		}
+	case outcomeRejected:
+		m.Rejected, m.Reason = true, reason
+	case outcomeFailed:
+		m.Error, m.Reason = reason, reason
+		m.Output = firstNonEmpty(b.Stderr, b.Output)
+	case outcomePending:
+		m.Reason = reason
+	}
+	m.DurationMs = b.ExecutionTime
+	if m.DurationMs == 0 {
+		m.DurationMs = dur
+	}
+	return m
+}
+
+// fileEditMeta builds a file_edit document's content and metadata.
+func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64) (*string, documents.FileEditMeta) {
+	m := documents.FileEditMeta{FilePath: firstNonEmpty(a.path(), b.Path), ToolCallID: st.callID, DurationMs: dur}
+	var content *string
+	set := func(s string) { content = &s }
+	switch st.class {
+	case classDelete:
+		m.Operation = "delete"
+	case classWrite:
+		m.Operation = "create"
+		text := firstNonEmpty(a.FileText, a.Contents, str(a.Content))
+		if b.AfterFullContent != nil && text == "" {
+			text = *b.AfterFullContent
+		}
+		set(text)
+	case classPatch:
+		p, op, np := patchTarget(firstNonEmpty(a.Patch, a.Input))
+		m.FilePath, m.Operation, m.NewPath = firstNonEmpty(m.FilePath, p), op, np
+		m.UnifiedDiff = firstNonEmpty(a.Patch, a.Input)
+	default:
+		m.Operation = "edit"
+		oldS, newS := firstNonEmpty(a.OldString, a.OldStringCamel), firstNonEmpty(a.NewString, a.NewStringCamel)
+		if b.DiffString != "" {
+			create, del, h, added, removed := parseDiff(b.DiffString)
+			m.UnifiedDiff = b.DiffString
+			if b.LinesAdded == nil {
+				b.LinesAdded = &added
+			}
+			if b.LinesRemoved == nil {
+				b.LinesRemoved = &removed
+			}
+			switch {
+			case create:
+				m.Operation = "create"
+				set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent, h.newText))
+			case del:
+				m.Operation = "delete"
+			case h.found:
+				end := h.oldStart + h.oldLines - 1
+				if end < h.oldStart {
+					end = h.oldStart
+				}
+				m.Diff = &documents.Diff{OldString: h.oldText, NewString: h.newText, StartLine: h.oldStart, EndLine: end}
+				set(h.newText)
+			}
+		} else if oldS != "" || newS != "" {
+			start, end := lineRange(deref(b.BeforeFullContent), oldS)
+			m.Diff = &documents.Diff{OldString: oldS, NewString: newS, StartLine: start, EndLine: end}
+			set(newS)
+		} else if b.BeforeFullContent == nil && (b.AfterFullContent != nil || a.StreamContent != "") && out == outcomeSuccess {
+			m.Operation = "create"
+			set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent))
+		} else if a.StreamContent != "" {
+			set(a.StreamContent)
+		}
+		m.LinesAdded, m.LinesRemoved = b.LinesAdded, b.LinesRemoved
+	}
+	m.Language = LanguageOf(m.FilePath)
+	switch out {
+	case outcomeRejected:
+		m.Rejected, m.Reason = true, reason
+	case outcomeFailed, outcomePending:
+		m.Error, m.Reason = reason, reason
+	}
+	return content, m
+}
+
+// lineRange finds the lines old occupies in before (1-based), or 0, 0.
+func lineRange(before, old string) (int, int) {
+	if before == "" || old == "" {
+		return 0, 0
+	}
+	i := strings.Index(before, old)
+	if i < 0 {
+		return 0, 0
+	}
+	start := strings.Count(before[:i], "\n") + 1
+	return start, start + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

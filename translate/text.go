@@ -1,0 +1,318 @@
+package translate
+
+import (
+	"path"
+	"strconv"
+	"strings"
+)
+
+// stateFn is one state of the text lexer; it returns the next state, or nil
+// when it needs more input.
+type stateFn func(*lexer) stateFn
+
+// block is what the lexer reports: a piece of prose or of a fenced block.
+type blockKind uint8
+
+const (
+	blockText blockKind = iota
+	blockCode
+	blockRef
+)
+
+// fence describes an open fenced block.
+type fence struct {
+	char   byte
+	length int
+	indent int
+	info   string
+}
+
+// lexerSink receives what the lexer finds.
+type lexerSink interface {
+	proseText(s string) // text outside fences, as it arrives
+	openFence(f fence)  // a fence line opened a block
+	fenceText(s string) // content of the open block
+	closeFence()        // the block ended (closing fence or end of message)
+	endMessage()        // the message ended; close whatever is open
+}
+
+// lexer splits one assistant message into prose and fenced blocks, in the
+// style of text/template's lexer: Write appends input and runs states until
+// one needs more; only a partial line that could open or close a fence is
+// held back.
+type lexer struct {
+	in      []byte
+	pos     int
+	eof     bool
+	state   stateFn
+	sink    lexerSink
+	fence   fence
+	inFence bool
+	// nlPending is a newline inside a block that is sent only once the next
+	// line proves not to be the closing fence.
+	nlPending bool
+	firstLine bool
+}
+
+func newLexer(sink lexerSink) *lexer {
+	return &lexer{sink: sink, state: lexLineStart}
+}
+
+// Write feeds message text to the lexer.
+func (l *lexer) Write(s string) {
+	if l.pos > 0 {
+		l.in, l.pos = append(l.in[:0], l.in[l.pos:]...), 0
+	}
+	l.in = append(l.in, s...)
+	l.run()
+}
+
+// End flushes the message: held-back text is decided and open blocks close.
+func (l *lexer) End() {
+	l.eof = true
+	l.run()
+	if l.inFence {
+		l.inFence = false
+		l.sink.closeFence()
+	}
+	l.sink.endMessage()
+	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
+	l.nlPending = false
+}
+
+func (l *lexer) run() {
+	for {
+		next := l.state(l)
+		if next == nil {
+			return
+		}
+		l.state = next
+	}
+}
+
+func (l *lexer) rest() []byte { return l.in[l.pos:] }
+
+// fenceLine reports whether the start of b is a fence line prefix: up to 3
+// spaces, then a run of ` or ~. It returns the indent, the char and the run
+// length, and decided=false when more input could change the answer.
+func fenceLine(b []byte, eof bool) (indent int, char byte, run int, decided bool) {
+	i := 0
+	for i < len(b) && b[i] == ' ' && i < 4 {
+		i++
+	}
+	if i == len(b) {
+		return i, 0, 0, eof
+	}
+	if i > 3 || (b[i] != '`' && b[i] != '~') {
+		return i, 0, 0, true
+	}
+	char = b[i]
+	j := i
+	for j < len(b) && b[j] == char {
+		j++
+	}
+	if j == len(b) && !eof {
+		return i, char, j - i, false
+	}
+	return i, char, j - i, true
+}
+
+// lexLineStart runs at the start of a line outside a fence: it decides
+// whether the line opens a fence, holding it back until it can tell.
+func lexLineStart(l *lexer) stateFn {
+	b := l.rest()
+	if len(b) == 0 {
+		return nil
+	}
+	indent, char, run, decided := fenceLine(b, l.eof)
+	if !decided {
+		return nil
+	}
+	if char == 0 || run < 3 {
+		return lexProse
+	}
+	nl := indexNL(b)
+	if nl < 0 && !l.eof {
+		return nil
+	}
+	end := len(b)
+	if nl >= 0 {
+		end = nl
+	}
+	info := strings.TrimSpace(string(b[indent+run : end]))
+	if char == '`' && strings.IndexByte(info, '`') >= 0 {
+		return lexProse
+	}
+	l.pos += end
+	if nl >= 0 {
+		l.pos++
+	}
+	l.fence = fence{char: char, length: run, indent: indent, info: info}
+	l.inFence, l.nlPending, l.firstLine = true, false, true
+	l.sink.openFence(l.fence)
+	return lexFenceLineStart
+}
+
+// lexProse sends prose up to and including the end of the line.
+func lexProse(l *lexer) stateFn {
+	b := l.rest()
+	if len(b) == 0 {
+		return nil
+	}
+	nl := indexNL(b)
+	if nl < 0 {
+		l.sink.proseText(string(b))
+		l.pos += len(b)
+		if l.eof {
+			return nil
+		}
+		return lexProseMid
+	}
+	l.sink.proseText(string(b[:nl+1]))
+	l.pos += nl + 1
+	return lexLineStart
+}
+
+// lexProseMid continues a line of prose whose start was already sent.
+func lexProseMid(l *lexer) stateFn {
+	if len(l.rest()) == 0 {
+		return nil
+	}
+	return lexProse
+}
+
+// lexFenceLineStart runs at the start of a line inside a fence: it decides
+// whether the line closes the fence.
+func lexFenceLineStart(l *lexer) stateFn {
+	b := l.rest()
+	if len(b) == 0 {
+		return nil
+	}
+	_, char, run, decided := fenceLine(b, l.eof)
+	if !decided {
+		return nil
+	}
+	if char == l.fence.char && run >= l.fence.length {
+		// A closing fence has only spaces after the run.
+		i := 0
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		j := i + run
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r') {
+			j++
+		}
+		switch {
+		case j < len(b) && b[j] == '\n':
+			l.pos += j + 1
+			return l.closeFence()
+		case j == len(b) && l.eof:
+			l.pos += j
+			return l.closeFence()
+		case j == len(b):
+			return nil
+		}
+	}
+	// A content line: strip up to the opening fence's indent.
+	strip := 0
+	for strip < l.fence.indent && strip < len(b) && b[strip] == ' ' {
+		strip++
+	}
+	l.pos += strip
+	if l.nlPending {
+		l.sink.fenceText("\n")
+		l.nlPending = false
+	}
+	return lexFenceLine
+}
+
+func (l *lexer) closeFence() stateFn {
+	l.inFence, l.nlPending = false, false
+	l.sink.closeFence()
+	return lexLineStart
+}
+
+// lexFenceLine sends block content up to the end of the line; the newline
+// itself waits for the next line.
+func lexFenceLine(l *lexer) stateFn {
+	b := l.rest()
+	if len(b) == 0 {
+		return nil
+	}
+	nl := indexNL(b)
+	if nl < 0 {
+		l.sink.fenceText(string(b))
+		l.pos += len(b)
+		return lexFenceLineMid
+	}
+	if nl > 0 {
+		l.sink.fenceText(string(b[:nl]))
+	}
+	l.pos += nl + 1
+	l.nlPending = true
+	return lexFenceLineStart
+}
+
+// lexFenceLineMid continues a block line whose start was already sent.
+func lexFenceLineMid(l *lexer) stateFn {
+	if len(l.rest()) == 0 {
+		return nil
+	}
+	return lexFenceLine
+}
+
+func indexNL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// parseInfo reads a fence's info string: `start:end:path` is a code
+// reference, anything else names a language by its first word.
+func parseInfo(info string) (kind blockKind, lang, file string, start, end int) {
+	if a, rest, ok := strings.Cut(info, ":"); ok {
+		if b, p, ok := strings.Cut(rest, ":"); ok && p != "" {
+			s, err1 := strconv.Atoi(a)
+			e, err2 := strconv.Atoi(b)
+			if err1 == nil && err2 == nil && s >= 0 && e >= s {
+				p = strings.TrimSpace(p)
+				return blockRef, LanguageOf(p), p, s, e
+			}
+		}
+	}
+	lang = info
+	if i := strings.IndexAny(lang, " \t{"); i >= 0 {
+		lang = lang[:i]
+	}
+	return blockCode, strings.ToLower(lang), "", 0, 0
+}
+
+// languages maps file extensions to language names.
+var languages = map[string]string{
+	".go": "go", ".py": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+	".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript", ".rs": "rust", ".java": "java",
+	".kt": "kotlin", ".swift": "swift", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+	".cs": "csharp", ".rb": "ruby", ".php": "php", ".sh": "bash", ".bash": "bash", ".zsh": "bash",
+	".ps1": "powershell", ".sql": "sql", ".html": "html", ".htm": "html", ".css": "css", ".scss": "scss",
+	".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".xml": "xml", ".md": "markdown",
+	".markdown": "markdown", ".txt": "text", ".lua": "lua", ".r": "r", ".scala": "scala", ".dart": "dart",
+	".vue": "vue", ".svelte": "svelte", ".proto": "protobuf", ".tf": "hcl", ".ex": "elixir", ".exs": "elixir",
+	".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".zig": "zig", ".nim": "nim",
+	".dockerfile": "dockerfile", ".mk": "makefile", ".ini": "ini", ".cfg": "ini", ".env": "dotenv",
+}
+
+// LanguageOf returns the language of a file path by its extension, or ""
+// when unknown.
+func LanguageOf(p string) string {
+	base := path.Base(strings.ReplaceAll(p, "\\", "/"))
+	switch strings.ToLower(base) {
+	case "dockerfile":
+		return "dockerfile"
+	case "makefile", "gnumakefile":
+		return "makefile"
+	}
+	return languages[strings.ToLower(path.Ext(base))]
+}

@@ -1,0 +1,449 @@
+package translate
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// toolArgs is the union of the argument fields Docstream reads from any
+// tool in any dialect.
+type toolArgs struct {
+	Path             string         `json:"path"`
+	FilePath         string         `json:"file_path"`
+	FilePathCamel    string         `json:"filePath"`
+	TargetFile       string         `json:"target_file"`
+	Command          string         `json:"command"`
+	WorkingDirectory string         `json:"workingDirectory"`
+	WorkingDirSnake  string         `json:"working_directory"`
+	Cwd              string         `json:"cwd"`
+	IsBackground     bool           `json:"isBackground"`
+	Sandbox          *sandboxPolicy `json:"requestedSandboxPolicy"`
+	StreamContent    string         `json:"streamContent"`
+	OldString        string         `json:"old_string"`
+	NewString        string         `json:"new_string"`
+	OldStringCamel   string         `json:"oldString"`
+	NewStringCamel   string         `json:"newString"`
+	Patch            string         `json:"patch"`
+	Input            string         `json:"input"`
+	FileText         string         `json:"fileText"`
+	Contents         string         `json:"contents"`
+	Content          jsontext.Value `json:"content"`
+	Name             string         `json:"name"`
+	Title            string         `json:"title"`
+	Overview         string         `json:"overview"`
+	Plan             string         `json:"plan"`
+	Todos            []rawTodo      `json:"todos"`
+	Merge            bool           `json:"merge"`
+	Questions        []rawQuestion  `json:"questions"`
+	ToolName         string         `json:"toolName"`
+	Provider         string         `json:"providerIdentifier"`
+	Server           string         `json:"server"`
+}
+
+type sandboxPolicy struct {
+	Type          string `json:"type"`
+	NetworkAccess bool   `json:"networkAccess"`
+}
+
+type rawTodo struct {
+	ID           string   `json:"id"`
+	Content      string   `json:"content"`
+	Status       string   `json:"status"`
+	Dependencies []string `json:"dependencies"`
+}
+
+type rawQuestion struct {
+	ID       string      `json:"id"`
+	Prompt   string      `json:"prompt"`
+	Text     string      `json:"text"`
+	Question string      `json:"question"`
+	Options  []rawOption `json:"options"`
+	Multiple bool        `json:"allowMultiple"`
+}
+
+type rawOption struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Text  string `json:"text"`
+}
+
+func (a *toolArgs) path() string {
+	return firstNonEmpty(a.Path, a.FilePath, a.FilePathCamel, a.TargetFile)
+}
+
+// toolBody is the union of result fields Docstream reads.
+type toolBody struct {
+	Path              string  `json:"path"`
+	Command           string  `json:"command"`
+	WorkingDirectory  string  `json:"workingDirectory"`
+	ExitCode          *int    `json:"exitCode"`
+	ExitCodeSnake     *int    `json:"exit_code"`
+	Signal            string  `json:"signal"`
+	Stdout            string  `json:"stdout"`
+	Stderr            string  `json:"stderr"`
+	Interleaved       string  `json:"interleavedOutput"`
+	Output            string  `json:"output"`
+	ExecutionTime     int64   `json:"executionTime"`
+	Reason            string  `json:"reason"`
+	Error             string  `json:"error"`
+	Message           string  `json:"message"`
+	DiffString        string  `json:"diffString"`
+	LinesAdded        *int    `json:"linesAdded"`
+	LinesRemoved      *int    `json:"linesRemoved"`
+	BeforeFullContent *string `json:"beforeFullFileContent"`
+	AfterFullContent  *string `json:"afterFullFileContent"`
+	IsError           bool    `json:"isError"`
+}
+
+// outcome is how a tool call ended.
+type outcome uint8
+
+const (
+	outcomePending outcome = iota
+	outcomeSuccess
+	outcomeRejected
+	outcomeFailed
+)
+
+// classifyResult reads a tool result in any layout: {"success":{…}},
+// {"rejected":{…}}, {"error":{…}}, {"spawnError":{…}}, a legacy
+// {"success":true,…}, or a bare result object.
+func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
+	if raw.Kind() != '{' {
+		if len(raw) == 0 {
+			return outcomePending, nil, false
+		}
+		return outcomeSuccess, raw, false
+	}
+	var r struct {
+		Success      jsontext.Value `json:"success"`
+		Rejected     jsontext.Value `json:"rejected"`
+		Error        jsontext.Value `json:"error"`
+		SpawnError   jsontext.Value `json:"spawnError"`
+		Failure      jsontext.Value `json:"failure"`
+		Timeout      jsontext.Value `json:"timeout"`
+		PermDenied   jsontext.Value `json:"permissionDenied"`
+		IsBackground bool           `json:"isBackground"`
+	}
+	if json.Unmarshal(raw, &r, decodeOpts) != nil {
+		return outcomeSuccess, raw, false
+	}
+	switch {
+	case r.Success.Kind() == '{':
+		return outcomeSuccess, r.Success, r.IsBackground
+	case r.Rejected != nil:
+		return outcomeRejected, r.Rejected, false
+	case r.PermDenied != nil:
+		return outcomeRejected, r.PermDenied, false
+	case r.SpawnError != nil:
+		return outcomeFailed, r.SpawnError, false
+	case r.Failure != nil:
+		return outcomeFailed, r.Failure, false
+	case r.Timeout != nil:
+		return outcomeFailed, r.Timeout, false
+	case r.Success.Kind() == 'f':
+		return outcomeFailed, raw, false
+	case r.Success.Kind() == 't':
+		return outcomeSuccess, raw, r.IsBackground
+	case r.Error != nil && r.Error.Kind() != 'n':
+		return outcomeFailed, raw, false
+	}
+	return outcomeSuccess, raw, r.IsBackground
+}
+
+// toolClass is what a tool call becomes.
+type toolClass uint8
+
+const (
+	classTool toolClass = iota
+	classShell
+	classEdit
+	classWrite
+	classDelete
+	classPatch
+	classPlan
+	classTodos
+	classAsk
+)
+
+// classify maps a tool's kind (or hyphenated name, or function name) to its
+// document class and its snake_case tool name.
+func classify(kind, name string) (toolClass, string) {
+	key := kind
+	if kind == "function" && name != "" {
+		key = name
+	}
+	switch key {
+	case "shellToolCall", "Shell", "run_terminal_cmd", "shell", "Bash", "bash":
+		return classShell, "run_terminal_cmd"
+	case "editToolCall", "StrReplace", "edit_file", "search_replace", "Edit", "MultiEdit", "str_replace":
+		return classEdit, "edit_file"
+	case "writeToolCall", "writeFileToolCall", "Write", "write", "write_file", "create_file":
+		return classWrite, "write"
+	case "deleteToolCall", "Delete", "delete_file", "delete":
+		return classDelete, "delete_file"
+	case "applyPatchToolCall", "ApplyPatch", "apply_patch":
+		return classPatch, "apply_patch"
+	case "createPlanToolCall", "create_plan", "CreatePlan":
+		return classPlan, "create_plan"
+	case "updateTodosToolCall", "TodoWrite", "todo_write", "updateTodos":
+		return classTodos, "todo_write"
+	case "askQuestionToolCall", "ask_question", "AskQuestion":
+		return classAsk, "ask_question"
+	case "readToolCall", "Read", "read_file":
+		return classTool, "read_file"
+	case "globToolCall", "Glob", "glob_file_search":
+		return classTool, "glob_file_search"
+	case "grepToolCall", "Grep", "grep":
+		return classTool, "grep"
+	case "lsToolCall", "LS", "list_dir":
+		return classTool, "list_dir"
+	case "semSearchToolCall", "SemanticSearch", "codebase_search":
+		return classTool, "codebase_search"
+	case "webFetchToolCall", "WebFetch", "web_fetch":
+		return classTool, "web_fetch"
+	case "webSearchToolCall", "WebSearch", "web_search":
+		return classTool, "web_search"
+	case "readLintsToolCall", "ReadLints", "read_lints":
+		return classTool, "read_lints"
+	}
+	if kind == "function" {
+		if name == "" {
+			return classTool, "function"
+		}
+		return classTool, name
+	}
+	return classTool, snake(strings.TrimSuffix(key, "ToolCall"))
+}
+
+// docType returns the document type of a class.
+func (c toolClass) docType() documents.Type {
+	switch c {
+	case classShell:
+		return documents.TypeTerminalCommand
+	case classEdit, classWrite, classDelete, classPatch:
+		return documents.TypeFileEdit
+	case classPlan:
+		return documents.TypePlan
+	case classTodos:
+		return documents.TypeTodoUpdate
+	case classAsk:
+		return documents.TypeClarification
+	}
+	return documents.TypeToolCall
+}
+
+// snake turns a camelCase or PascalCase name into snake_case.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		if r == '-' || r == ' ' || r == '.' {
+			b.WriteByte('_')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// todoStatus normalizes TODO_STATUS_* and other spellings.
+func todoStatus(s string) string {
+	t := strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "TODO_STATUS_"))
+	switch t {
+	case "pending", "todo", "not_started", "open", "":
+		return "pending"
+	case "in_progress", "inprogress", "in-progress", "active", "running":
+		return "in_progress"
+	case "completed", "complete", "done", "finished":
+		return "completed"
+	case "cancelled", "canceled", "skipped":
+		return "cancelled"
+	}
+	return t
+}
+
+// stripToolCallID removes the toolCallId member from the arguments object.
+func stripToolCallID(args jsontext.Value) jsontext.Value {
+	if args.Kind() != '{' {
+		return jsontext.Value("{}")
+	}
+	if !bytes.Contains(args, []byte(`"toolCallId"`)) {
+		return args
+	}
+	var dec jsontext.Decoder
+	dec.Reset(bytes.NewReader(args), decodeOpts)
+	var enc jsontext.Encoder
+	var out bytes.Buffer
+	enc.Reset(&out, decodeOpts)
+	if _, err := dec.ReadToken(); err != nil {
+		return args
+	}
+	if enc.WriteToken(jsontext.BeginObject) != nil {
+		return args
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return args
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return args
+		}
+		if string(unquoteName(name)) == "toolCallId" {
+			continue
+		}
+		if enc.WriteValue(name) != nil || enc.WriteValue(v) != nil {
+			return args
+		}
+	}
+	if enc.WriteToken(jsontext.EndObject) != nil {
+		return args
+	}
+	return bytes.TrimRight(out.Bytes(), "\n")
+}
+
+// hunk is the first hunk of a unified diff.
+type hunk struct {
+	oldStart, oldLines int
+	newStart, newLines int
+	oldText, newText   string
+	found              bool
+}
+
+// parseDiff reads a unified diff: whether it creates or deletes the file,
+// its first hunk, and how many lines it adds and removes in all.
+func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
+	lines := strings.Split(d, "\n")
+	var oldB, newB strings.Builder
+	inFirst := false
+	for _, ln := range lines {
+		switch {
+		case strings.HasPrefix(ln, "--- "):
+			if strings.TrimSpace(ln[4:]) == "/dev/null" {
+				create = true
+			}
+			continue
+		case strings.HasPrefix(ln, "+++ "):
+			if strings.TrimSpace(ln[4:]) == "/dev/null" {
+				del = true
+			}
+			continue
+		case strings.HasPrefix(ln, "@@"):
+			if first.found {
+				inFirst = false
+				continue
+			}
+			first.found, inFirst = true, true
+			first.oldStart, first.oldLines, first.newStart, first.newLines = parseHunkHeader(ln)
+			continue
+		}
+		if ln == "" {
+			continue
+		}
+		switch ln[0] {
+		case '+':
+			added++
+			if inFirst {
+				newB.WriteString(ln[1:])
+				newB.WriteByte('\n')
+			}
+		case '-':
+			removed++
+			if inFirst {
+				oldB.WriteString(ln[1:])
+				oldB.WriteByte('\n')
+			}
+		case ' ':
+			if inFirst {
+				oldB.WriteString(ln[1:])
+				oldB.WriteByte('\n')
+				newB.WriteString(ln[1:])
+				newB.WriteByte('\n')
+			}
+		}
+	}
+	first.oldText = strings.TrimSuffix(oldB.String(), "\n")
+	first.newText = strings.TrimSuffix(newB.String(), "\n")
+	return
+}
+
+// parseHunkHeader reads "@@ -a,b +c,d @@".
+func parseHunkHeader(ln string) (a, b, c, d int) {
+	b, d = 1, 1
+	f := strings.Fields(ln)
+	for _, p := range f {
+		if len(p) < 2 {
+			continue
+		}
+		switch p[0] {
+		case '-':
+			a, b = rangeOf(p[1:])
+		case '+':
+			c, d = rangeOf(p[1:])
+		}
+	}
+	return
+}
+
+func rangeOf(s string) (start, n int) {
+	n = 1
+	x, y, ok := strings.Cut(s, ",")
+	start, _ = strconv.Atoi(x)
+	if ok {
+		n, _ = strconv.Atoi(y)
+	}
+	return
+}
+
+// patchTarget reads the first file operation of an apply-patch text.
+func patchTarget(p string) (path, op, newPath string) {
+	for _, ln := range strings.Split(p, "\n") {
+		ln = strings.TrimSpace(ln)
+		switch {
+		case strings.HasPrefix(ln, "*** Add File: "):
+			if path == "" {
+				path, op = strings.TrimPrefix(ln, "*** Add File: "), "create"
+			}
+		case strings.HasPrefix(ln, "*** Delete File: "):
+			if path == "" {
+				path, op = strings.TrimPrefix(ln, "*** Delete File: "), "delete"
+			}
+		case strings.HasPrefix(ln, "*** Update File: "):
+			if path == "" {
+				path, op = strings.TrimPrefix(ln, "*** Update File: "), "edit"
+			}
+		case strings.HasPrefix(ln, "*** Move to: "):
+			if newPath == "" {
+				newPath, op = strings.TrimPrefix(ln, "*** Move to: "), "rename"
+			}
+		}
+	}
+	if op == "" {
+		op = "edit"
+	}
+	return
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

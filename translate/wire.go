@@ -1,0 +1,494 @@
+package translate
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// wire collects the members of one agent line, from the top level and from
+// a "payload" object, before the line is classified.
+type wire struct {
+	typ, sub        string
+	session         string
+	text            string
+	hasText         bool
+	msgText         string
+	hasMsg          bool
+	modelCallID     string
+	ts              int64
+	hasTS           bool
+	callID          string
+	tool            jsontext.Value
+	toolName        string
+	toolCallID      string
+	params          jsontext.Value
+	resultText      string
+	resultObj       jsontext.Value
+	errText         string
+	isError         bool
+	durationMs      int64
+	durationAPIMs   int64
+	requestID       string
+	usage           *AgentUsage
+	cwd, model      string
+	permissionMode  string
+	apiKeySource    string
+	payloadIsObject bool
+}
+
+// decodeOpts tolerates what agents emit: duplicate names and invalid UTF-8.
+var decodeOpts = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// decode classifies one non-empty line.
+func (d *Decoder) decode(line []byte) Event {
+	ev := Event{Raw: line, Size: len(line)}
+	if line[0] != '{' {
+		ev.Kind = KindNotJSON
+		return ev
+	}
+	d.w = wire{}
+	if !d.members(line, 0) {
+		ev.Kind = KindNotJSON
+		return ev
+	}
+	w := &d.w
+	ev.Type, ev.Subtype = w.typ, w.sub
+	ev.SessionID = w.session
+	ev.ModelCallID = w.modelCallID
+	ev.TimestampMs, ev.HasTimestamp = w.ts, w.hasTS
+	switch w.typ {
+	case "system":
+		if w.sub == "init" {
+			ev.Kind = KindInit
+			ev.Init = &Init{SessionID: w.session, Cwd: w.cwd, Model: w.model, PermissionMode: w.permissionMode, APIKeySource: w.apiKeySource}
+		} else {
+			ev.Kind = KindInfo
+		}
+	case "user":
+		ev.Kind = KindUser
+	case "thinking":
+		if w.sub == "completed" {
+			ev.Kind = KindThinkingDone
+		} else {
+			ev.Kind = KindThinkingDelta
+			ev.Text = w.text
+		}
+	case "assistant":
+		ev.Kind = KindAssistant
+		if w.hasText {
+			ev.Text = w.text
+		} else {
+			ev.Text = w.msgText
+		}
+	case "tool_call", "tool-call-started", "tool-call-completed":
+		d.toolEvent(&ev)
+	case "result":
+		ev.Kind = KindResult
+		ev.Result = &Result{Subtype: w.sub, IsError: w.isError || w.sub == "error", DurationMs: w.durationMs,
+			DurationAPIMs: w.durationAPIMs, Text: w.resultText, Error: w.errText, RequestID: w.requestID, Usage: w.usage}
+	case "error":
+		ev.Kind = KindError
+		switch {
+		case w.errText != "":
+			ev.Text = w.errText
+		case w.hasMsg:
+			ev.Text = w.msgText
+		default:
+			ev.Text = w.text
+		}
+	case "interaction_query", "connection", "retry":
+		ev.Kind = KindInfo
+	default:
+		ev.Kind = KindUnknown
+	}
+	return ev
+}
+
+func (d *Decoder) toolEvent(ev *Event) {
+	w := &d.w
+	switch {
+	case w.typ == "tool-call-started" || (w.typ == "tool_call" && w.sub == "started"):
+		ev.Kind = KindToolStarted
+	case w.typ == "tool-call-completed" || (w.typ == "tool_call" && w.sub == "completed"):
+		ev.Kind = KindToolCompleted
+	default:
+		ev.Kind = KindUnknown
+		return
+	}
+	tc := &ToolCall{}
+	var id string
+	if w.tool != nil {
+		id = parseToolObject(w.tool, tc)
+	} else {
+		tc.Kind = w.toolName
+		tc.Args = w.params
+		tc.Result = w.resultObj
+		tc.DurationMs = w.durationMs
+		id = w.toolCallID
+	}
+	if ev.Kind == KindToolCompleted && tc.Result == nil && w.resultObj != nil {
+		tc.Result = w.resultObj
+	}
+	ev.Tool = tc
+	ev.CallID = w.callID
+	if ev.CallID == "" {
+		ev.CallID = id
+	}
+}
+
+// members scans the members of the object in val; depth 1 is a payload.
+func (d *Decoder) members(val []byte, depth int) bool {
+	var dec jsontext.Decoder
+	var br bytes.Reader
+	jd := &dec
+	if depth == 0 {
+		jd = &d.jd
+		d.br.Reset(val)
+		jd.Reset(&d.br, decodeOpts)
+	} else {
+		br.Reset(val)
+		jd.Reset(&br, decodeOpts)
+	}
+	if tok, err := jd.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	var nameBuf [64]byte
+	for jd.PeekKind() != '}' {
+		nv, err := jd.ReadValue()
+		if err != nil {
+			return false
+		}
+		// The name is only valid until the next read: keep a copy.
+		name := append(nameBuf[:0], unquoteName(nv)...)
+		v, err := jd.ReadValue()
+		if err != nil {
+			return false
+		}
+		d.member(name, v, depth)
+	}
+	if _, err := jd.ReadToken(); err != nil {
+		return false
+	}
+	return true
+}
+
+// member records one member of the line or of its payload.
+func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
+	w := &d.w
+	switch string(name) {
+	case "type":
+		w.typ = internType(v)
+	case "subtype":
+		w.sub = internType(v)
+	case "session_id":
+		if !bytes.Equal(v, d.sessRaw) {
+			d.sessRaw = append(d.sessRaw[:0], v...)
+			d.session = str(v)
+		}
+		w.session = d.session
+	case "text":
+		if v.Kind() == '"' {
+			w.text, w.hasText = str(v), true
+		}
+	case "content":
+		if depth > 0 && v.Kind() == '"' && !w.hasText {
+			w.text, w.hasText = str(v), true
+		}
+	case "message":
+		switch v.Kind() {
+		case '{':
+			w.msgText, w.hasMsg = messageText(v), true
+		case '"':
+			w.msgText, w.hasMsg = str(v), true
+		}
+	case "model_call_id":
+		w.modelCallID = d.intern(v)
+	case "timestamp_ms":
+		w.ts, w.hasTS = num(v), true
+	case "call_id":
+		w.callID = str(v)
+	case "tool_call", "toolCall":
+		if v.Kind() == '{' {
+			w.tool = v.Clone()
+		}
+	case "tool_name":
+		w.toolName = str(v)
+	case "tool_call_id":
+		w.toolCallID = str(v)
+	case "parameters":
+		if v.Kind() == '{' {
+			w.params = v.Clone()
+		}
+	case "result":
+		switch v.Kind() {
+		case '"':
+			w.resultText = str(v)
+		case '{':
+			w.resultObj = v.Clone()
+		}
+	case "error":
+		switch v.Kind() {
+		case '"':
+			w.errText = str(v)
+		case '{':
+			w.errText = errorText(v)
+		}
+	case "is_error":
+		w.isError = v.Kind() == 't'
+	case "duration_ms":
+		w.durationMs = num(v)
+	case "duration_api_ms":
+		w.durationAPIMs = num(v)
+	case "request_id":
+		w.requestID = str(v)
+	case "usage":
+		if v.Kind() == '{' {
+			u := new(AgentUsage)
+			if json.Unmarshal(v, u) == nil {
+				w.usage = u
+			}
+		}
+	case "cwd":
+		w.cwd = str(v)
+	case "model":
+		w.model = str(v)
+	case "permissionMode":
+		w.permissionMode = str(v)
+	case "apiKeySource":
+		w.apiKeySource = str(v)
+	case "payload":
+		if depth == 0 && v.Kind() == '{' {
+			w.payloadIsObject = true
+			d.members(v.Clone(), 1)
+		}
+	}
+}
+
+// intern returns a shared string for a repeated model_call_id.
+func (d *Decoder) intern(v jsontext.Value) string {
+	if v.Kind() != '"' {
+		return ""
+	}
+	if s, ok := d.mcid[string(v)]; ok {
+		return s
+	}
+	if d.mcid == nil {
+		d.mcid = make(map[string]string)
+	}
+	s := str(v)
+	if len(d.mcid) < 1024 {
+		d.mcid[string(v)] = s
+	}
+	return s
+}
+
+// internType maps the common type and subtype values to constants.
+func internType(v jsontext.Value) string {
+	switch string(v) {
+	case `"assistant"`:
+		return "assistant"
+	case `"thinking"`:
+		return "thinking"
+	case `"delta"`:
+		return "delta"
+	case `"completed"`:
+		return "completed"
+	case `"started"`:
+		return "started"
+	case `"tool_call"`:
+		return "tool_call"
+	case `"system"`:
+		return "system"
+	case `"init"`:
+		return "init"
+	case `"user"`:
+		return "user"
+	case `"result"`:
+		return "result"
+	case `"success"`:
+		return "success"
+	}
+	return str(v)
+}
+
+// unquoteName returns a member name without quotes, unescaping if needed.
+func unquoteName(name jsontext.Value) []byte {
+	if len(name) >= 2 && bytes.IndexByte(name, '\\') < 0 {
+		return name[1 : len(name)-1]
+	}
+	b, _ := jsontext.AppendUnquote(nil, name)
+	return b
+}
+
+// str returns the string a JSON value holds, or "" when it is no string.
+func str(v jsontext.Value) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1])
+	}
+	b, _ := jsontext.AppendUnquote(nil, v)
+	return string(b)
+}
+
+// num returns the integer a JSON number or numeric string holds.
+func num(v jsontext.Value) int64 {
+	s := v
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
+		return n
+	}
+	if f, err := strconv.ParseFloat(string(s), 64); err == nil {
+		return int64(f)
+	}
+	return 0
+}
+
+// messageText extracts the text of a message object: its content as a
+// string, or its text blocks in order.
+func messageText(v jsontext.Value) string {
+	var m struct {
+		Content jsontext.Value `json:"content"`
+	}
+	if json.Unmarshal(v, &m, decodeOpts) != nil {
+		return ""
+	}
+	return contentText(m.Content)
+}
+
+func contentText(c jsontext.Value) string {
+	switch c.Kind() {
+	case '"':
+		return str(c)
+	case '[':
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(c, &blocks, decodeOpts) != nil {
+			return ""
+		}
+		if len(blocks) == 1 {
+			if blocks[0].Type == "text" || blocks[0].Type == "" {
+				return blocks[0].Text
+			}
+			return ""
+		}
+		var b strings.Builder
+		for _, bl := range blocks {
+			if bl.Type == "text" || bl.Type == "" {
+				b.WriteString(bl.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// errorText extracts a message from an error object.
+func errorText(v jsontext.Value) string {
+	var e struct {
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}
+	_ = json.Unmarshal(v, &e, decodeOpts)
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Error != "" {
+		return e.Error
+	}
+	return string(v)
+}
+
+// parseToolObject reads a tool_call (or payload toolCall) object in any of
+// its layouts into tc and returns the call id it names, if any.
+func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
+	var dec jsontext.Decoder
+	dec.Reset(bytes.NewReader(raw), decodeOpts)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ""
+	}
+	for dec.PeekKind() != '}' {
+		nameV, err := dec.ReadValue()
+		if err != nil {
+			return id
+		}
+		name := string(unquoteName(nameV))
+		v, err := dec.ReadValue()
+		if err != nil {
+			return id
+		}
+		switch {
+		case strings.HasSuffix(name, "ToolCall") && v.Kind() == '{':
+			tc.Kind = name
+			parseToolInner(v.Clone(), tc)
+		case name == "function" && v.Kind() == '{':
+			tc.Kind = "function"
+			parseFunction(v.Clone(), tc)
+		case name == "toolCallId" || name == "id":
+			if id == "" {
+				id = str(v)
+			}
+		case name == "startedAtMs":
+			tc.StartedAtMs = num(v)
+		case name == "completedAtMs":
+			tc.CompletedAtMs = num(v)
+		case name == "result":
+			tc.Result = v.Clone()
+		}
+	}
+	return id
+}
+
+// parseToolInner reads {args, result, description, name} or a legacy inner
+// object whose members are the arguments themselves.
+func parseToolInner(raw jsontext.Value, tc *ToolCall) {
+	var inner struct {
+		Args        jsontext.Value `json:"args"`
+		Result      jsontext.Value `json:"result"`
+		Description string         `json:"description"`
+		Name        string         `json:"name"`
+	}
+	if json.Unmarshal(raw, &inner, decodeOpts) != nil {
+		return
+	}
+	tc.Args, tc.Result, tc.Description, tc.Name = inner.Args, inner.Result, inner.Description, inner.Name
+	if tc.Args == nil && tc.Result == nil {
+		// Legacy layout: {"path": …, "contents": …} carries the arguments directly.
+		tc.Args = raw
+	}
+}
+
+// parseFunction reads a generic {name, arguments} call; arguments may be an
+// object or a string holding JSON.
+func parseFunction(raw jsontext.Value, tc *ToolCall) {
+	var f struct {
+		Name      string         `json:"name"`
+		Arguments jsontext.Value `json:"arguments"`
+		Result    jsontext.Value `json:"result"`
+	}
+	if json.Unmarshal(raw, &f, decodeOpts) != nil {
+		return
+	}
+	tc.Name, tc.Result = f.Name, f.Result
+	switch f.Arguments.Kind() {
+	case '{':
+		tc.Args = f.Arguments
+	case '"':
+		s := str(f.Arguments)
+		if v := jsontext.Value(s); v.IsValid() && v.Kind() == '{' {
+			tc.Args = v
+		} else {
+			b, _ := json.Marshal(map[string]string{"input": s})
+			tc.Args = b
+		}
+	}
+}
