@@ -1,0 +1,199 @@
+package cloud
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ListAgents returns one page of the key owner's agents (GET /v0/agents).
+// Pass the page's NextCursor as opts.Cursor for the next page.
+func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, error) {
+	if opts.Limit < 0 || opts.Limit > MaxListLimit {
+		return nil, badRequest("list limit %d is outside 1..%d", opts.Limit, MaxListLimit)
+	}
+	q := url.Values{}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	if opts.PRURL != "" {
+		q.Set("prUrl", opts.PRURL)
+	}
+	var out AgentList
+	r := &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AllAgents iterates over every agent matching opts, page after page, starting
+// at opts.Cursor. On a failure it yields the error once and stops. It stops too
+// if the API repeats a cursor.
+func (c *Client) AllAgents(ctx context.Context, opts ListOptions) iter.Seq2[Agent, error] {
+	return func(yield func(Agent, error) bool) {
+		seen := map[string]bool{}
+		for {
+			page, err := c.ListAgents(ctx, opts)
+			if err != nil {
+				yield(Agent{}, err)
+				return
+			}
+			for _, a := range page.Agents {
+				if !yield(a, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" || seen[page.NextCursor] {
+				return
+			}
+			seen[page.NextCursor] = true
+			opts.Cursor = page.NextCursor
+		}
+	}
+}
+
+// Agent returns an agent's status and results (GET /v0/agents/{id}).
+func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
+	path, err := agentPath(id, "")
+	if err != nil {
+		return nil, err
+	}
+	var out Agent
+	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Conversation returns an agent's messages (GET /v0/agents/{id}/conversation).
+// A deleted agent's conversation is gone (CodeNotFound).
+func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
+	path, err := agentPath(id, "/conversation")
+	if err != nil {
+		return nil, err
+	}
+	var out Conversation
+	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Launch starts an agent (POST /v0/agents) and returns it, usually CREATING.
+// The request is checked first (prompt text, at most MaxImages images, a
+// repository or PR URL, webhook URL and secret length) and nothing is sent when
+// it is invalid. Launch is retried only after a 429; after a timeout, a
+// transport error or a 5xx it fails at once because an agent may already have
+// been started.
+func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) {
+	if err := validatePrompt(req.Prompt); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Source.Repository) == "" && strings.TrimSpace(req.Source.PRURL) == "" {
+		return nil, badRequest("source.repository is required unless source.prUrl is given")
+	}
+	if req.Webhook != (Webhook{}) {
+		if strings.TrimSpace(req.Webhook.URL) == "" {
+			return nil, badRequest("webhook.url is required when a webhook is given")
+		}
+		if req.Webhook.Secret != "" && len(req.Webhook.Secret) < MinWebhookSecretLen {
+			return nil, badRequest("webhook.secret has %d characters; at least %d are required", len(req.Webhook.Secret), MinWebhookSecretLen)
+		}
+	}
+	var out Agent
+	r := &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup);
+// a stopped or finished agent restarts. Like Launch, it is retried only after a
+// 429.
+func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
+	if err := validatePrompt(prompt); err != nil {
+		return err
+	}
+	path, err := agentPath(id, "/followup")
+	if err != nil {
+		return err
+	}
+	r := &call{method: http.MethodPost, path: path, body: followUpRequest{Prompt: prompt}, policy: retryRateLimited, op: "follow-up", agentID: id}
+	return c.do(ctx, r, &idResponse{})
+}
+
+// Stop pauses a running agent without deleting it (POST /v0/agents/{id}/stop).
+func (c *Client) Stop(ctx context.Context, id string) error {
+	path, err := agentPath(id, "/stop")
+	if err != nil {
+		return err
+	}
+	r := &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}
+	return c.do(ctx, r, &idResponse{})
+}
+
+// Delete removes an agent and its conversation for good (DELETE
+// /v0/agents/{id}).
+func (c *Client) Delete(ctx context.Context, id string) error {
+	path, err := agentPath(id, "")
+	if err != nil {
+		return err
+	}
+	r := &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}
+	return c.do(ctx, r, &idResponse{})
+}
+
+// Me describes the API key in use (GET /v0/me).
+func (c *Client) Me(ctx context.Context) (*APIKeyInfo, error) {
+	var out APIKeyInfo
+	r := &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Models returns the recommended model names (GET /v0/models). Launching with
+// no model lets the API choose.
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	var out struct {
+		Models []string `json:"models"`
+	}
+	r := &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return out.Models, nil
+}
+
+// validatePrompt checks a prompt before it is sent.
+func validatePrompt(p Prompt) error {
+	if strings.TrimSpace(p.Text) == "" {
+		return badRequest("prompt.text is required")
+	}
+	if len(p.Images) > MaxImages {
+		return badRequest("prompt has %d images; at most %d are allowed", len(p.Images), MaxImages)
+	}
+	return nil
+}
+
+// agentPath builds /v0/agents/{id}{suffix}, refusing empty or unprintable ids.
+func agentPath(id, suffix string) (string, error) {
+	if id == "" {
+		return "", badRequest("agent id is empty")
+	}
+	if len(id) > 256 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", badRequest("agent id is not valid")
+	}
+	return "/v0/agents/" + url.PathEscape(id) + suffix, nil
+}

@@ -1,0 +1,419 @@
+package cloud
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultBaseURL is the Cloud Agents API origin. Request paths carry the /v0
+// prefix themselves.
+const DefaultBaseURL = "https://api.cursor.com"
+
+// Defaults of a new Client.
+const (
+	DefaultMaxAttempts     = 4
+	DefaultMaxDelay        = 30 * time.Second
+	DefaultBaseDelay       = time.Second
+	DefaultTimeout         = 60 * time.Second
+	DefaultRepositoriesTTL = 5 * time.Minute
+)
+
+const (
+	maxResponseBytes = 32 << 20
+	maxErrorBytes    = 64 << 10
+	maxRetryAfter    = 24 * time.Hour
+)
+
+// Client calls the Cloud Agents API. It is safe for concurrent use.
+type Client struct {
+	base        string
+	apiKey      string
+	auth        string
+	hc          *http.Client
+	maxAttempts int
+	maxDelay    time.Duration
+	baseDelay   time.Duration
+	now         func() time.Time
+	sleep       func(context.Context, time.Duration) error
+	jitter      func(time.Duration) time.Duration
+	logf        func(string, ...any)
+	userAgent   string
+	repos       reposState
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client. The default has a 60 s timeout.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// WithRetry sets the number of attempts per request (at least 1; default 4)
+// and the largest wait between attempts (default 30 s). Non-positive values keep
+// the defaults.
+func WithRetry(maxAttempts int, maxDelay time.Duration) Option {
+	return func(c *Client) {
+		if maxAttempts > 0 {
+			c.maxAttempts = maxAttempts
+		}
+		if maxDelay > 0 {
+			c.maxDelay = maxDelay
+		}
+	}
+}
+
+// WithBaseDelay sets the first backoff ceiling (default 1 s); it doubles per
+// attempt up to the largest wait.
+func WithBaseDelay(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.baseDelay = d
+		}
+	}
+}
+
+// WithClock sets the clock used for Retry-After dates, the repositories cache
+// and limiter, and Watch's follow-up grace.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// WithSleep sets the function that waits between retries and polls. It must
+// return early with ctx.Err() when ctx ends.
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *Client) {
+		if sleep != nil {
+			c.sleep = sleep
+		}
+	}
+}
+
+// WithJitter sets the function that picks a backoff delay in [0, ceiling]
+// (full jitter). The default picks uniformly at random.
+func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
+	return func(c *Client) {
+		if jitter != nil {
+			c.jitter = jitter
+		}
+	}
+}
+
+// WithLogger sets a printf-style function that receives retry and cache
+// notes. Messages carry method, path and status, never headers or the key.
+func WithLogger(logf func(format string, args ...any)) Option {
+	return func(c *Client) { c.logf = logf }
+}
+
+// WithRepositoriesTTL sets how long Repositories reuses a fetched list
+// (default 5 min). Zero or less turns the cache off.
+func WithRepositoriesTTL(ttl time.Duration) Option {
+	return func(c *Client) { c.repos.ttl = ttl }
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) {
+		if ua != "" {
+			c.userAgent = ua
+		}
+	}
+}
+
+// New returns a Client for baseURL (DefaultBaseURL when empty; a trailing /v0
+// is accepted and dropped) authenticating with apiKey. An empty apiKey is
+// allowed: every call then fails with CodeUnauthorized without sending anything.
+func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
+	base := strings.TrimSpace(baseURL)
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/v0")
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("cloud: base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("cloud: base URL %q is not an absolute http(s) URL", u.Redacted())
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("cloud: base URL %q must not carry user info, query or fragment", u.Redacted())
+	}
+	c := &Client{
+		base:        base,
+		apiKey:      apiKey,
+		auth:        "Basic " + base64.StdEncoding.EncodeToString([]byte(apiKey+":")),
+		hc:          &http.Client{Timeout: DefaultTimeout},
+		maxAttempts: DefaultMaxAttempts,
+		maxDelay:    DefaultMaxDelay,
+		baseDelay:   DefaultBaseDelay,
+		now:         time.Now,
+		sleep:       sleepCtx,
+		jitter:      fullJitter,
+		userAgent:   "docstream-cloud/v0",
+		repos:       reposState{ttl: DefaultRepositoriesTTL},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// String describes the client without its key.
+func (c *Client) String() string { return "cloud.Client{" + c.base + "}" }
+
+// GoString describes the client without its key.
+func (c *Client) GoString() string { return c.String() }
+
+// BaseURL returns the API origin the client calls.
+func (c *Client) BaseURL() string { return c.base }
+
+// retryPolicy says which failures a request may be repeated after.
+type retryPolicy int
+
+const (
+	// retrySafe: 429, 5xx and transport errors (GET, DELETE, stop).
+	retrySafe retryPolicy = iota
+	// retryRateLimited: 429 only (launch, follow-up).
+	retryRateLimited
+	// retryNever: one attempt (repositories, which has its own limiter).
+	retryNever
+)
+
+// call is one API request.
+type call struct {
+	method  string
+	path    string // from /v0
+	query   url.Values
+	body    any
+	policy  retryPolicy
+	op      string // what the request does, for messages: "launch"
+	agentID string // the agent the request is about, for 404 messages
+}
+
+// unknownOutcome is the note added to failures of non-idempotent requests whose
+// effect upstream cannot be known.
+func (r *call) unknownOutcome() string {
+	switch r.op {
+	case "launch":
+		return "; an agent may have been started: list agents before launching again"
+	case "follow-up":
+		return "; the follow-up may have been delivered: read the conversation before sending it again"
+	}
+	return ""
+}
+
+// retryable reports whether r may be repeated after e.
+func (r *call) retryable(e *Error) bool {
+	switch r.policy {
+	case retrySafe:
+		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.transport
+	case retryRateLimited:
+		return e.Status == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// do sends r, retrying as its policy allows, and decodes a 2xx body into out.
+func (c *Client) do(ctx context.Context, r *call, out any) error {
+	if c.apiKey == "" {
+		return &Error{Code: CodeUnauthorized, Message: "the Cloud API key is missing or invalid (none is configured)"}
+	}
+	var payload []byte
+	if r.body != nil {
+		var err error
+		if payload, err = json.Marshal(r.body); err != nil {
+			return fmt.Errorf("cloud: encode %s request: %w", r.op, err)
+		}
+	}
+	target := c.base + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	attempts := c.maxAttempts
+	if r.policy == retryNever {
+		attempts = 1
+	}
+	for attempt := 1; ; attempt++ {
+		err := c.once(ctx, r, target, payload, out)
+		if err == nil {
+			return nil
+		}
+		var e *Error
+		if !errors.As(err, &e) || attempt >= attempts || !r.retryable(e) {
+			return err
+		}
+		delay, ok := c.retryDelay(ctx, e, attempt)
+		if !ok {
+			return err
+		}
+		c.log("cloud: %s %s: %s; attempt %d of %d in %s", r.method, r.path, e.Code, attempt+1, attempts, delay)
+		if serr := c.sleep(ctx, delay); serr != nil {
+			return fmt.Errorf("cloud: %s: waiting to retry: %w", r.op, serr)
+		}
+	}
+}
+
+// once sends r a single time.
+func (c *Client) once(ctx context.Context, r *call, target string, payload []byte, out any) error {
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return fmt.Errorf("cloud: build %s request: %w", r.op, err)
+	}
+	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unknownOutcome(), cerr)
+		}
+		return &Error{
+			Code:      CodeUnavailable,
+			Message:   c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unknownOutcome()),
+			err:       err,
+			transport: true,
+		}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+			return nil
+		}
+		dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes))
+		if err := dec.Decode(out); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("cloud: %s: reading the answer: %w", r.op, cerr)
+			}
+			return &Error{
+				Status:  resp.StatusCode,
+				Code:    CodeUnavailable,
+				Message: c.redact("the Cloud Agents API sent an unreadable answer to " + r.op + ": " + err.Error()),
+				err:     err,
+			}
+		}
+		return nil
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	retryAfter := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+	return statusError(r, resp.StatusCode, c.redact(upstreamMessage(raw)), retryAfter)
+}
+
+// retryDelay returns how long to wait before attempt+1, or false when the wait
+// would exceed the largest delay (a Retry-After beyond it) or the ctx deadline.
+func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Duration, bool) {
+	var d time.Duration
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > c.maxDelay {
+			return 0, false
+		}
+		d = e.RetryAfter
+	} else {
+		d = c.jitter(backoffCeiling(c.baseDelay, c.maxDelay, attempt))
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return 0, false
+	}
+	return d, true
+}
+
+// backoffCeiling is base·2^(attempt-1), capped at maxDelay.
+func backoffCeiling(base, maxDelay time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < maxDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxDelay)
+}
+
+// fullJitter picks a delay uniformly in [0, ceiling].
+func fullJitter(ceiling time.Duration) time.Duration {
+	if ceiling <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// parseRetryAfter reads a Retry-After value in seconds or as an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d <= 0 {
+			return 0
+		}
+		return min(d, maxRetryAfter)
+	}
+	return 0
+}
+
+// redact removes the API key from s.
+func (c *Client) redact(s string) string {
+	if len(c.apiKey) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+}
+
+// log writes a note through the configured logger, with the key removed.
+func (c *Client) log(format string, args ...any) {
+	if c.logf == nil {
+		return
+	}
+	c.logf("%s", c.redact(fmt.Sprintf(format, args...)))
+}

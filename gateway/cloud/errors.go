@@ -1,0 +1,166 @@
+package cloud
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Error codes carried by *Error.
+const (
+	// CodeBadRequest is a 400 from the API, or a request refused locally (too
+	// many images, short webhook secret...) before anything was sent.
+	CodeBadRequest = "bad_request"
+	// CodeUnauthorized is a 401 from the API, or no API key configured.
+	CodeUnauthorized = "cloud_unauthorized"
+	// CodeForbidden is a 403 from the API.
+	CodeForbidden = "cloud_forbidden"
+	// CodeNotFound is a 404 from the API (no such agent).
+	CodeNotFound = "not_found"
+	// CodeConflict is a 409 from the API. The API reference does not list
+	// 409; it is reported for follow-ups sent to a busy agent.
+	CodeConflict = "conflict"
+	// CodeRateLimited is a 429 from the API, or the local limit of
+	// /v0/repositories that a request would exceed. RetryAfter says when to
+	// try again.
+	CodeRateLimited = "rate_limited"
+	// CodeUnavailable is a 5xx from the API, a transport failure or timeout, or
+	// an unreadable answer.
+	CodeUnavailable = "cloud_unavailable"
+	// CodeUnexpected is any other status.
+	CodeUnexpected = "cloud_error"
+)
+
+// Error is a failure reported by the Cloud Agents API or found before sending.
+// Status is the HTTP status, 0 when there was no response (local refusal or
+// transport error). RetryAfter is the wait the API asked for (Retry-After) or the
+// local limiter computed, 0 when unknown. Message never contains the API key.
+type Error struct {
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+
+	err       error // underlying transport error, if any
+	transport bool  // no response was received
+}
+
+// Error returns "cloud: <message> (HTTP <status>)".
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("cloud: %s (HTTP %d)", e.Message, e.Status)
+	}
+	return "cloud: " + e.Message
+}
+
+// Unwrap returns the transport error behind the failure, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Retryable reports whether the same request may succeed later: rate limits and
+// unavailability. It says nothing about whether repeating a launch is safe.
+func (e *Error) Retryable() bool {
+	return e.Code == CodeRateLimited || e.Code == CodeUnavailable
+}
+
+// ErrorCode returns the Code of the *Error in err's chain, or "".
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// badRequest is a local refusal: nothing was sent.
+func badRequest(format string, args ...any) *Error {
+	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// statusError maps an error response to an *Error. upstream is the API's own
+// message, already redacted.
+func statusError(r *call, status int, upstream string, retryAfter time.Duration) *Error {
+	e := &Error{Status: status, RetryAfter: retryAfter}
+	withUpstream := func(msg string) string {
+		if upstream == "" {
+			return msg
+		}
+		return msg + ": " + upstream
+	}
+	switch {
+	case status == http.StatusBadRequest:
+		e.Code = CodeBadRequest
+		e.Message = withUpstream("the Cloud Agents API rejected the " + r.op + " request")
+	case status == http.StatusUnauthorized:
+		e.Code = CodeUnauthorized
+		e.Message = "the Cloud API key is missing or invalid"
+	case status == http.StatusForbidden:
+		e.Code = CodeForbidden
+		e.Message = withUpstream("the Cloud API key is not allowed to " + r.op)
+	case status == http.StatusNotFound:
+		e.Code = CodeNotFound
+		if r.agentID != "" {
+			e.Message = "no such agent: " + r.agentID
+		} else {
+			e.Message = withUpstream("not found: " + r.method + " " + r.path)
+		}
+	case status == http.StatusConflict:
+		e.Code = CodeConflict
+		e.Message = withUpstream("the agent cannot take the " + r.op + " request now")
+	case status == http.StatusTooManyRequests:
+		e.Code = CodeRateLimited
+		e.Message = "the Cloud Agents API rate limit was reached"
+		if retryAfter > 0 {
+			e.Message += "; it can be called again in " + retryAfter.String()
+		}
+	case status >= 500:
+		e.Code = CodeUnavailable
+		e.Message = "the Cloud Agents API failed the " + r.op + " request" + r.unknownOutcome()
+	default:
+		e.Code = CodeUnexpected
+		e.Message = withUpstream("unexpected answer from the Cloud Agents API to " + r.op)
+	}
+	return e
+}
+
+// upstreamMessage extracts a short, printable message from an error body such
+// as {"error":"Bad Request","message":"prompt.text is required"}.
+func upstreamMessage(body []byte) string {
+	var v map[string]any
+	if json.Unmarshal(body, &v) == nil {
+		if m, ok := v["message"].(string); ok && m != "" {
+			return clean(m)
+		}
+		switch errv := v["error"].(type) {
+		case string:
+			return clean(errv)
+		case map[string]any:
+			if m, ok := errv["message"].(string); ok {
+				return clean(m)
+			}
+		}
+		return ""
+	}
+	return clean(string(body))
+}
+
+// clean keeps a message on one printable line of at most 300 runes.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || r == '\r' {
+			return ' '
+		}
+		if !unicode.IsPrint(r) {
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}

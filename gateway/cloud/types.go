@@ -1,0 +1,218 @@
+package cloud
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// MaxImages is the largest number of images a prompt may carry.
+const MaxImages = 5
+
+// MinWebhookSecretLen is the shortest webhook secret the API accepts.
+const MinWebhookSecretLen = 32
+
+// MaxListLimit is the largest page size ListAgents accepts.
+const MaxListLimit = 100
+
+// Status is an agent's status as the API reports it, such as "RUNNING".
+type Status string
+
+// Statuses named by the API. Others may appear; Watch keeps polling on them.
+const (
+	StatusCreating Status = "CREATING"
+	StatusRunning  Status = "RUNNING"
+	StatusFinished Status = "FINISHED"
+	StatusError    Status = "ERROR"
+	StatusFailed   Status = "FAILED"
+	StatusExpired  Status = "EXPIRED"
+	StatusStopped  Status = "STOPPED"
+)
+
+// Terminal reports whether the status ends a run: FINISHED, ERROR, FAILED,
+// EXPIRED or STOPPED. A stopped or finished agent can be restarted by a
+// follow-up.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusFinished, StatusError, StatusFailed, StatusExpired, StatusStopped:
+		return true
+	}
+	return false
+}
+
+// Source is where an agent starts from. In a launch request Repository is
+// required unless PRURL is set; PRURL overrides Repository and Ref.
+type Source struct {
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	PRURL      string `json:"prUrl,omitempty"`
+}
+
+// AgentTarget is where an agent's work goes, as reported in an Agent.
+type AgentTarget struct {
+	BranchName            string `json:"branchName"`
+	URL                   string `json:"url"`
+	PRURL                 string `json:"prUrl,omitempty"`
+	AutoCreatePR          bool   `json:"autoCreatePr"`
+	OpenAsCursorGithubApp bool   `json:"openAsCursorGithubApp"`
+	SkipReviewerRequest   bool   `json:"skipReviewerRequest"`
+}
+
+// Agent is a cloud agent: the answer of Agent, Launch and each ListAgents item.
+type Agent struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Status    Status      `json:"status"`
+	Source    Source      `json:"source"`
+	Target    AgentTarget `json:"target"`
+	Summary   string      `json:"summary,omitempty"`
+	CreatedAt time.Time   `json:"createdAt"`
+}
+
+// UnmarshalJSON decodes an agent, leaving CreatedAt zero when the API sends a
+// time that is not RFC 3339 rather than failing the whole read.
+func (a *Agent) UnmarshalJSON(b []byte) error {
+	type plain Agent
+	var v struct {
+		plain
+		CreatedAt string `json:"createdAt"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*a = Agent(v.plain)
+	a.CreatedAt = parseTime(v.CreatedAt)
+	return nil
+}
+
+// AgentList is one page of ListAgents. NextCursor is empty on the last page.
+type AgentList struct {
+	Agents     []Agent `json:"agents"`
+	NextCursor string  `json:"nextCursor,omitempty"`
+}
+
+// ListOptions selects a page of agents. Limit 0 leaves the API default (20);
+// otherwise it must be between 1 and MaxListLimit. Cursor is a previous page's
+// NextCursor. PRURL keeps only agents for that pull request.
+type ListOptions struct {
+	Limit  int
+	Cursor string
+	PRURL  string
+}
+
+// MessageType is the type of a conversation message.
+type MessageType string
+
+// Message types named by the API.
+const (
+	UserMessage      MessageType = "user_message"
+	AssistantMessage MessageType = "assistant_message"
+)
+
+// Message is one message of an agent's conversation.
+type Message struct {
+	ID   string      `json:"id"`
+	Type MessageType `json:"type"`
+	Text string      `json:"text"`
+}
+
+// Conversation is an agent's conversation, oldest message first.
+type Conversation struct {
+	ID       string    `json:"id"`
+	Messages []Message `json:"messages"`
+}
+
+// Dimension is an image's size in pixels.
+type Dimension struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Image is a prompt image: base64-encoded data and its size.
+type Image struct {
+	Data      string    `json:"data"`
+	Dimension Dimension `json:"dimension"`
+}
+
+// Prompt is the text, and at most MaxImages images, given to an agent.
+type Prompt struct {
+	Text   string  `json:"text"`
+	Images []Image `json:"images,omitempty"`
+}
+
+// Target says where a launched agent's work goes. OpenAsCursorGithubApp needs
+// AutoCreatePR; SkipReviewerRequest needs both. AutoBranch (default true upstream)
+// applies only when the source is a PR URL; nil leaves the default.
+type Target struct {
+	AutoCreatePR          bool   `json:"autoCreatePr,omitempty"`
+	OpenAsCursorGithubApp bool   `json:"openAsCursorGithubApp,omitempty"`
+	SkipReviewerRequest   bool   `json:"skipReviewerRequest,omitempty"`
+	BranchName            string `json:"branchName,omitempty"`
+	AutoBranch            *bool  `json:"autoBranch,omitempty"`
+}
+
+// Webhook is where the API reports status changes. URL is required when a
+// webhook is given; Secret, when set, has at least MinWebhookSecretLen
+// characters.
+type Webhook struct {
+	URL    string `json:"url"`
+	Secret string `json:"secret,omitempty"`
+}
+
+// LaunchRequest is the body of Launch. Model empty lets the API choose. Zero
+// Target and Webhook are left out of the request.
+type LaunchRequest struct {
+	Prompt  Prompt  `json:"prompt"`
+	Source  Source  `json:"source"`
+	Target  Target  `json:"target,omitzero"`
+	Model   string  `json:"model,omitempty"`
+	Webhook Webhook `json:"webhook,omitzero"`
+}
+
+// APIKeyInfo describes the API key in use (GET /v0/me).
+type APIKeyInfo struct {
+	APIKeyName string    `json:"apiKeyName"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UserEmail  string    `json:"userEmail"`
+}
+
+// UnmarshalJSON decodes key information, leaving CreatedAt zero when the API
+// sends a time that is not RFC 3339.
+func (k *APIKeyInfo) UnmarshalJSON(b []byte) error {
+	type plain APIKeyInfo
+	var v struct {
+		plain
+		CreatedAt string `json:"createdAt"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*k = APIKeyInfo(v.plain)
+	k.CreatedAt = parseTime(v.CreatedAt)
+	return nil
+}
+
+// Repository is a GitHub repository the API key can reach.
+type Repository struct {
+	Owner      string `json:"owner"`
+	Name       string `json:"name"`
+	Repository string `json:"repository"`
+}
+
+// idResponse is the body of follow-up, stop and delete answers.
+type idResponse struct {
+	ID string `json:"id"`
+}
+
+// followUpRequest is the body of a follow-up.
+type followUpRequest struct {
+	Prompt Prompt `json:"prompt"`
+}
+
+// parseTime reads an ISO 8601 time as RFC 3339, or returns the zero time.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
