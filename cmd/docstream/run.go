@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/gateway/simulator"
+)
+
+// usageError is a bad command line; the process exits with code 2.
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+// run is the whole program: it dispatches the subcommands and otherwise
+// serves the gateway until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "translate":
+			return runTranslate(args[1:], stdin, stdout, stderr)
+		case "agent-sim":
+			if code := simulator.Main(ctx, args[1:], stdin, stdout, stderr, getenv); code != 0 {
+				return exitStatus(code)
+			}
+			return nil
+		}
+	}
+	err := gateway.Main(ctx, args, getenv, stdout, stderr)
+	var u gateway.UsageError
+	if errors.As(err, &u) {
+		return usageError{err}
+	}
+	return err
+}

@@ -1,0 +1,435 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/sse"
+)
+
+// handleChat serves POST /v1/chat: the SSE document stream, or the whole
+// ChatResponse as JSON.
+func (s *Server) handleChat(c echo.Context) error {
+	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
+	if err != nil {
+		s.reject(err)
+		return err
+	}
+	var req ChatRequest
+	if err := decodeStrict(body, &req, chatFields); err != nil {
+		s.reject(err)
+		return err
+	}
+	spec, err := s.chatSpec(c.Request().Context(), &req)
+	if err != nil {
+		s.reject(err)
+		return err
+	}
+	stream := req.Stream != nil && *req.Stream
+	if q := c.QueryParam("stream"); q != "" {
+		stream, _ = strconv.ParseBool(q)
+	}
+	run, err := s.reg.Start(spec)
+	if err != nil {
+		return err
+	}
+	if stream {
+		return s.streamRun(c, run, 0)
+	}
+	return s.waitRun(c, run)
+}
+
+// reject counts a request refused for bad input.
+func (s *Server) reject(err error) {
+	he := asHTTPError(err)
+	reason := "bad_request"
+	if he.Status == http.StatusRequestEntityTooLarge {
+		reason = "too_large"
+	}
+	s.metrics.Rejected.WithLabelValues(reason).Inc()
+}
+
+// chatSpec validates a /v1/chat request and turns it into a RunSpec.
+func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, error) {
+	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {
+		return nil, err
+	}
+	prompt := ""
+	switch {
+	case req.Prompt != nil:
+		prompt = *req.Prompt
+	case len(req.Messages) > 0:
+		last, idx := lastUserMessage(req.Messages)
+		if idx < 0 {
+			return nil, errBadRequest("no_user_message", "messages has no user message")
+		}
+		if req.ConversationID != "" {
+			prompt = last
+		} else {
+			prompt = flattenHistory(req.Messages, s.cfg.Server.MaxPromptBytes)
+		}
+	case len(req.Answers) > 0:
+	default:
+		return nil, errBadRequest("no_prompt", "send a prompt (or messages)")
+	}
+	if len(req.Answers) > 0 {
+		if req.ConversationID == "" {
+			return nil, errBadRequest("no_conversation", "answers need the conversationId of the clarification")
+		}
+		a, err := s.answerPrompt(ctx, req.ConversationID, req.Answers)
+		if err != nil {
+			return nil, err
+		}
+		prompt = strings.TrimSpace(a + "\n\n" + prompt)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return nil, errBadRequest("empty_prompt", "the prompt is empty")
+	}
+	if err := checkText("the prompt", prompt, s.cfg.Server.MaxPromptBytes); err != nil {
+		return nil, err
+	}
+	backend := req.Backend
+	switch backend {
+	case "":
+		backend = "cli"
+		if s.cfg.Cloud.Default && s.cloud != nil {
+			backend = "cloud"
+		}
+	case "cli", "cursor-agent", "cursor":
+		backend = "cli"
+	case "cloud":
+	default:
+		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
+	}
+	spec := &RunSpec{
+		ResponseID: NewResponseID(), Created: Now(), Prompt: prompt, UserPrompt: prompt,
+		ConversationID: req.ConversationID, SessionID: req.ConversationID,
+		Mode: firstNonEmpty(req.Mode, "agent"), Model: firstNonEmpty(req.Model, "auto"),
+		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw,
+	}
+	if backend == "cloud" {
+		return s.cloudSpec(ctx, spec, req)
+	}
+	if len(req.Images) > 0 || req.Source != nil || req.Target != nil {
+		return nil, errBadRequest("cloud_only", "images, source and target are for backend \"cloud\"")
+	}
+	if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
+		return nil, err
+	}
+	if err := s.checkModel(ctx, spec.Model); err != nil {
+		return nil, err
+	}
+	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
+		return nil, errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
+	}
+	if req.ConversationID != "" && s.store != nil {
+		if conv, _, err := s.store.Conversation(ctx, req.ConversationID); err == nil {
+			if conv.Backend == "cloud" {
+				return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
+			}
+			if req.Workspace == "" && conv.Workspace != "" {
+				if dir, ok := s.workspaces[conv.Workspace]; ok {
+					spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
+				}
+			}
+		}
+	}
+	return spec, nil
+}
+
+// resolveWorkspace sets the run's directory from a workspace name.
+func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
+	if name == "" {
+		name = s.defaultWorkspace
+	}
+	if name == "" {
+		return nil
+	}
+	if !namePattern.MatchString(name) {
+		return errBadRequest("bad_workspace", "workspace must be a configured workspace name, not a path")
+	}
+	dir, ok := s.workspaces[name]
+	if !ok {
+		return errBadRequest("unknown_workspace", "workspace %q is not configured", name)
+	}
+	spec.Workspace, spec.WorkspaceName = dir, name
+	return nil
+}
+
+// answerPrompt turns clarification answers into a follow-up naming each
+// question and the chosen option's label.
+func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer) (string, error) {
+	var qs []documents.Question
+	if s.store != nil {
+		if _, turns, err := s.store.Conversation(ctx, conv); err == nil {
+			for i := len(turns) - 1; i >= 0 && qs == nil; i-- {
+				var resp documents.ChatResponse
+				if json.Unmarshal(turns[i].Response, &resp) != nil {
+					continue
+				}
+				for _, d := range resp.Documents {
+					if d.Type == documents.TypeClarification {
+						var m documents.ClarificationMeta
+						if json.Unmarshal(d.Metadata, &m) == nil {
+							qs = append(qs, m.Questions...)
+						}
+					}
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Answers to your questions:\n")
+	for _, a := range answers {
+		if a.QuestionID == "" || a.OptionID == "" {
+			return "", errBadRequest("bad_answer", "every answer needs questionId and optionId")
+		}
+		if err := checkText("an answer", a.QuestionID+a.OptionID, 1024); err != nil {
+			return "", err
+		}
+		qText, label := a.QuestionID, a.OptionID
+		found := qs == nil
+		for _, q := range qs {
+			if q.ID != a.QuestionID {
+				continue
+			}
+			qText = q.Text
+			for _, o := range q.Options {
+				if o.ID == a.OptionID {
+					label, found = o.Label, true
+				}
+			}
+		}
+		if !found {
+			return "", errBadRequest("unknown_answer", "question %q has no option %q in this conversation", a.QuestionID, a.OptionID)
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", qText, label)
+	}
+	return b.String(), nil
+}
+
+// setStreamHeaders writes the SSE response headers and commits the response.
+func (s *Server) setStreamHeaders(c echo.Context, run *Run) {
+	h := c.Response().Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Docstream-Response-Id", run.ID)
+	if conv := run.ConversationID(); conv != "" {
+		h.Set("X-Docstream-Conversation-Id", conv)
+	}
+	c.Response().WriteHeader(http.StatusOK)
+}
+
+// streamRun serves a run's events after the given id as SSE, live until done.
+func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
+	detach := run.Attach()
+	defer detach()
+	s.setStreamHeaders(c, run)
+	w := c.Response()
+	rc := http.NewResponseController(w.Writer)
+	ctx := c.Request().Context()
+	deadline := func() {
+		if s.cfg.Server.WriteTimeout > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Server.WriteTimeout))
+		}
+	}
+	deadline()
+	if err := sse.WriteComment(w, "docstream "+run.ID); err != nil {
+		return nil
+	}
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
+	beat := time.NewTicker(s.heartbeat())
+	defer beat.Stop()
+	last := after
+	for {
+		frames, closed, more, _ := run.Log.Since(last)
+		if len(frames) > 0 {
+			deadline()
+			for _, f := range frames {
+				if _, err := f.WriteTo(w); err != nil {
+					return nil
+				}
+				last = f.ID
+			}
+			if err := rc.Flush(); err != nil {
+				return nil
+			}
+			continue
+		}
+		if closed {
+			return nil
+		}
+		select {
+		case <-more:
+		case <-beat.C:
+			deadline()
+			if sse.WriteComment(w, "ping") != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (s *Server) heartbeat() time.Duration {
+	if s.cfg.Server.Heartbeat > 0 {
+		return s.cfg.Server.Heartbeat
+	}
+	return 15 * time.Second
+}
+
+// waitRun waits for the run and answers its ChatResponse as JSON.
+func (s *Server) waitRun(c echo.Context, run *Run) error {
+	detach := run.Attach()
+	defer detach()
+	select {
+	case <-run.Done():
+	case <-c.Request().Context().Done():
+		return nil
+	}
+	resp := run.Response()
+	h := c.Response().Header()
+	h.Set("X-Docstream-Response-Id", run.ID)
+	if resp.ConversationID != nil {
+		h.Set("X-Docstream-Conversation-Id", *resp.ConversationID)
+	}
+	return writeJSON(c, http.StatusOK, resp)
+}
+
+// writeJSON answers v as JSON with the v2 encoder.
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return fmt.Errorf("encoding the answer: %w", err)
+	}
+	return c.JSONBlob(status, b)
+}
+
+// handleGetChat serves GET /v1/chat/{id}.
+func (s *Server) handleGetChat(c echo.Context) error {
+	id := c.Param("id")
+	if run := s.reg.Get(id); run != nil {
+		return writeJSON(c, http.StatusOK, run.Response())
+	}
+	if s.store != nil && idPattern.MatchString(id) {
+		t, err := s.store.Turn(c.Request().Context(), id)
+		if err == nil {
+			return c.JSONBlob(http.StatusOK, t.Response)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no response with this id"}
+}
+
+// handleStream serves GET /v1/chat/{id}/stream: a replay from Last-Event-ID
+// (or ?lastEventId=), then the live stream; 204 when the run is unknown.
+func (s *Server) handleStream(c echo.Context) error {
+	run := s.reg.Get(c.Param("id"))
+	if run == nil {
+		return c.NoContent(http.StatusNoContent)
+	}
+	after := 0
+	last := c.Request().Header.Get("Last-Event-ID")
+	if last == "" {
+		last = c.QueryParam("lastEventId")
+	}
+	if last != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(last))
+		if err != nil || n < 0 {
+			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")
+		}
+		after = n
+	}
+	return s.streamRun(c, run, after)
+}
+
+// handleCancel serves POST /v1/chat/{id}/cancel.
+func (s *Server) handleCancel(c echo.Context) error {
+	run := s.reg.Get(c.Param("id"))
+	if run == nil {
+		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	}
+	body, err := readBody(c, 4096)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Signal string `json:"signal"`
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := decodeStrict(body, &req, map[string]bool{"signal": true}); err != nil {
+			return err
+		}
+	}
+	switch strings.ToUpper(req.Signal) {
+	case "", "TERM", "SIGTERM":
+		run.Cancel(false)
+	case "KILL", "SIGKILL":
+		run.Cancel(true)
+	default:
+		return errBadRequest("bad_signal", "signal must be TERM or KILL")
+	}
+	select {
+	case <-run.Done():
+		return writeJSON(c, http.StatusOK, map[string]string{"id": run.ID, "status": "cancelled"})
+	default:
+		return writeJSON(c, http.StatusAccepted, map[string]string{"id": run.ID, "status": "cancelling"})
+	}
+}
+
+// conversationAnswer is the body of GET /v1/conversations/{id}.
+type conversationAnswer struct {
+	Conversation
+	Turns []turnAnswer `json:"turns"`
+}
+
+type turnAnswer struct {
+	ResponseID string         `json:"responseId"`
+	Prompt     string         `json:"prompt"`
+	Created    time.Time      `json:"created"`
+	Status     string         `json:"status"`
+	Response   jsontext.Value `json:"response"`
+}
+
+// handleConversation serves GET /v1/conversations/{id}.
+func (s *Server) handleConversation(c echo.Context) error {
+	id := c.Param("id")
+	if s.store == nil || !idPattern.MatchString(id) {
+		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+	}
+	conv, turns, err := s.store.Conversation(c.Request().Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+	}
+	if err != nil {
+		return err
+	}
+	ans := conversationAnswer{Conversation: conv, Turns: []turnAnswer{}}
+	for _, t := range turns {
+		resp := jsontext.Value(t.Response)
+		if run := s.reg.Get(t.ResponseID); run != nil {
+			if b, err := json.Marshal(run.Response()); err == nil {
+				resp = b
+			}
+		}
+		ans.Turns = append(ans.Turns, turnAnswer{ResponseID: t.ResponseID, Prompt: t.Prompt, Created: t.Created, Status: t.Status, Response: resp})
+	}
+	return writeJSON(c, http.StatusOK, ans)
+}

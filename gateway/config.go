@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration: config.yaml, then DOCSTREAM_<SECTION>_<KEY>
+// environment overrides, then flags.
+type Config struct {
+	Server ServerConfig `yaml:"server"`
+	Auth   AuthConfig   `yaml:"auth"`
+	Limits LimitsConfig `yaml:"limits"`
+	Agent  AgentConfig  `yaml:"agent"`
+	Runs   RunsConfig   `yaml:"runs"`
+	Store  StoreConfig  `yaml:"store"`
+	OpenAI OpenAIConfig `yaml:"openai"`
+	Cloud  CloudConfig  `yaml:"cloud"`
+	Log    LogConfig    `yaml:"log"`
+	// Demo is set by --demo: the built-in simulator is the agent.
+	Demo bool `yaml:"-"`
+}
+
+// ServerConfig configures the HTTP server.
+type ServerConfig struct {
+	Addr              string        `yaml:"addr"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	Heartbeat         time.Duration `yaml:"heartbeat"`
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	MaxPromptBytes    int           `yaml:"max_prompt_bytes"`
+	TrustedProxies    []string      `yaml:"trusted_proxies"`
+	CORSOrigins       []string      `yaml:"cors_origins"`
+}
+
+// AuthConfig configures client authentication and per-key limits.
+type AuthConfig struct {
+	APIKeys       []string `yaml:"api_keys"`
+	RatePerMinute float64  `yaml:"rate_per_minute"`
+	Burst         int      `yaml:"burst"`
+}
+
+// LimitsConfig bounds the work the gateway accepts.
+type LimitsConfig struct {
+	MaxConcurrentRuns int           `yaml:"max_concurrent_runs"`
+	QueueSize         int           `yaml:"queue_size"`
+	QueueTimeout      time.Duration `yaml:"queue_timeout"`
+	SpawnPerSecond    float64       `yaml:"spawn_per_second"`
+}
+
+// AgentConfig configures how cursor-agent is run.
+type AgentConfig struct {
+	Binary            string            `yaml:"binary"`
+	ArgsPrefix        []string          `yaml:"args_prefix"`
+	APIKey            string            `yaml:"api_key"`
+	Headers           []string          `yaml:"headers"`
+	Force             bool              `yaml:"force"`
+	Trust             bool              `yaml:"trust"`
+	ApproveMCPs       bool              `yaml:"approve_mcps"`
+	Workspaces        map[string]string `yaml:"workspaces"`
+	DefaultWorkspace  string            `yaml:"default_workspace"`
+	IdleTimeout       time.Duration     `yaml:"idle_timeout"`
+	RunTimeout        time.Duration     `yaml:"run_timeout"`
+	LingerAfterResult time.Duration     `yaml:"linger_after_result"`
+	KillGrace         time.Duration     `yaml:"kill_grace"`
+	MaxLineBytes      int               `yaml:"max_line_bytes"`
+	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
+	EnvAllow          []string          `yaml:"env_allow"`
+	EnvDeny           []string          `yaml:"env_deny"`
+}
+
+// RunsConfig configures the run registry.
+type RunsConfig struct {
+	DetachGrace  time.Duration `yaml:"detach_grace"`
+	KeepFinished time.Duration `yaml:"keep_finished"`
+	LogMaxEvents int           `yaml:"log_max_events"`
+	LogMaxBytes  int           `yaml:"log_max_bytes"`
+}
+
+// StoreConfig selects the conversation store.
+type StoreConfig struct {
+	Driver string `yaml:"driver"`
+	Path   string `yaml:"path"`
+}
+
+// OpenAIConfig configures the OpenAI-compatible surface.
+type OpenAIConfig struct {
+	Render    string                `yaml:"render"`
+	Reasoning string                `yaml:"reasoning"`
+	Aliases   map[string]ModelAlias `yaml:"aliases"`
+}
+
+// ModelAlias names a model for OpenAI clients: the real model, and for the
+// cloud backend the repository it works on.
+type ModelAlias struct {
+	Model      string `yaml:"model"`
+	Backend    string `yaml:"backend"`
+	Repository string `yaml:"repository"`
+	Ref        string `yaml:"ref"`
+}
+
+// CloudConfig configures the Cloud Agents backend.
+type CloudConfig struct {
+	BaseURL      string        `yaml:"base_url"`
+	APIKey       string        `yaml:"api_key"`
+	PollInterval time.Duration `yaml:"poll_interval"`
+	Default      bool          `yaml:"default"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+// DefaultConfig returns the configuration used when nothing is set.
+func DefaultConfig() Config {
+	return Config{
+		Server: ServerConfig{
+			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: 128 << 10,
+		},
+		Auth:   AuthConfig{RatePerMinute: 120, Burst: 30},
+		Limits: LimitsConfig{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
+		Agent: AgentConfig{
+			Trust: true, IdleTimeout: 30 * time.Minute, RunTimeout: 2 * time.Hour, LingerAfterResult: 3 * time.Second,
+			KillGrace: 5 * time.Second, MaxLineBytes: 16 << 20, StderrTailBytes: 16 << 10,
+			EnvAllow: []string{"*"},
+			EnvDeny: []string{"DOCSTREAM_*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+				"*COOKIE*", "*_AUTH", "*_AUTH_*", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS"},
+		},
+		Runs:   RunsConfig{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
+		Store:  StoreConfig{Driver: "sqlite", Path: "./data/docstream.db"},
+		OpenAI: OpenAIConfig{Render: "markdown", Reasoning: "reasoning_content"},
+		Cloud:  CloudConfig{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
+		Log:    LogConfig{Format: "auto", Level: "info"},
+	}
+}
+
+// LoadConfig reads the YAML file at path (none when path is "") over the
+// defaults and applies the DOCSTREAM_* environment overrides.
+func LoadConfig(path string, getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("reading the configuration: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("parsing %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.Agent.APIKey == "" {
+		cfg.Agent.APIKey = getenv("CURSOR_API_KEY")
+	}
+	if cfg.Cloud.APIKey == "" {
+		cfg.Cloud.APIKey = getenv("CURSOR_API_KEY")
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks the values that have to be sane for the gateway to run.
+func (c *Config) Validate() error {
+	switch {
+	case c.Server.Addr == "":
+		return errors.New("server.addr is empty")
+	case c.Limits.MaxConcurrentRuns < 1:
+		return errors.New("limits.max_concurrent_runs must be at least 1")
+	case c.Server.MaxBodyBytes < 1024:
+		return errors.New("server.max_body_bytes must be at least 1024")
+	}
+	switch c.OpenAI.Render {
+	case "markdown", "tool_calls", "text-only":
+	default:
+		return fmt.Errorf("openai.render %q: want markdown, tool_calls or text-only", c.OpenAI.Render)
+	}
+	switch c.OpenAI.Reasoning {
+	case "reasoning_content", "think", "off":
+	default:
+		return fmt.Errorf("openai.reasoning %q: want reasoning_content, think or off", c.OpenAI.Reasoning)
+	}
+	switch c.Store.Driver {
+	case "sqlite", "memory":
+	default:
+		return fmt.Errorf("store.driver %q: want sqlite or memory", c.Store.Driver)
+	}
+	return nil
+}
+
+// applyEnv sets every scalar or list key from DOCSTREAM_<SECTION>_<KEY>;
+// lists are comma-separated and maps are name=value pairs.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	root := reflect.ValueOf(cfg).Elem()
+	rt := root.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		section := rt.Field(i).Tag.Get("yaml")
+		if section == "" || section == "-" {
+			continue
+		}
+		sv := root.Field(i)
+		st := sv.Type()
+		for j := 0; j < st.NumField(); j++ {
+			key := st.Field(j).Tag.Get("yaml")
+			if key == "" || key == "-" {
+				continue
+			}
+			name := "DOCSTREAM_" + strings.ToUpper(section) + "_" + strings.ToUpper(key)
+			val := getenv(name)
+			if val == "" {
+				continue
+			}
+			if err := setValue(sv.Field(j), val); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func setValue(f reflect.Value, val string) error {
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(val)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		n, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(n)
+	case reflect.Slice:
+		var items []string
+		for _, s := range strings.Split(val, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				items = append(items, s)
+			}
+		}
+		f.Set(reflect.ValueOf(items))
+	case reflect.Map:
+		if f.Type().Elem().Kind() != reflect.String {
+			return errors.New("this key can only be set in config.yaml")
+		}
+		m := map[string]string{}
+		for _, s := range strings.Split(val, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
+			if !ok {
+				return fmt.Errorf("want name=value pairs, got %q", s)
+			}
+			m[k] = v
+		}
+		f.Set(reflect.ValueOf(m))
+	default:
+		return fmt.Errorf("unsupported type %s", f.Type())
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// HTTPError is the one error shape the gateway answers with before a stream
+// starts: {"error":{"code","message"}} with Status as the HTTP status.
+type HTTPError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RetryAfter, in seconds, is sent as the Retry-After header when set.
+	RetryAfter int   `json:"-"`
+	Err        error `json:"-"`
+}
+
+func (e *HTTPError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *HTTPError) Unwrap() error { return e.Err }
+
+func errBadRequest(code, format string, args ...any) *HTTPError {
+	return &HTTPError{Status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON body of an error answer.
+type errorBody struct {
+	Error *HTTPError `json:"error"`
+}
+
+// openAIErrorBody is an error answer in OpenAI's shape.
+type openAIErrorBody struct {
+	Error openAIError `json:"error"`
+}
+
+type openAIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// errorHandler writes every error as the gateway's JSON error shape (or
+// OpenAI's on the OpenAI routes), and nothing once a response is committed.
+func errorHandler(s *Server) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		he := asHTTPError(err)
+		if he.Status >= 500 {
+			s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
+		}
+		if he.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
+		}
+		var body any = errorBody{Error: he}
+		if isOpenAIRoute(c.Path()) {
+			typ := "invalid_request_error"
+			switch {
+			case he.Status == 401:
+				typ = "authentication_error"
+			case he.Status == 429:
+				typ = "rate_limit_error"
+			case he.Status >= 500:
+				typ = "server_error"
+			}
+			body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Code: he.Code}}
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(he.Status)
+			return
+		}
+		_ = c.JSON(he.Status, body)
+	}
+}
+
+// asHTTPError maps any error to an HTTPError.
+func asHTTPError(err error) *HTTPError {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he
+	}
+	var ee *echo.HTTPError
+	if errors.As(err, &ee) {
+		code := map[int]string{404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized", 429: "rate_limited"}[ee.Code]
+		if code == "" {
+			code = "error"
+		}
+		msg := fmt.Sprint(ee.Message)
+		if ee.Code == http.StatusNotFound {
+			msg = "no such route"
+		}
+		if ee.Code == http.StatusRequestEntityTooLarge {
+			msg = "the request body is too large"
+		}
+		return &HTTPError{Status: ee.Code, Code: code, Message: msg, Err: ee.Internal}
+	}
+	return &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Err: err}
+}

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/docstream/docstream/gateway/cloud"
+)
+
+// UsageError is a bad command line.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Main serves the gateway until ctx ends, then shuts down gracefully:
+// it stops accepting, lets streams finish within the drain timeout, then
+// ends them with done and stops the agents.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("docstream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "the configuration file (default ./config.yaml when present)")
+	addr := fs.String("addr", "", "the address to listen on (default 127.0.0.1:8080)")
+	demo := fs.Bool("demo", false, "run the built-in cursor-agent simulator as the agent")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: docstream [--config FILE] [--addr HOST:PORT] [--demo]")
+		fmt.Fprintln(stderr, "       docstream translate [--stream] < transcript.ndjson")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return UsageError{err}
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	path := *configPath
+	if path == "" {
+		if _, err := os.Stat("config.yaml"); err == nil {
+			path = "config.yaml"
+		}
+	}
+	cfg, err := LoadConfig(path, getenv)
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Server.Addr = *addr
+	}
+	log := newLogger(cfg.Log, stderr)
+	if *demo {
+		cleanup, err := demoConfig(&cfg)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		log.Warn().Str("agent", "simulator").Msg("demo mode: the agent is Docstream's built-in cursor-agent simulator, not the real cursor-agent")
+	}
+	if len(cfg.Auth.APIKeys) == 0 {
+		log.Warn().Msg("auth is off: no API keys are configured (auth.api_keys / DOCSTREAM_AUTH_API_KEYS); anyone who reaches the port can run the agent")
+	}
+	store, err := OpenStore(ctx, cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if n, err := store.MarkInterrupted(ctx); err != nil {
+		log.Warn().Err(err).Msg("marking interrupted runs")
+	} else if n > 0 {
+		log.Warn().Int("runs", n).Msg("marked runs interrupted by the last shutdown")
+	}
+	var cc *cloud.Client
+	if cfg.Cloud.APIKey != "" {
+		cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey)
+		if err != nil {
+			return fmt.Errorf("cloud backend: %w", err)
+		}
+	}
+	srv, err := NewServer(Deps{Config: cfg, Logger: log, Store: store, Metrics: NewMetrics(), Environ: os.Environ(), Cloud: cc})
+	if err != nil {
+		return err
+	}
+	if err := srv.cli.Ready(); err != nil {
+		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	log.Info().Str("addr", ln.Addr().String()).Str("agent", srv.cli.Binary()).Bool("demo", cfg.Demo).
+		Str("store", cfg.Store.Driver).Msg("docstream listening")
+	fmt.Fprintf(stdout, "docstream listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info().Dur("drain", cfg.Server.ShutdownTimeout).Msg("shutting down: draining streams")
+	drain, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		srv.Shutdown(drain)
+		close(done)
+	}()
+	final, cancel2 := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout+10*time.Second)
+	defer cancel2()
+	err = hs.Shutdown(final)
+	<-done
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// demoConfig points the agent at the built-in simulator and a temporary
+// workspace.
+func demoConfig(cfg *Config) (func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the docstream binary for the simulator: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "docstream-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the demo workspace: %w", err)
+	}
+	cfg.Demo = true
+	cfg.Agent.Binary = exe
+	cfg.Agent.ArgsPrefix = []string{"agent-sim", "--sim-speed=1"}
+	cfg.Agent.Workspaces = map[string]string{"demo": dir}
+	cfg.Agent.DefaultWorkspace = "demo"
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// newLogger returns a JSON logger, or a console one on a terminal.
+func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(strings.ToLower(cfg.Level))
+	if err != nil || cfg.Level == "" {
+		level = zerolog.InfoLevel
+	}
+	out := w
+	console := cfg.Format == "console"
+	if cfg.Format == "auto" || cfg.Format == "" {
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			console = true
+		}
+	}
+	if console {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.Kitchen}
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}

@@ -1,0 +1,260 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// authenticator checks API keys, stored as SHA-256 digests and compared in
+// constant time, and applies the per-key rate limit.
+type authenticator struct {
+	digests [][32]byte
+	perMin  float64
+	burst   int
+
+	mu       sync.Mutex
+	limiters map[string]*limiterEntry
+}
+
+type limiterEntry struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+func newAuthenticator(cfg AuthConfig) *authenticator {
+	a := &authenticator{perMin: cfg.RatePerMinute, burst: cfg.Burst, limiters: map[string]*limiterEntry{}}
+	for _, k := range cfg.APIKeys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if h, ok := strings.CutPrefix(k, "sha256:"); ok {
+			var d [32]byte
+			if b, err := hex.DecodeString(h); err == nil && len(b) == 32 {
+				copy(d[:], b)
+				a.digests = append(a.digests, d)
+			}
+			continue
+		}
+		a.digests = append(a.digests, sha256.Sum256([]byte(k)))
+	}
+	if a.burst < 1 {
+		a.burst = 1
+	}
+	return a
+}
+
+// enabled reports whether any key is configured.
+func (a *authenticator) enabled() bool { return len(a.digests) > 0 }
+
+// check returns the key's identity (its digest prefix) when it is valid.
+func (a *authenticator) check(key string) (string, bool) {
+	d := sha256.Sum256([]byte(key))
+	ok := 0
+	for i := range a.digests {
+		ok |= subtle.ConstantTimeCompare(d[:], a.digests[i][:])
+	}
+	return hex.EncodeToString(d[:6]), ok == 1
+}
+
+// allow applies the rate limit of one client identity.
+func (a *authenticator) allow(id string) (bool, time.Duration) {
+	if a.perMin <= 0 {
+		return true, 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	e := a.limiters[id]
+	if e == nil {
+		if len(a.limiters) > 10000 {
+			for k, v := range a.limiters {
+				if now.Sub(v.seen) > 10*time.Minute {
+					delete(a.limiters, k)
+				}
+			}
+		}
+		e = &limiterEntry{lim: rate.NewLimiter(rate.Limit(a.perMin/60), a.burst)}
+		a.limiters[id] = e
+	}
+	e.seen = now
+	r := e.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// presentedKey returns the key a request carries in its headers.
+func presentedKey(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if k, ok := strings.CutPrefix(h, "Bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+		if k, ok := strings.CutPrefix(h, "bearer "); ok {
+			return strings.TrimSpace(k)
+		}
+		return ""
+	}
+	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+}
+
+// requireAuth checks the API key on the protected routes and applies the
+// per-client rate limit. With no keys configured any bearer token passes.
+func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		id := "ip:" + c.RealIP()
+		if s.auth.enabled() {
+			q := r.URL.Query()
+			if q.Has("api_key") || q.Has("key") || q.Has("token") || q.Has("access_token") {
+				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
+					Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
+			}
+			key := presentedKey(r)
+			if key == "" {
+				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
+				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
+			}
+			kid, ok := s.auth.check(key)
+			if !ok {
+				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
+				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
+			}
+			id = "key:" + kid
+		}
+		if ok, wait := s.auth.allow(id); !ok {
+			s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
+			secs := int(wait.Seconds()) + 1
+			return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+				Message: "too many requests; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+		}
+		return next(c)
+	}
+}
+
+// allowedHeader reports whether a browser may send the header.
+func allowedHeader(h string) bool {
+	h = strings.ToLower(strings.TrimSpace(h))
+	switch h {
+	case "authorization", "content-type", "accept", "last-event-id", "x-api-key", "x-request-id",
+		"x-docstream-conversation-id", "openai-organization", "openai-project", "openai-beta", "cache-control", "user-agent":
+		return true
+	}
+	return strings.HasPrefix(h, "x-stainless-")
+}
+
+// cors answers preflights without auth and marks responses for the
+// configured origins.
+func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
+	origins := s.cfg.Server.CORSOrigins
+	return func(c echo.Context) error {
+		origin := c.Request().Header.Get("Origin")
+		allowed := ""
+		if origin != "" {
+			for _, o := range origins {
+				if o == "*" {
+					allowed = "*"
+					break
+				}
+				if strings.EqualFold(o, origin) {
+					allowed = origin
+					break
+				}
+			}
+		}
+		h := c.Response().Header()
+		if allowed != "" {
+			h.Set("Access-Control-Allow-Origin", allowed)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "X-Docstream-Response-Id, X-Docstream-Conversation-Id, X-Request-Id, Retry-After")
+		}
+		if c.Request().Method == http.MethodOptions && c.Request().Header.Get("Access-Control-Request-Method") != "" {
+			if allowed == "" {
+				return c.NoContent(http.StatusNoContent)
+			}
+			var ok []string
+			for _, hd := range strings.Split(c.Request().Header.Get("Access-Control-Request-Headers"), ",") {
+				if hd = strings.TrimSpace(hd); hd != "" && allowedHeader(hd) {
+					ok = append(ok, hd)
+				}
+			}
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			if len(ok) > 0 {
+				h.Set("Access-Control-Allow-Headers", strings.Join(ok, ", "))
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			return c.NoContent(http.StatusNoContent)
+		}
+		return next(c)
+	}
+}
+
+// observe logs one line per request and records the request metrics. It
+// never logs bodies or keys.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		rid := req.Header.Get("X-Request-Id")
+		if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
+			rid = randomHex(8)
+		}
+		c.Response().Header().Set("X-Request-Id", rid)
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		d := time.Since(start)
+		s.metrics.Requests.WithLabelValues(route, req.Method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, req.Method).Observe(d.Seconds())
+		ev := s.log.Info()
+		if status >= 500 {
+			ev = s.log.Error()
+		}
+		ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
+			Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
+		if id := c.Response().Header().Get("X-Docstream-Response-Id"); id != "" {
+			ev = ev.Str("response_id", id)
+		}
+		if err != nil && status >= 400 {
+			ev = ev.Str("error", asHTTPError(err).Code)
+		}
+		ev.Msg("request")
+		return nil
+	}
+}
+
+// recoverPanics turns a handler panic into a 500 and keeps the server up.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error().Interface("panic", p).Str("route", c.Path()).Msg("handler panicked")
+				err = &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+			}
+		}()
+		return next(c)
+	}
+}

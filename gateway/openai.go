@@ -1,0 +1,476 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/sse"
+)
+
+// completionRequest is the part of an OpenAI chat completion request that
+// Docstream reads; every other parameter is ignored.
+type completionRequest struct {
+	Model         string        `json:"model"`
+	Messages      []ChatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	ConversationID string `json:"conversation_id"`
+	Workspace      string `json:"workspace"`
+	Mode           string `json:"mode"`
+}
+
+// completion is a non-streaming chat.completion.
+type completion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint *string            `json:"system_fingerprint"`
+	Choices           []completionChoice `json:"choices"`
+	Usage             sse.OpenAIUsage    `json:"usage"`
+}
+
+type completionChoice struct {
+	Index        int               `json:"index"`
+	Message      completionMessage `json:"message"`
+	Logprobs     *string           `json:"logprobs"`
+	FinishReason string            `json:"finish_reason"`
+}
+
+type completionMessage struct {
+	Role             string              `json:"role"`
+	Content          string              `json:"content"`
+	ReasoningContent string              `json:"reasoning_content,omitzero"`
+	ToolCalls        []sse.ToolCallDelta `json:"tool_calls,omitzero"`
+	Refusal          *string             `json:"refusal"`
+}
+
+// fingerprint hashes an OpenAI message history so that a frontend that
+// resends it can be matched to the agent session that produced it.
+func fingerprint(msgs []ChatMessage, reply string, model string) string {
+	h := sha256.New()
+	h.Write([]byte(model + "\x00"))
+	for _, m := range msgs {
+		h.Write([]byte(m.Role + "\x00" + strings.TrimSpace(m.Text()) + "\x00"))
+	}
+	if reply != "" {
+		h.Write([]byte("assistant\x00" + strings.TrimSpace(reply) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// handleCompletions serves POST /v1/chat/completions.
+func (s *Server) handleCompletions(c echo.Context) error {
+	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
+	if err != nil {
+		s.reject(err)
+		return err
+	}
+	var req completionRequest
+	if err := decodeStrict(body, &req, nil); err != nil {
+		s.reject(err)
+		return err
+	}
+	ctx := c.Request().Context()
+	if len(req.Messages) == 0 {
+		return errBadRequest("no_messages", "messages must hold at least one message")
+	}
+	last, idx := lastUserMessage(req.Messages)
+	if idx < 0 {
+		return errBadRequest("no_user_message", "messages has no user message")
+	}
+	if err := validateCommon(req.Mode, "", req.ConversationID); err != nil {
+		return err
+	}
+	model := firstNonEmpty(req.Model, "auto")
+	spec := &RunSpec{ResponseID: NewResponseID(), Created: Now(), Mode: firstNonEmpty(req.Mode, "agent"), Backend: "cli",
+		Thinking: s.cfg.OpenAI.Reasoning != sse.ReasoningOff, UserPrompt: last}
+	alias, isAlias := s.cfg.OpenAI.Aliases[model]
+	spec.Model = model
+	if isAlias {
+		spec.Model = firstNonEmpty(alias.Model, "auto")
+		if alias.Backend == "cloud" {
+			spec.Backend = "cloud"
+		}
+	}
+	if repo, ok := strings.CutPrefix(model, "cloud/"); ok {
+		spec.Backend, spec.Model = "cloud", "auto"
+		alias = ModelAlias{Repository: "https://github.com/" + repo}
+	}
+	// Resume the session that produced this history, when it is known.
+	history := req.Messages[:idx]
+	conv := req.ConversationID
+	if conv == "" && hasAssistant(history) && s.store != nil {
+		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil {
+			conv = id
+		}
+	}
+	if conv != "" {
+		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
+	} else {
+		spec.Prompt = flattenHistory(req.Messages, s.cfg.Server.MaxPromptBytes)
+	}
+	if err := checkText("the prompt", spec.Prompt, s.cfg.Server.MaxPromptBytes); err != nil {
+		return err
+	}
+	if spec.Backend == "cloud" {
+		creq := &ChatRequest{ConversationID: conv}
+		if alias.Repository != "" {
+			src, _ := json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
+			creq.Source = src
+		}
+		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
+			return err
+		}
+	} else {
+		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
+			return err
+		}
+		if !isAlias {
+			if err := s.checkModel(ctx, spec.Model); err != nil {
+				return err
+			}
+		}
+	}
+	thread := append(append([]ChatMessage(nil), history...), req.Messages[idx])
+	renderer := &sse.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: s.cfg.OpenAI.Reasoning}
+	spec.OnDone = func(resp documents.ChatResponse) {
+		if resp.ConversationID == nil || s.store == nil || resp.Status != documents.StatusCompleted {
+			return
+		}
+		// The reply as the client will send it back: rendered from the response.
+		var r sse.Renderer
+		r.Mode, r.Reasoning = s.cfg.OpenAI.Render, sse.ReasoningOff
+		for _, ev := range replay(resp) {
+			r.Event(ev)
+		}
+		_ = s.store.PutFingerprint(context.Background(), fingerprint(thread, r.Content(), model), *resp.ConversationID)
+	}
+	run, err := s.reg.Start(spec)
+	if err != nil {
+		return err
+	}
+	id := "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_")
+	created := time.Now().Unix()
+	if req.Stream {
+		return s.streamCompletion(c, run, renderer, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+	}
+	detach := run.Attach()
+	defer detach()
+	select {
+	case <-run.Done():
+	case <-ctx.Done():
+		return nil
+	}
+	msg := completionMessage{Role: "assistant"}
+	frames, _, _, _ := run.Log.Since(0)
+	var done documents.Done
+	for _, f := range frames {
+		ev, err := sse.DecodeFrame(f)
+		if err != nil {
+			continue
+		}
+		if d, ok := ev.(documents.Done); ok {
+			done = d
+		}
+		for _, p := range renderer.Event(ev) {
+			msg.ReasoningContent += p.Reasoning
+			if p.ToolCall != nil {
+				msg.ToolCalls = append(msg.ToolCalls, *p.ToolCall)
+			}
+		}
+	}
+	msg.Content = renderer.Content()
+	c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+	if done.Status != documents.StatusCompleted {
+		return &HTTPError{Status: http.StatusBadGateway, Code: "agent_error", Message: strings.TrimSpace(firstNonEmpty(msg.Content, "the agent run failed"))}
+	}
+	return writeJSON(c, http.StatusOK, completion{ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: sse.UsageOf(done.Usage)})
+}
+
+func hasAssistant(msgs []ChatMessage) bool {
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			return true
+		}
+	}
+	return false
+}
+
+// replay returns the document events that rebuild a response, for
+// rendering a stored or finished response.
+func replay(resp documents.ChatResponse) []documents.Event {
+	var evs []documents.Event
+	for _, d := range resp.Documents {
+		evs = append(evs, documents.DocumentStart{ID: d.ID, Type: d.Type, Sequence: d.Sequence, Metadata: d.Metadata})
+		if d.Type.IsText() && d.Content != nil {
+			evs = append(evs, documents.ContentDelta{DocumentID: d.ID, Delta: *d.Content})
+		}
+		evs = append(evs, documents.DocumentEnd{DocumentID: d.ID, FinalContent: d.Content, Metadata: d.Metadata})
+	}
+	return evs
+}
+
+// streamCompletion streams a run as chat.completion.chunk frames.
+func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, id string, created int64, model string, usage bool) error {
+	detach := run.Attach()
+	defer detach()
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Docstream-Response-Id", run.ID)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w.Writer)
+	ctx := c.Request().Context()
+	chunk := func(d sse.ChunkDelta, finish *string) error {
+		b, err := json.Marshal(sse.Chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
+		if err != nil {
+			return err
+		}
+		return sse.WriteData(w, b)
+	}
+	deadline := func() {
+		if s.cfg.Server.WriteTimeout > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Server.WriteTimeout))
+		}
+	}
+	deadline()
+	empty := ""
+	if chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || rc.Flush() != nil {
+		return nil
+	}
+	beat := time.NewTicker(s.heartbeat())
+	defer beat.Stop()
+	last := 0
+	for {
+		frames, closed, more, _ := run.Log.Since(last)
+		if len(frames) > 0 {
+			deadline()
+			for _, f := range frames {
+				last = f.ID
+				ev, err := sse.DecodeFrame(f)
+				if err != nil {
+					continue
+				}
+				if d, ok := ev.(documents.Done); ok {
+					s.finishCompletion(w, chunk, d, r, id, created, model, usage)
+					_ = rc.Flush()
+					return nil
+				}
+				for _, p := range r.Event(ev) {
+					var d sse.ChunkDelta
+					switch {
+					case p.ToolCall != nil:
+						d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
+					case p.Reasoning != "":
+						rs := p.Reasoning
+						d.ReasoningContent = &rs
+					default:
+						ct := p.Content
+						d.Content = &ct
+					}
+					if chunk(d, nil) != nil {
+						return nil
+					}
+				}
+			}
+			if rc.Flush() != nil {
+				return nil
+			}
+			continue
+		}
+		if closed {
+			return nil
+		}
+		select {
+		case <-more:
+		case <-beat.C:
+			deadline()
+			if sse.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// finishCompletion ends a chunk stream: the stop chunk (or an error object
+// when the run failed), the usage chunk when asked for, and [DONE].
+func (s *Server) finishCompletion(w *echo.Response, chunk func(sse.ChunkDelta, *string) error, d documents.Done, r *sse.Renderer, id string, created int64, model string, usage bool) {
+	if d.Status == documents.StatusCompleted {
+		stop := "stop"
+		if chunk(sse.ChunkDelta{}, &stop) != nil {
+			return
+		}
+	} else {
+		msg := "the agent run failed"
+		if content := strings.TrimSpace(r.Content()); content != "" {
+			if i := strings.LastIndex(content, "**Error:**"); i >= 0 {
+				msg = strings.TrimSpace(content[i+len("**Error:**"):])
+			}
+		}
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: msg, Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}})
+		if sse.WriteData(w, b) != nil {
+			return
+		}
+	}
+	if usage {
+		u := sse.UsageOf(d.Usage)
+		b, _ := json.Marshal(sse.Chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []sse.ChunkChoice{}, Usage: &u})
+		if sse.WriteData(w, b) != nil {
+			return
+		}
+	}
+	_ = sse.WriteData(w, []byte("[DONE]"))
+}
+
+// modelCache lists the agent's models (`<agent> models`), cached, plus the
+// configured aliases.
+type modelCache struct {
+	cli     *CLIBackend
+	aliases map[string]ModelAlias
+	mu      sync.Mutex
+	at      time.Time
+	models  []modelInfo
+	err     error
+}
+
+type modelInfo struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Name    string `json:"name,omitzero"`
+}
+
+func newModelCache(cli *CLIBackend, cfg Config) *modelCache {
+	return &modelCache{cli: cli, aliases: cfg.OpenAI.Aliases}
+}
+
+// list returns the models, running the agent's model listing at most once
+// every ten minutes (once a minute after a failure).
+func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ttl := 10 * time.Minute
+	if m.err != nil {
+		ttl = time.Minute
+	}
+	if !m.at.IsZero() && time.Since(m.at) < ttl {
+		return m.models, m.err
+	}
+	m.models, m.err = m.fetch(ctx)
+	m.at = time.Now()
+	return m.models, m.err
+}
+
+func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
+	owner := "cursor"
+	if m.cli.demo {
+		owner = "docstream-simulator"
+	}
+	var out []modelInfo
+	seen := map[string]bool{}
+	add := func(id, name string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, modelInfo{ID: id, Object: "model", Created: 1767225600, OwnedBy: owner, Name: name})
+		}
+	}
+	var err error
+	if m.cli.Ready() == nil {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, m.cli.binary, append(append([]string(nil), m.cli.prefix...), "models")...)
+		cmd.Env = m.cli.env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = time.Second
+		var b []byte
+		b, err = cmd.Output()
+		for _, line := range strings.Split(string(b), "\n") {
+			id, name, ok := strings.Cut(strings.TrimSpace(line), " - ")
+			if !ok || !modelPattern.MatchString(id) {
+				continue
+			}
+			name = strings.TrimSpace(strings.NewReplacer("(current, default)", "", "(default)", "", "(current)", "").Replace(name))
+			add(id, name)
+		}
+	}
+	add("auto", "Auto")
+	names := make([]string, 0, len(m.aliases))
+	for n := range m.aliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(n, "alias of "+firstNonEmpty(m.aliases[n].Model, "auto"))
+	}
+	if len(out) <= 1+len(names) && err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// checkModel accepts "auto", aliases and the models the agent lists; when
+// the list cannot be read, any well-formed name.
+func (s *Server) checkModel(ctx context.Context, model string) error {
+	if model == "" || model == "auto" {
+		return nil
+	}
+	if _, ok := s.cfg.OpenAI.Aliases[model]; ok {
+		return nil
+	}
+	models, err := s.models.list(ctx)
+	if err != nil || len(models) <= 1 {
+		return nil
+	}
+	var ids []string
+	for _, m := range models {
+		if m.ID == model {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return errBadRequest("unknown_model", "model %q is not available; available models: %s", model, strings.Join(ids, ", "))
+}
+
+// handleModels serves GET /v1/models.
+func (s *Server) handleModels(c echo.Context) error {
+	models, _ := s.models.list(c.Request().Context())
+	if models == nil {
+		models = []modelInfo{}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"object": "list", "data": models})
+}
+
+// handleModel serves GET /v1/models/{id}.
+func (s *Server) handleModel(c echo.Context) error {
+	models, _ := s.models.list(c.Request().Context())
+	for _, m := range models {
+		if m.ID == c.Param("id") {
+			return writeJSON(c, http.StatusOK, m)
+		}
+	}
+	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: "the model " + c.Param("id") + " does not exist"}
+}

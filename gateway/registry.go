@@ -1,0 +1,451 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/translate"
+)
+
+// RunSpec is everything a run needs.
+type RunSpec struct {
+	ResponseID     string
+	Created        string
+	Prompt         string // what the agent receives
+	UserPrompt     string // what the client asked, as stored with the turn
+	ConversationID string // a resumed conversation: response_start goes out at once
+	SessionID      string // the agent session to resume
+	Mode           string
+	Model          string
+	Workspace      string // the resolved directory
+	WorkspaceName  string
+	Backend        string // "cli" or "cloud"
+	Thinking       bool
+	IncludeRaw     bool
+	Cloud          *CloudSpec
+	// OnDone, if set, is called with the final response.
+	OnDone func(documents.ChatResponse)
+}
+
+// Backend runs agents.
+type Backend interface {
+	// Run drives one run, feeding the agent's output to seg, until the agent
+	// finishes or ctx ends (stopCause(ctx) says why), and says how it ended.
+	Run(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End
+}
+
+// stopError is the cause a run's context is cancelled with.
+type stopError struct {
+	reason documents.StopReason
+	msg    string
+	kill   bool
+}
+
+func (e *stopError) Error() string { return e.msg }
+
+// stopCause says why ctx ended: the stop reason, a message, and whether the
+// agent is to be killed without a grace.
+func stopCause(ctx context.Context) (documents.StopReason, string, bool) {
+	var se *stopError
+	if errors.As(context.Cause(ctx), &se) {
+		return se.reason, se.msg, se.kill
+	}
+	return documents.StopCancelled, "the run was cancelled", false
+}
+
+// Run is one agent run, owned by the registry rather than by a request.
+type Run struct {
+	ID      string
+	Spec    *RunSpec
+	Log     *sse.Log
+	started time.Time
+
+	reg      *Registry
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	builder  documents.Builder
+	subs     int
+	grace    *time.Timer
+	conv     string
+	firstDoc bool
+	lastSave time.Time
+	final    *documents.ChatResponse
+}
+
+// Done is closed when the run's done event has been logged.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// ConversationID returns the run's conversation id, once known.
+func (r *Run) ConversationID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conv
+}
+
+// Response returns the response so far (status "streaming" while running).
+func (r *Run) Response() documents.ChatResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.final != nil {
+		return *r.final
+	}
+	resp := r.builder.Response()
+	fillResponse(&resp, r.Spec)
+	return resp
+}
+
+// fillResponse sets the fields a response has before its events say them.
+func fillResponse(resp *documents.ChatResponse, spec *RunSpec) {
+	if resp.ID == "" {
+		resp.ID = spec.ResponseID
+	}
+	if resp.Model == "" {
+		resp.Model = firstNonEmpty(spec.Model, "auto")
+	}
+	if resp.Mode == "" {
+		resp.Mode = firstNonEmpty(spec.Mode, "agent")
+	}
+	if resp.Created == "" {
+		resp.Created = spec.Created
+	}
+	if resp.Documents == nil {
+		resp.Documents = []documents.Document{}
+	}
+}
+
+// Cancel ends the run: its documents so far stay, an error document and
+// done follow. kill skips the SIGTERM grace.
+func (r *Run) Cancel(kill bool) {
+	r.cancel(&stopError{reason: documents.StopCancelled, msg: "the run was cancelled", kill: kill})
+}
+
+// Attach registers a subscriber; the returned function detaches it. When the
+// last subscriber leaves a running run, the run is cancelled after the
+// registry's detach grace.
+func (r *Run) Attach() (detach func()) {
+	r.mu.Lock()
+	r.subs++
+	if r.grace != nil {
+		r.grace.Stop()
+		r.grace = nil
+	}
+	r.mu.Unlock()
+	r.reg.metrics.Subscribers.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.reg.metrics.Subscribers.Dec()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.subs--
+			if r.subs > 0 || r.final != nil {
+				return
+			}
+			stop := &stopError{reason: documents.StopCancelled, msg: "the client disconnected and did not come back within the detach grace"}
+			g := r.reg.cfg.DetachGrace
+			if g <= 0 {
+				r.cancel(stop)
+				return
+			}
+			r.grace = time.AfterFunc(g, func() {
+				r.mu.Lock()
+				n := r.subs
+				r.mu.Unlock()
+				if n == 0 {
+					r.cancel(stop)
+				}
+			})
+		})
+	}
+}
+
+// Registry owns the runs: it admits, queues, starts, tracks and ends them.
+type Registry struct {
+	cfg      RunsConfig
+	limits   LimitsConfig
+	backends map[string]Backend
+	store    Store
+	metrics  *Metrics
+	log      zerolog.Logger
+
+	mu      sync.Mutex
+	runs    map[string]*Run
+	slots   chan struct{}
+	queued  atomic.Int64
+	spawn   *rate.Limiter
+	wg      sync.WaitGroup
+	baseCtx context.Context
+	stopAll context.CancelCauseFunc
+	closing atomic.Bool
+}
+
+// NewRegistry returns a registry running backends by name.
+func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backend, store Store, m *Metrics, log zerolog.Logger) *Registry {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sp := rate.Inf
+	if limits.SpawnPerSecond > 0 {
+		sp = rate.Limit(limits.SpawnPerSecond)
+	}
+	burst := int(limits.SpawnPerSecond)
+	if burst < 1 {
+		burst = 1
+	}
+	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
+	return &Registry{cfg: cfg, limits: limits, backends: backends, store: store, metrics: m, log: log,
+		runs: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
+		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
+}
+
+// errOverloaded is answered when every slot is busy and the queue is full.
+var errOverloaded = &HTTPError{Status: http.StatusServiceUnavailable, Code: "overloaded",
+	Message: "every run slot is busy and the queue is full; try again shortly", RetryAfter: 5}
+
+// errShuttingDown is answered while the gateway drains.
+var errShuttingDown = &HTTPError{Status: http.StatusServiceUnavailable, Code: "shutting_down",
+	Message: "the gateway is shutting down", RetryAfter: 5}
+
+// Admit refuses a new run when the queue is full or the gateway drains.
+func (g *Registry) Admit() error {
+	if g.closing.Load() {
+		return errShuttingDown
+	}
+	if len(g.slots) >= cap(g.slots) && g.queued.Load() >= int64(g.limits.QueueSize) {
+		g.metrics.Rejected.WithLabelValues("overloaded").Inc()
+		return errOverloaded
+	}
+	return nil
+}
+
+// Get returns a run the registry still holds.
+func (g *Registry) Get(id string) *Run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.runs[id]
+}
+
+// Start creates a run and starts it in the background.
+func (g *Registry) Start(spec *RunSpec) (*Run, error) {
+	if err := g.Admit(); err != nil {
+		return nil, err
+	}
+	backend := g.backends[spec.Backend]
+	if backend == nil {
+		return nil, errBadRequest("unknown_backend", "backend %q is not configured", spec.Backend)
+	}
+	ctx, cancel := context.WithCancelCause(g.baseCtx)
+	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+	g.mu.Lock()
+	g.runs[r.ID] = r
+	g.mu.Unlock()
+	g.saveTurn(r, r.Response())
+	g.wg.Add(1)
+	go g.execute(ctx, r, backend)
+	return r, nil
+}
+
+func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
+	defer g.wg.Done()
+	spec := r.Spec
+	seg := translate.NewSegmenter(translate.Options{
+		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
+		Created: spec.Created, Workspace: spec.Workspace, Thinking: spec.Thinking, IncludeRaw: spec.IncludeRaw,
+	}, r.emit)
+	seg.Start()
+	end, ok := g.acquire(ctx)
+	if ok {
+		g.metrics.RunsInFlight.Inc()
+		end = backend.Run(ctx, spec, seg)
+		g.metrics.RunsInFlight.Dec()
+		<-g.slots
+	}
+	seg.Close(end)
+	st := seg.Stats()
+	g.metrics.LinesSkipped.WithLabelValues("not_json").Add(float64(st.NotJSON))
+	g.metrics.LinesSkipped.WithLabelValues("unknown_type").Add(float64(st.Unknown))
+	g.metrics.LinesSkipped.WithLabelValues("oversize").Add(float64(st.Oversize))
+	cancel := r.cancel
+	cancel(nil)
+	time.AfterFunc(g.cfg.KeepFinished, func() {
+		g.mu.Lock()
+		delete(g.runs, r.ID)
+		g.mu.Unlock()
+	})
+}
+
+// acquire waits for a run slot and the spawn rate. When it gives up it
+// returns how the run ended.
+func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
+	g.queued.Add(1)
+	g.metrics.QueueLength.Inc()
+	defer func() {
+		g.queued.Add(-1)
+		g.metrics.QueueLength.Dec()
+	}()
+	var timeout <-chan time.Time
+	if g.limits.QueueTimeout > 0 {
+		t := time.NewTimer(g.limits.QueueTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case g.slots <- struct{}{}:
+	case <-timeout:
+		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
+			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+	case <-ctx.Done():
+		r, msg, _ := stopCause(ctx)
+		return translate.End{Reason: r, Message: msg}, false
+	}
+	if err := g.spawn.Wait(ctx); err != nil {
+		<-g.slots
+		r, msg, _ := stopCause(ctx)
+		return translate.End{Reason: r, Message: msg}, false
+	}
+	return translate.End{}, true
+}
+
+// emit takes the run's document events, in order, from its one driver.
+func (r *Run) emit(ev documents.Event) {
+	g := r.reg
+	r.mu.Lock()
+	r.builder.Add(ev)
+	var saveConv, saveSnapshot bool
+	switch e := ev.(type) {
+	case documents.ResponseStart:
+		if e.ConversationID != nil {
+			r.conv = *e.ConversationID
+			saveConv = true
+		}
+	case documents.DocumentStart:
+		if !r.firstDoc {
+			r.firstDoc = true
+			g.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		g.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
+	case documents.DocumentEnd:
+		if time.Since(r.lastSave) > time.Second {
+			r.lastSave = time.Now()
+			saveSnapshot = true
+		}
+	}
+	r.mu.Unlock()
+	if saveConv {
+		g.saveConversation(r)
+	}
+	if saveSnapshot {
+		g.saveTurn(r, r.Response())
+	}
+	r.Log.Append(ev)
+	if d, ok := ev.(documents.Done); ok {
+		r.finish(d)
+	}
+}
+
+// finish records the final response once done went out.
+func (r *Run) finish(d documents.Done) {
+	g := r.reg
+	r.mu.Lock()
+	resp := r.builder.Response()
+	fillResponse(&resp, r.Spec)
+	r.final = &resp
+	if r.grace != nil {
+		r.grace.Stop()
+	}
+	r.mu.Unlock()
+	r.Log.Close()
+	outcome := "completed"
+	if d.Status != documents.StatusCompleted {
+		outcome = firstNonEmpty(string(d.Metadata.StopReason), "error")
+	}
+	g.metrics.Runs.WithLabelValues(outcome).Inc()
+	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
+	if d.Usage.Reported {
+		g.metrics.Tokens.WithLabelValues("prompt").Add(float64(d.Usage.PromptTokens))
+		g.metrics.Tokens.WithLabelValues("completion").Add(float64(d.Usage.CompletionTokens))
+		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(d.Usage.CacheReadTokens))
+		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(d.Usage.CacheWriteTokens))
+	}
+	g.saveTurn(r, resp)
+	close(r.done)
+	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
+		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
+	if r.Spec.OnDone != nil {
+		r.Spec.OnDone(resp)
+	}
+}
+
+func (g *Registry) saveConversation(r *Run) {
+	if g.store == nil || r.conv == "" {
+		return
+	}
+	s := r.Spec
+	c := Conversation{ID: r.conv, SessionID: r.conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}
+	if err := g.store.PutConversation(context.Background(), c); err != nil {
+		g.log.Warn().Err(err).Msg("saving the conversation")
+	}
+}
+
+func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) {
+	if g.store == nil {
+		return
+	}
+	b, err := json.Marshal(resp, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		g.log.Warn().Err(err).Msg("encoding the response")
+		return
+	}
+	conv := ""
+	if resp.ConversationID != nil {
+		conv = *resp.ConversationID
+	}
+	t := Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
+		Created: r.started, Response: b}
+	if err := g.store.PutTurn(context.Background(), t); err != nil {
+		g.log.Warn().Err(err).Msg("saving the response")
+	}
+}
+
+// Shutdown stops admitting runs, lets running ones finish until ctx ends,
+// then ends the rest with a shutdown error and waits for them.
+func (g *Registry) Shutdown(ctx context.Context) {
+	g.closing.Store(true)
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	g.stopAll(&stopError{reason: documents.StopShutdown, msg: "the gateway is shutting down"})
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		g.log.Error().Msg("runs did not end within 30s of the shutdown")
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

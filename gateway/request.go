@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
+)
+
+// ChatRequest is the body of POST /v1/chat.
+type ChatRequest struct {
+	Prompt         *string          `json:"prompt"`
+	Messages       []ChatMessage    `json:"messages"`
+	ConversationID string           `json:"conversationId"`
+	Mode           string           `json:"mode"`
+	Model          string           `json:"model"`
+	Workspace      string           `json:"workspace"`
+	Stream         *bool            `json:"stream"`
+	Thinking       bool             `json:"thinking"`
+	IncludeRaw     bool             `json:"include_raw"`
+	Answers        []Answer         `json:"answers"`
+	Backend        string           `json:"backend"`
+	Source         jsontext.Value   `json:"source"`
+	Target         jsontext.Value   `json:"target"`
+	Images         []jsontext.Value `json:"images"`
+}
+
+// ChatMessage is an OpenAI-style message; content is a string or a list of
+// parts of which the text parts count.
+type ChatMessage struct {
+	Role    string         `json:"role"`
+	Content jsontext.Value `json:"content"`
+	Name    string         `json:"name,omitzero"`
+}
+
+// Text returns the message's text content.
+func (m ChatMessage) Text() string {
+	switch m.Content.Kind() {
+	case '"':
+		var s string
+		_ = json.Unmarshal(m.Content, &s)
+		return s
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(m.Content, &parts)
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "input_text" || p.Type == "" {
+				if b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// Answer answers one question of a clarification.
+type Answer struct {
+	QuestionID string `json:"questionId"`
+	OptionID   string `json:"optionId"`
+}
+
+var chatFields = map[string]bool{"prompt": true, "messages": true, "conversationId": true, "mode": true, "model": true,
+	"workspace": true, "stream": true, "thinking": true, "include_raw": true, "answers": true, "backend": true,
+	"source": true, "target": true, "images": true}
+
+// readBody reads the request body within the configured limit.
+func readBody(c echo.Context, max int64) ([]byte, error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, max)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+				Message: fmt.Sprintf("the request body is larger than %d bytes", max)}
+		}
+		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
+	}
+	return b, nil
+}
+
+// decodeStrict decodes a JSON object body, naming the first unknown field
+// (when known is set) and the first malformed part.
+func decodeStrict(body []byte, v any, known map[string]bool) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return errBadRequest("bad_json", "the request body is empty; send a JSON object")
+	}
+	if body[0] != '{' {
+		return errBadRequest("bad_json", "the request body must be a JSON object")
+	}
+	if known != nil {
+		dec := jsontext.NewDecoder(bytes.NewReader(body))
+		if _, err := dec.ReadToken(); err != nil {
+			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+		}
+		for dec.PeekKind() == '"' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+			}
+			if !known[name.String()] {
+				return errBadRequest("unknown_field", "unknown field %q in the request body", name.String())
+			}
+			if err := dec.SkipValue(); err != nil {
+				return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+			}
+		}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var se *json.SemanticError
+		if errors.As(err, &se) && se.JSONPointer != "" {
+			return errBadRequest("bad_field", "field %s has the wrong type (%v)", strings.TrimPrefix(string(se.JSONPointer), "/"), se.Err)
+		}
+		return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+var (
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+	modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/=\[\],-]{0,127}$`)
+	namePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// checkText rejects NUL bytes and texts over max bytes.
+func checkText(what, s string, max int) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return errBadRequest("bad_prompt", "%s contains a NUL byte", what)
+	}
+	if max > 0 && len(s) > max {
+		return &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "prompt_too_large",
+			Message: fmt.Sprintf("%s is %d bytes; the limit is %d bytes", what, len(s), max)}
+	}
+	return nil
+}
+
+// validateCommon checks the fields shared by the chat routes.
+func validateCommon(mode, model, conv string) error {
+	switch mode {
+	case "", "agent", "plan", "ask", "debug":
+	default:
+		return errBadRequest("bad_mode", "mode %q is not one of agent, plan, ask, debug", mode)
+	}
+	if model != "" && !modelPattern.MatchString(model) {
+		return errBadRequest("bad_model", "model %q is not a valid model name", clipString(model, 80))
+	}
+	if conv != "" && !idPattern.MatchString(conv) {
+		return errBadRequest("bad_conversation_id", "conversationId must be 1-128 letters, digits, '_', '.', ':' or '-', and may not start with '-'")
+	}
+	return nil
+}
+
+func clipString(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// lastUserMessage returns the text of the last user message.
+func lastUserMessage(msgs []ChatMessage) (string, int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Text(), i
+		}
+	}
+	return "", -1
+}
+
+// flattenHistory folds system messages and earlier turns into the prompt, in
+// a bounded format, when the conversation cannot be resumed. The last user
+// message always goes through verbatim, last.
+func flattenHistory(msgs []ChatMessage, maxBytes int) string {
+	last, idx := lastUserMessage(msgs)
+	var system, history []string
+	for i, m := range msgs {
+		if i == idx {
+			continue
+		}
+		t := strings.TrimSpace(m.Text())
+		if t == "" {
+			continue
+		}
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, t)
+		case "user", "assistant":
+			if i < idx {
+				history = append(history, m.Role+": "+t)
+			}
+		}
+	}
+	if len(system) == 0 && len(history) == 0 {
+		return last
+	}
+	budget := maxBytes - len(last) - 256
+	var b strings.Builder
+	if len(system) > 0 {
+		b.WriteString("<instructions>\n")
+		b.WriteString(clipString(strings.Join(system, "\n\n"), max(budget/2, 0)))
+		b.WriteString("\n</instructions>\n\n")
+	}
+	if len(history) > 0 {
+		// Keep the most recent turns that fit.
+		rem := budget - b.Len()
+		var kept []string
+		for i := len(history) - 1; i >= 0 && rem > 0; i-- {
+			h := clipString(history[i], max(rem, 0))
+			kept = append([]string{h}, kept...)
+			rem -= len(h) + 2
+		}
+		if len(kept) > 0 {
+			b.WriteString("<conversation_so_far>\n")
+			b.WriteString(strings.Join(kept, "\n\n"))
+			b.WriteString("\n</conversation_so_far>\n\n")
+		}
+	}
+	b.WriteString(last)
+	return b.String()
+}

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"net"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/docstream/docstream/gateway/playground"
+)
+
+// routes builds the echo router: every route of the gateway is here.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(s)
+	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
+	e.Use(s.observe, s.recoverPanics, s.cors)
+
+	// Public: health, readiness, metrics and the playground page.
+	e.GET("/healthz", s.handleHealth)
+	e.GET("/readyz", s.handleReady)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
+	page := echo.WrapHandler(playground.Handler())
+	e.GET("/", page)
+	e.GET("/assets/*", page)
+
+	// The API, behind the API keys when any are configured.
+	api := e.Group("/v1", s.requireAuth)
+	api.POST("/chat", s.handleChat)
+	api.GET("/chat/ws", s.handleWS)
+	api.GET("/chat/:id", s.handleGetChat)
+	api.GET("/chat/:id/stream", s.handleStream)
+	api.POST("/chat/:id/cancel", s.handleCancel)
+	api.GET("/conversations/:id", s.handleConversation)
+	api.GET("/workspaces", s.handleWorkspaces)
+
+	// OpenAI-compatible surface.
+	api.POST("/chat/completions", s.handleCompletions)
+	api.GET("/models", s.handleModels)
+	api.GET("/models/:id", s.handleModel)
+
+	// Cloud Agents pass-through management.
+	cl := api.Group("/cloud")
+	cl.GET("/agents", s.handleCloudList)
+	cl.GET("/agents/:id", s.handleCloudAgent)
+	cl.GET("/agents/:id/conversation", s.handleCloudConversation)
+	cl.POST("/agents/:id/stop", s.handleCloudStop)
+	cl.DELETE("/agents/:id", s.handleCloudDelete)
+	cl.GET("/me", s.handleCloudMe)
+	cl.GET("/models", s.handleCloudModels)
+	cl.GET("/repositories", s.handleCloudRepositories)
+	return e
+}
+
+// isOpenAIRoute reports whether a route answers errors in OpenAI's shape.
+func isOpenAIRoute(path string) bool {
+	return path == "/v1/chat/completions" || strings.HasPrefix(path, "/v1/models")
+}
+
+// ipExtractor takes the client IP from X-Forwarded-For only when the
+// connection comes from a trusted proxy.
+func ipExtractor(trusted []string) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	var opts []echo.TrustOption
+	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	for _, t := range trusted {
+		if !strings.Contains(t, "/") {
+			if ip := net.ParseIP(t); ip != nil && ip.To4() != nil {
+				t += "/32"
+			} else {
+				t += "/128"
+			}
+		}
+		if _, n, err := net.ParseCIDR(t); err == nil {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}

@@ -1,0 +1,183 @@
+// Package gateway is Docstream's HTTP server: the routes, the middleware
+// (auth, limits, logging, metrics), the run registry, the agent backends
+// (the cursor-agent subprocess and the Cloud Agents API) and the store.
+package gateway
+
+import (
+	"context"
+
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/docstream/docstream/gateway/cloud"
+)
+
+// Deps are what a Server is built from.
+type Deps struct {
+	Config  Config
+	Logger  zerolog.Logger
+	Store   Store
+	Metrics *Metrics
+	Environ []string      // the environment the agent's is filtered from
+	Cloud   *cloud.Client // nil when the cloud backend is not configured
+}
+
+// Server is the gateway's http.Handler.
+type Server struct {
+	cfg              Config
+	log              zerolog.Logger
+	store            Store
+	metrics          *Metrics
+	reg              *Registry
+	cli              *CLIBackend
+	cloud            *cloud.Client
+	workspaces       map[string]string
+	defaultWorkspace string
+	models           *modelCache
+	auth             *authenticator
+	echo             *echo.Echo
+}
+
+// NewServer builds the gateway from its dependencies.
+func NewServer(d Deps) (*Server, error) {
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics()
+	}
+	if d.Store == nil {
+		d.Store = NewMemoryStore()
+	}
+	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, cloud: d.Cloud}
+	s.cli = NewCLIBackend(d.Config.Agent, d.Environ, d.Metrics, d.Config.Demo)
+	ws, def, err := resolveWorkspaces(d.Config.Agent)
+	if err != nil {
+		return nil, err
+	}
+	s.workspaces, s.defaultWorkspace = ws, def
+	backends := map[string]Backend{"cli": s.cli}
+	if d.Cloud != nil {
+		backends["cloud"] = &CloudBackend{client: d.Cloud, interval: d.Config.Cloud.PollInterval}
+	}
+	s.reg = NewRegistry(d.Config.Runs, d.Config.Limits, backends, d.Store, d.Metrics, d.Logger)
+	s.models = newModelCache(s.cli, d.Config)
+	s.auth = newAuthenticator(d.Config.Auth)
+	s.echo = s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Registry returns the run registry.
+func (s *Server) Registry() *Registry { return s.reg }
+
+// Shutdown drains the runs (see Registry.Shutdown).
+func (s *Server) Shutdown(ctx context.Context) { s.reg.Shutdown(ctx) }
+
+// resolveWorkspaces resolves the configured workspace directories through
+// their symlinks. Without any, the current directory is the workspace
+// "default".
+func resolveWorkspaces(cfg AgentConfig) (map[string]string, string, error) {
+	out := map[string]string{}
+	ws := cfg.Workspaces
+	if len(ws) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, "", fmt.Errorf("finding the current directory: %w", err)
+		}
+		ws = map[string]string{"default": wd}
+	}
+	for name, dir := range ws {
+		if !namePattern.MatchString(name) {
+			return nil, "", fmt.Errorf("workspace name %q: use letters, digits, '.', '_' and '-'", name)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, "", fmt.Errorf("workspace %s: %w", name, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, "", fmt.Errorf("workspace %s: %w", name, err)
+		}
+		st, err := os.Stat(real)
+		if err != nil || !st.IsDir() {
+			return nil, "", fmt.Errorf("workspace %s: %s is not a directory", name, real)
+		}
+		out[name] = real
+	}
+	def := cfg.DefaultWorkspace
+	if def == "" {
+		if _, ok := out["default"]; ok {
+			def = "default"
+		} else if len(out) == 1 {
+			for n := range out {
+				def = n
+			}
+		}
+	}
+	if def != "" {
+		if _, ok := out[def]; !ok {
+			return nil, "", fmt.Errorf("agent.default_workspace %q is not among agent.workspaces", def)
+		}
+	}
+	return out, def, nil
+}
+
+// workspaceNames lists the workspace names, sorted.
+func (s *Server) workspaceNames() []string {
+	names := make([]string, 0, len(s.workspaces))
+	for n := range s.workspaces {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// handleHealth serves /healthz: the process is alive.
+func (s *Server) handleHealth(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReady serves /readyz: the agent binary runs and the store answers.
+func (s *Server) handleReady(c echo.Context) error {
+	status, code := "ready", http.StatusOK
+	agent := map[string]any{"binary": s.cli.Binary(), "simulator": s.cfg.Demo}
+	if err := s.cli.Ready(); err != nil {
+		agent["error"] = err.Error()
+		status, code = "not_ready", http.StatusServiceUnavailable
+	}
+	storeStatus := "ok"
+	if err := s.store.Ping(c.Request().Context()); err != nil {
+		storeStatus = err.Error()
+		status, code = "not_ready", http.StatusServiceUnavailable
+	}
+	if s.reg.closing.Load() {
+		status, code = "shutting_down", http.StatusServiceUnavailable
+	}
+	body := map[string]any{"status": status, "agent": agent, "store": storeStatus}
+	if s.cfg.Demo {
+		body["note"] = "demo mode: the agent is Docstream's built-in cursor-agent simulator"
+	}
+	return c.JSON(code, body)
+}
+
+// handleWorkspaces serves GET /v1/workspaces.
+func (s *Server) handleWorkspaces(c echo.Context) error {
+	type ws struct {
+		Name    string `json:"name"`
+		Default bool   `json:"default"`
+	}
+	out := []ws{}
+	for _, n := range s.workspaceNames() {
+		out = append(out, ws{Name: n, Default: n == s.defaultWorkspace})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"workspaces": out})
+}
+
+var errNoCloud = &HTTPError{Status: http.StatusBadRequest, Code: "cloud_not_configured",
+	Message: "the cloud backend is not configured: set cloud.api_key (DOCSTREAM_CLOUD_API_KEY)"}

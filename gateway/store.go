@@ -1,0 +1,421 @@
+package gateway
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+
+	"github.com/docstream/docstream/documents"
+)
+
+// ErrNotFound is returned by a Store for an unknown id.
+var ErrNotFound = errors.New("not found")
+
+// Conversation is a conversation: its id (the agent's session id or the
+// cloud agent id) and what it runs with.
+type Conversation struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"sessionId"`
+	Backend   string    `json:"backend"`
+	Workspace string    `json:"workspace"`
+	Model     string    `json:"model"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+}
+
+// Turn is one response of a conversation.
+type Turn struct {
+	ResponseID     string
+	ConversationID string
+	Prompt         string
+	Status         string
+	Created        time.Time
+	Response       []byte // the ChatResponse JSON
+}
+
+// Store keeps conversations, responses and OpenAI history fingerprints.
+// SQLite is the embedded default; a shared SQL database can take its place
+// when several replicas serve one user base.
+type Store interface {
+	PutConversation(ctx context.Context, c Conversation) error
+	Conversation(ctx context.Context, id string) (Conversation, []Turn, error)
+	PutTurn(ctx context.Context, t Turn) error
+	Turn(ctx context.Context, responseID string) (Turn, error)
+	// MarkInterrupted marks every turn still "streaming" as interrupted and
+	// returns how many there were.
+	MarkInterrupted(ctx context.Context) (int, error)
+	PutFingerprint(ctx context.Context, fingerprint, conversationID string) error
+	Fingerprint(ctx context.Context, fingerprint string) (string, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// OpenStore opens the configured store.
+func OpenStore(ctx context.Context, cfg StoreConfig) (Store, error) {
+	switch cfg.Driver {
+	case "memory":
+		return NewMemoryStore(), nil
+	case "sqlite", "":
+		return OpenSQLite(ctx, cfg.Path)
+	}
+	return nil, fmt.Errorf("unknown store driver %q", cfg.Driver)
+}
+
+// interruptedResponse rewrites a stored streaming response as interrupted.
+func interruptedResponse(b []byte) []byte {
+	var resp documents.ChatResponse
+	if json.Unmarshal(b, &resp) != nil {
+		return b
+	}
+	resp.Status = documents.StatusError
+	resp.Metadata.StopReason = documents.StopInterrupted
+	msg := "the gateway stopped while this run was in progress"
+	meta, _ := json.Marshal(documents.ErrorMeta{ErrorCode: documents.CodeInterrupted, Source: "gateway", Details: "the run was interrupted by a restart of the gateway"})
+	seq := len(resp.Documents) + 1
+	resp.Documents = append(resp.Documents, documents.Document{ID: documents.DocID(seq), Type: documents.TypeError, Sequence: seq, Content: &msg, Metadata: meta})
+	out, err := json.Marshal(resp, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// MemoryStore is a Store in memory, for --demo and tests.
+type MemoryStore struct {
+	mu    sync.Mutex
+	convs map[string]Conversation
+	turns map[string]Turn
+	fps   map[string]string
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{convs: map[string]Conversation{}, turns: map[string]Turn{}, fps: map[string]string{}}
+}
+
+// PutConversation creates or updates a conversation.
+func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now().UTC()
+	if old, ok := m.convs[c.ID]; ok {
+		c.Created = old.Created
+	} else {
+		c.Created = now
+	}
+	c.Updated = now
+	m.convs[c.ID] = c
+	return nil
+}
+
+// Conversation returns a conversation and its turns, oldest first.
+func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, []Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
+	if !ok {
+		return c, nil, ErrNotFound
+	}
+	var ts []Turn
+	for _, t := range m.turns {
+		if t.ConversationID == id {
+			ts = append(ts, t)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
+	return c, ts, nil
+}
+
+// PutTurn creates or replaces a turn.
+func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turns[t.ResponseID] = t
+	return nil
+}
+
+// Turn returns a turn by its response id.
+func (m *MemoryStore) Turn(_ context.Context, id string) (Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.turns[id]
+	if !ok {
+		return t, ErrNotFound
+	}
+	return t, nil
+}
+
+// MarkInterrupted marks streaming turns as interrupted.
+func (m *MemoryStore) MarkInterrupted(context.Context) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, t := range m.turns {
+		if t.Status == string(documents.StatusStreaming) {
+			t.Status = string(documents.StatusError)
+			t.Response = interruptedResponse(t.Response)
+			m.turns[id] = t
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PutFingerprint records which conversation an OpenAI history belongs to.
+func (m *MemoryStore) PutFingerprint(_ context.Context, fp, conv string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fps[fp] = conv
+	return nil
+}
+
+// Fingerprint returns the conversation of an OpenAI history.
+func (m *MemoryStore) Fingerprint(_ context.Context, fp string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.fps[fp]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return c, nil
+}
+
+// Ping always succeeds.
+func (m *MemoryStore) Ping(context.Context) error { return nil }
+
+// Close does nothing.
+func (m *MemoryStore) Close() error { return nil }
+
+// SQLStore is a Store on a SQL database: SQLite by default.
+type SQLStore struct {
+	db *sql.DB
+}
+
+// migrations are applied in order; the schema version is user_version.
+var migrations = []string{
+	`CREATE TABLE conversations (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL,
+		backend TEXT NOT NULL,
+		workspace TEXT NOT NULL,
+		model TEXT NOT NULL,
+		created TEXT NOT NULL,
+		updated TEXT NOT NULL
+	);
+	CREATE TABLE turns (
+		response_id TEXT PRIMARY KEY,
+		conversation_id TEXT NOT NULL,
+		prompt TEXT NOT NULL,
+		status TEXT NOT NULL,
+		created TEXT NOT NULL,
+		response BLOB NOT NULL
+	);
+	CREATE INDEX turns_conversation ON turns(conversation_id, created);
+	CREATE INDEX turns_status ON turns(status);
+	CREATE TABLE fingerprints (
+		fingerprint TEXT PRIMARY KEY,
+		conversation_id TEXT NOT NULL,
+		created TEXT NOT NULL
+	);`,
+}
+
+// OpenSQLite opens (creating it and its folder) the SQLite database at path,
+// in WAL mode, and applies the migrations.
+func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
+	if path == "" {
+		path = "./data/docstream.db"
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the store folder: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &SQLStore{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *SQLStore) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("reading the store version: %w", err)
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrating the store: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTS(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// PutConversation creates or updates a conversation.
+func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
+	now := ts(time.Now())
+	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
+		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`,
+		c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
+	if err != nil {
+		return fmt.Errorf("saving conversation: %w", err)
+	}
+	return nil
+}
+
+// Conversation returns a conversation and its turns, oldest first.
+func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, []Turn, error) {
+	var c Conversation
+	var created, updated string
+	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated FROM conversations WHERE id = ?`, id).
+		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil, ErrNotFound
+	}
+	if err != nil {
+		return c, nil, fmt.Errorf("reading conversation: %w", err)
+	}
+	c.Created, c.Updated = parseTS(created), parseTS(updated)
+	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns
+		WHERE conversation_id = ? ORDER BY created`, id)
+	if err != nil {
+		return c, nil, fmt.Errorf("reading turns: %w", err)
+	}
+	defer rows.Close()
+	var turns []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return c, nil, err
+		}
+		turns = append(turns, t)
+	}
+	return c, turns, rows.Err()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTurn(r scanner) (Turn, error) {
+	var t Turn
+	var created string
+	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response); err != nil {
+		return t, err
+	}
+	t.Created = parseTS(created)
+	return t, nil
+}
+
+// PutTurn creates or replaces a turn.
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
+		response=excluded.response`,
+		t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
+	if err != nil {
+		return fmt.Errorf("saving turn: %w", err)
+	}
+	return nil
+}
+
+// Turn returns a turn by its response id.
+func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
+	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE response_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, ErrNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("reading turn: %w", err)
+	}
+	return t, nil
+}
+
+// MarkInterrupted marks streaming turns as interrupted.
+func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE status = ?`, string(documents.StatusStreaming))
+	if err != nil {
+		return 0, fmt.Errorf("finding interrupted runs: %w", err)
+	}
+	var turns []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		turns = append(turns, t)
+	}
+	rows.Close()
+	for _, t := range turns {
+		t.Status = string(documents.StatusError)
+		t.Response = interruptedResponse(t.Response)
+		if err := s.PutTurn(ctx, t); err != nil {
+			return 0, err
+		}
+	}
+	return len(turns), nil
+}
+
+// PutFingerprint records which conversation an OpenAI history belongs to.
+func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)
+		ON CONFLICT(fingerprint) DO UPDATE SET conversation_id=excluded.conversation_id`, fp, conv, ts(time.Now()))
+	if err != nil {
+		return fmt.Errorf("saving fingerprint: %w", err)
+	}
+	return nil
+}
+
+// Fingerprint returns the conversation of an OpenAI history.
+func (s *SQLStore) Fingerprint(ctx context.Context, fp string) (string, error) {
+	var c string
+	err := s.db.QueryRowContext(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading fingerprint: %w", err)
+	}
+	return c, nil
+}
+
+// Ping checks the database answers.
+func (s *SQLStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the database.
+func (s *SQLStore) Close() error { return s.db.Close() }

@@ -1,0 +1,456 @@
+package sse
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Chunk is an OpenAI chat.completion.chunk.
+type Chunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint *string       `json:"system_fingerprint"`
+	Choices           []ChunkChoice `json:"choices"`
+	Usage             *OpenAIUsage  `json:"usage,omitzero"`
+}
+
+// ChunkChoice is the one choice of a chunk.
+type ChunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        ChunkDelta `json:"delta"`
+	Logprobs     *string    `json:"logprobs"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+// ChunkDelta is what a chunk adds to the message.
+type ChunkDelta struct {
+	Role             string          `json:"role,omitzero"`
+	Content          *string         `json:"content,omitzero"`
+	ReasoningContent *string         `json:"reasoning_content,omitzero"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitzero"`
+}
+
+// ToolCallDelta is one entry of delta.tool_calls.
+type ToolCallDelta struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id,omitzero"`
+	Type     string       `json:"type,omitzero"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names a function and its JSON arguments.
+type FunctionCall struct {
+	Name      string `json:"name,omitzero"`
+	Arguments string `json:"arguments"`
+}
+
+// OpenAIUsage is OpenAI's usage object. prompt_tokens includes cached tokens.
+type OpenAIUsage struct {
+	PromptTokens        int64          `json:"prompt_tokens"`
+	CompletionTokens    int64          `json:"completion_tokens"`
+	TotalTokens         int64          `json:"total_tokens"`
+	PromptTokensDetails map[string]any `json:"prompt_tokens_details"`
+}
+
+// UsageOf maps the document model's usage to OpenAI's meaning:
+// prompt_tokens = input + cache read + cache write tokens.
+func UsageOf(u documents.Usage) OpenAIUsage {
+	p := u.PromptTokens + u.CacheReadTokens + u.CacheWriteTokens
+	return OpenAIUsage{PromptTokens: p, CompletionTokens: u.CompletionTokens, TotalTokens: p + u.CompletionTokens,
+		PromptTokensDetails: map[string]any{"cached_tokens": u.CacheReadTokens}}
+}
+
+// Rendering modes of the OpenAI surface.
+const (
+	RenderMarkdown  = "markdown"
+	RenderToolCalls = "tool_calls"
+	RenderTextOnly  = "text-only"
+
+	ReasoningContent = "reasoning_content"
+	ReasoningThink   = "think"
+	ReasoningOff     = "off"
+)
+
+// Piece is one addition to the assistant message.
+type Piece struct {
+	Content   string
+	Reasoning string
+	ToolCall  *ToolCallDelta
+}
+
+// Renderer turns document events into message pieces: every document
+// rendered as markdown readable in a plain chat window (or as tool calls,
+// or text only), thinking as reasoning.
+type Renderer struct {
+	Mode      string
+	Reasoning string
+
+	docs      map[string]*renderDoc
+	out       strings.Builder // the content so far
+	thinking  bool            // a <think> block is open
+	toolIndex int
+}
+
+type renderDoc struct {
+	typ    documents.Type
+	meta   jsontext.Value
+	tool   string
+	callID string
+	args   jsontext.Value
+}
+
+// Content returns the whole content rendered so far.
+func (r *Renderer) Content() string { return r.out.String() }
+
+func (r *Renderer) emit(ps []Piece, s string) []Piece {
+	if s == "" {
+		return ps
+	}
+	if r.thinking {
+		r.thinking = false
+		ps = append(ps, Piece{Content: "\n</think>\n\n"})
+		r.out.WriteString("\n</think>\n\n")
+	}
+	r.out.WriteString(s)
+	return append(ps, Piece{Content: s})
+}
+
+// separate starts a new block: a blank line after what came before.
+func (r *Renderer) separate() string {
+	s := r.out.String()
+	switch {
+	case s == "", strings.HasSuffix(s, "\n\n"):
+		return ""
+	case strings.HasSuffix(s, "\n"):
+		return "\n"
+	}
+	return "\n\n"
+}
+
+// Event renders one document event into pieces.
+func (r *Renderer) Event(ev documents.Event) []Piece {
+	if r.docs == nil {
+		r.docs = map[string]*renderDoc{}
+	}
+	var ps []Piece
+	switch e := ev.(type) {
+	case documents.ThinkingDelta:
+		switch r.Reasoning {
+		case ReasoningContent, "":
+			ps = append(ps, Piece{Reasoning: e.Delta})
+		case ReasoningThink:
+			if !r.thinking {
+				open := r.separate() + "<think>\n"
+				r.out.WriteString(open)
+				ps = append(ps, Piece{Content: open})
+				r.thinking = true
+			}
+			r.out.WriteString(e.Delta)
+			ps = append(ps, Piece{Content: e.Delta})
+		}
+	case documents.DocumentStart:
+		d := &renderDoc{typ: e.Type, meta: e.Metadata}
+		r.docs[e.ID] = d
+		switch e.Type {
+		case documents.TypeText, documents.TypeError:
+			if e.Type == documents.TypeError {
+				return r.emit(ps, r.separate()+"**Error:** ")
+			}
+			if sep := r.separate(); sep != "" {
+				ps = r.emit(ps, sep)
+			}
+		case documents.TypeCodeBlock:
+			var m documents.CodeBlockMeta
+			_ = json.Unmarshal(e.Metadata, &m)
+			ps = r.emit(ps, r.separate()+"```"+m.Language+"\n")
+		case documents.TypeCodeReference:
+			var m documents.CodeReferenceMeta
+			_ = json.Unmarshal(e.Metadata, &m)
+			ps = r.emit(ps, fmt.Sprintf("%s`%s:%d-%d`\n```%s\n", r.separate(), m.FilePath, m.StartLine, m.EndLine, m.Language))
+		}
+	case documents.ContentDelta:
+		if d := r.docs[e.DocumentID]; d != nil {
+			if r.Mode == RenderTextOnly && d.typ == documents.TypeError {
+				return r.emit(ps, e.Delta)
+			}
+			ps = r.emit(ps, e.Delta)
+		}
+	case documents.ToolCallStart:
+		if d := r.docs[e.DocumentID]; d != nil {
+			d.tool, d.callID = e.ToolName, e.ToolCallID
+		}
+	case documents.ToolCallArguments:
+		if d := r.docs[e.DocumentID]; d != nil {
+			d.args = e.Arguments
+		}
+	case documents.DocumentEnd:
+		d := r.docs[e.DocumentID]
+		if d == nil {
+			return nil
+		}
+		delete(r.docs, e.DocumentID)
+		switch d.typ {
+		case documents.TypeText:
+		case documents.TypeError:
+			var m documents.ErrorMeta
+			_ = json.Unmarshal(e.Metadata, &m)
+			s := fmt.Sprintf(" (%s)", m.ErrorCode)
+			if m.Details != "" {
+				s += "\n```\n" + strings.TrimRight(clipText(m.Details, 2000), "\n") + "\n```"
+			}
+			ps = r.emit(ps, s+"\n")
+		case documents.TypeCodeBlock, documents.TypeCodeReference:
+			ps = r.emit(ps, "\n```\n")
+		default:
+			ps = r.toolDone(ps, d, e)
+		}
+	}
+	return ps
+}
+
+// toolDone renders a finished tool-derived document.
+func (r *Renderer) toolDone(ps []Piece, d *renderDoc, e documents.DocumentEnd) []Piece {
+	switch r.Mode {
+	case RenderTextOnly:
+		return ps
+	case RenderToolCalls:
+		args := string(d.args)
+		if args == "" {
+			args = "{}"
+		}
+		name := d.tool
+		if name == "" {
+			name = string(d.typ)
+		}
+		tc := &ToolCallDelta{Index: r.toolIndex, ID: d.callID, Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+		r.toolIndex++
+		return append(ps, Piece{ToolCall: tc})
+	}
+	content := ""
+	if e.FinalContent != nil {
+		content = *e.FinalContent
+	}
+	return r.emit(ps, r.separate()+Markdown(d.typ, content, e.Metadata))
+}
+
+// Markdown renders a tool-derived document as markdown for a chat window.
+func Markdown(t documents.Type, content string, meta jsontext.Value) string {
+	var b strings.Builder
+	switch t {
+	case documents.TypeFileEdit:
+		var m documents.FileEditMeta
+		_ = json.Unmarshal(meta, &m)
+		verb := map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation]
+		if verb == "" {
+			verb = "Changed"
+		}
+		switch {
+		case m.Rejected:
+			fmt.Fprintf(&b, "**File edit rejected:** `%s` (not applied)", m.FilePath)
+		case m.Error != "":
+			fmt.Fprintf(&b, "**File edit failed:** `%s`: %s", m.FilePath, m.Error)
+		default:
+			fmt.Fprintf(&b, "**%s `%s`**", verb, m.FilePath)
+			if m.NewPath != "" {
+				fmt.Fprintf(&b, " → `%s`", m.NewPath)
+			}
+			if m.LinesAdded != nil || m.LinesRemoved != nil {
+				fmt.Fprintf(&b, " (+%d −%d)", deref(m.LinesAdded), deref(m.LinesRemoved))
+			}
+			switch {
+			case m.UnifiedDiff != "":
+				fmt.Fprintf(&b, "\n```diff\n%s\n```", strings.TrimRight(clipText(m.UnifiedDiff, 8000), "\n"))
+			case m.Diff != nil:
+				b.WriteString("\n```diff\n")
+				for _, l := range strings.Split(m.Diff.OldString, "\n") {
+					b.WriteString("-" + l + "\n")
+				}
+				for _, l := range strings.Split(m.Diff.NewString, "\n") {
+					b.WriteString("+" + l + "\n")
+				}
+				b.WriteString("```")
+			case m.Operation == "create" && content != "":
+				fmt.Fprintf(&b, "\n```%s\n%s\n```", m.Language, strings.TrimRight(clipText(content, 8000), "\n"))
+			}
+		}
+	case documents.TypeTerminalCommand:
+		var m documents.TerminalCommandMeta
+		_ = json.Unmarshal(meta, &m)
+		if m.Rejected {
+			fmt.Fprintf(&b, "`$ %s` — rejected, not run", m.Command)
+			break
+		}
+		fmt.Fprintf(&b, "```shell\n$ %s\n", m.Command)
+		if out := strings.TrimRight(clipText(m.Output, 8000), "\n"); out != "" {
+			b.WriteString(out + "\n")
+		}
+		b.WriteString("```\n")
+		switch {
+		case m.ExitCode != nil:
+			fmt.Fprintf(&b, "exit code %d", *m.ExitCode)
+		case m.Error != "":
+			fmt.Fprintf(&b, "failed: %s", m.Error)
+		default:
+			b.WriteString("did not finish")
+		}
+		if m.DurationMs > 0 {
+			fmt.Fprintf(&b, " · %.1f s", float64(m.DurationMs)/1000)
+		}
+	case documents.TypePlan:
+		var m documents.PlanMeta
+		_ = json.Unmarshal(meta, &m)
+		fmt.Fprintf(&b, "### Plan: %s\n", firstNonEmpty(m.Title, "untitled"))
+		if m.Overview != "" {
+			b.WriteString(m.Overview + "\n")
+		}
+		b.WriteString("\n")
+		for _, t := range m.Todos {
+			fmt.Fprintf(&b, "- %s %s", checkbox(t.Status), t.Content)
+			if len(t.Dependencies) > 0 {
+				fmt.Fprintf(&b, " (after: %s)", strings.Join(t.Dependencies, ", "))
+			}
+			b.WriteString("\n")
+		}
+	case documents.TypeTodoUpdate:
+		var m documents.TodoUpdateMeta
+		_ = json.Unmarshal(meta, &m)
+		b.WriteString("**Tasks:**\n")
+		for _, t := range m.Todos {
+			fmt.Fprintf(&b, "- %s %s\n", checkbox(t.Status), firstNonEmpty(t.Content, t.ID))
+		}
+	case documents.TypeClarification:
+		var m documents.ClarificationMeta
+		_ = json.Unmarshal(meta, &m)
+		if content != "" {
+			b.WriteString("**" + content + "**\n")
+		}
+		for i, q := range m.Questions {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, q.Text)
+			for _, o := range q.Options {
+				fmt.Fprintf(&b, "   - `%s` %s\n", o.ID, o.Label)
+			}
+		}
+	case documents.TypeToolCall:
+		var m documents.ToolCallMeta
+		_ = json.Unmarshal(meta, &m)
+		status := "ok"
+		switch {
+		case m.Rejected:
+			status = "rejected"
+		case m.Result != nil && m.Result.Status == "error":
+			status = "error"
+		}
+		fmt.Fprintf(&b, "> `%s`%s — %s", m.ToolName, toolTarget(m.Arguments), status)
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n\n"
+}
+
+// toolTarget picks the argument that says what a tool worked on.
+func toolTarget(args jsontext.Value) string {
+	var a map[string]any
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	for _, k := range []string{"path", "target_file", "globPattern", "pattern", "query", "url", "command", "targetDirectory", "toolName"} {
+		if v, ok := a[k].(string); ok && v != "" {
+			return " `" + clipText(strings.ReplaceAll(v, "`", "'"), 120) + "`"
+		}
+	}
+	return ""
+}
+
+func checkbox(status string) string {
+	switch status {
+	case "completed":
+		return "[x]"
+	case "in_progress":
+		return "[ ] (in progress)"
+	case "cancelled":
+		return "[ ] ~~cancelled~~"
+	}
+	return "[ ]"
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n… (cut)"
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// DecodeFrame turns a logged frame back into its document event.
+func DecodeFrame(f Frame) (documents.Event, error) {
+	var ev documents.Event
+	var err error
+	switch f.Name {
+	case documents.EventResponseStart:
+		var e documents.ResponseStart
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventDocumentStart:
+		var e documents.DocumentStart
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventContentDelta:
+		var e documents.ContentDelta
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventToolCallStart:
+		var e documents.ToolCallStart
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventToolCallArguments:
+		var e documents.ToolCallArguments
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventToolResult:
+		var e documents.ToolResultEvent
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventDocumentEnd:
+		var e documents.DocumentEnd
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventDone:
+		var e documents.Done
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventThinkingDelta:
+		var e documents.ThinkingDelta
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	case documents.EventAgentEvent:
+		var e documents.AgentEvent
+		err = json.Unmarshal(f.Data, &e)
+		ev = e
+	default:
+		return nil, fmt.Errorf("unknown event %q", f.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", f.Name, err)
+	}
+	return ev, nil
+}
