@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -77,17 +78,37 @@ var chatFields = map[string]bool{"prompt": true, "messages": true, "conversation
 	"workspace": true, "stream": true, "thinking": true, "include_raw": true, "answers": true, "backend": true,
 	"source": true, "target": true, "images": true}
 
-// readBody reads the request body within the configured limit.
+// drainLimit bounds how much of a refused body is read so that the client,
+// still sending, gets the 413 instead of a reset connection.
+const drainLimit = 256 << 20
+
+// readBody reads the request body within the configured limit. A larger
+// body is refused with 413 after the rest of it is read and discarded
+// (within drainLimit and 30 seconds).
 func readBody(c echo.Context, max int64) ([]byte, error) {
-	r := http.MaxBytesReader(c.Response(), c.Request().Body, max)
-	b, err := io.ReadAll(r)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
-				Message: fmt.Sprintf("the request body is larger than %d bytes", max)}
+	req := c.Request()
+	tooLarge := &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
+	drain := func() {
+		rc := http.NewResponseController(c.Response().Writer)
+		_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		n, _ := io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))
+		_ = rc.SetReadDeadline(time.Time{})
+		if n >= drainLimit {
+			c.Response().Header().Set("Connection", "close")
 		}
+	}
+	if req.ContentLength > max {
+		drain()
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+	if err != nil {
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
+	}
+	if int64(len(b)) > max {
+		drain()
+		return nil, tooLarge
 	}
 	return b, nil
 }

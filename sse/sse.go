@@ -4,12 +4,13 @@
 package sse
 
 import (
+	"bytes"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	gosse "github.com/tmaxmax/go-sse"
 
 	"github.com/docstream/docstream/documents"
 )
@@ -39,32 +40,67 @@ func NewFrame(id int, ev documents.Event) (Frame, error) {
 	return Frame{ID: id, Name: ev.Name(), Data: data}, nil
 }
 
-// WriteTo writes the frame as one SSE event:
+// Lines end with CRLF, which every SSE parser accepts, so that each event
+// ends with a blank line even to readers that split on "\r\n\r\n".
+const eol = "\r\n"
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// WriteTo writes the frame as one SSE event, lines ending in CRLF:
 //
 //	id: 3
 //	event: content_delta
 //	data: {"documentId":"doc_001","delta":"Hi"}
 //
-// followed by a blank line.
+// followed by a blank line. Data lines are split at line breaks.
 func (f Frame) WriteTo(w io.Writer) (int64, error) {
-	m := gosse.Message{ID: gosse.ID(strconv.Itoa(f.ID)), Type: gosse.Type(f.Name)}
-	m.AppendData(string(f.Data))
-	return m.WriteTo(w)
+	bp := bufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, int64(f.ID), 10)
+	b = append(b, eol+"event: "...)
+	b = append(b, f.Name...)
+	b = append(b, eol...)
+	b = appendData(b, f.Data)
+	b = append(b, eol...)
+	n, err := w.Write(b)
+	*bp = b
+	bufs.Put(bp)
+	return int64(n), err
+}
+
+// appendData appends data as "data:" lines, one per line of data.
+func appendData(b, data []byte) []byte {
+	for {
+		b = append(b, "data: "...)
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			b = append(b, data...)
+			return append(b, eol...)
+		}
+		b = append(b, data[:i]...)
+		b = append(b, eol...)
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
 }
 
 // WriteData writes one unnamed SSE event that carries only data, the way
 // OpenAI streams chunks: "data: …" and a blank line.
 func WriteData(w io.Writer, data []byte) error {
-	var m gosse.Message
-	m.AppendData(string(data))
-	_, err := m.WriteTo(w)
+	bp := bufs.Get().(*[]byte)
+	b := appendData((*bp)[:0], data)
+	b = append(b, eol...)
+	_, err := w.Write(b)
+	*bp = b
+	bufs.Put(bp)
 	return err
 }
 
 // WriteComment writes an SSE comment line, used as a heartbeat: ": ping".
 func WriteComment(w io.Writer, text string) error {
-	var m gosse.Message
-	m.AppendComment(text)
-	_, err := m.WriteTo(w)
+	_, err := io.WriteString(w, ": "+text+eol+eol)
 	return err
 }
