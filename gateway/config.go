@@ -129,10 +129,12 @@ func DefaultConfig() Config {
 		Server: ServerConfig{
 			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: 128 << 10,
+			TrustedProxies: []string{}, CORSOrigins: []string{"*"},
 		},
-		Auth:   AuthConfig{RatePerMinute: 120, Burst: 30},
+		Auth:   AuthConfig{APIKeys: []string{}, RatePerMinute: 120, Burst: 30},
 		Limits: LimitsConfig{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
 		Agent: AgentConfig{
+			ArgsPrefix: []string{}, Headers: []string{}, Workspaces: map[string]string{},
 			Trust: true, IdleTimeout: 30 * time.Minute, RunTimeout: 2 * time.Hour, LingerAfterResult: 3 * time.Second,
 			KillGrace: 5 * time.Second, MaxLineBytes: 16 << 20, StderrTailBytes: 16 << 10,
 			EnvAllow: []string{"*"},
@@ -141,7 +143,7 @@ func DefaultConfig() Config {
 		},
 		Runs:   RunsConfig{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
 		Store:  StoreConfig{Driver: "sqlite", Path: "./data/docstream.db"},
-		OpenAI: OpenAIConfig{Render: "markdown", Reasoning: "reasoning_content"},
+		OpenAI: OpenAIConfig{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]ModelAlias{}},
 		Cloud:  CloudConfig{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
 		Log:    LogConfig{Format: "auto", Level: "info"},
 	}
