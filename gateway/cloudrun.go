@@ -141,7 +141,8 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 			return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
 		case u, ok := <-updates:
 			if !ok {
-				return translate.End{Reason: documents.StopAgentError, Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
+				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
+					Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
 			}
 			switch u.Kind {
 			case cloud.UpdateMessage, cloud.UpdateMessageGrew:
@@ -171,12 +172,12 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 				case cloud.StatusStopped:
 					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
 				default:
-					seg.Error(documents.CodeCloudAPIError, "cloud-agents", fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary)
-					return translate.End{Reason: documents.StopAgentError, Message: "the cloud agent failed", Elapsed: el}
+					return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
+						Message: fmt.Sprintf("the cloud agent ended with status %s", a.Status), Stderr: a.Summary, Elapsed: el}
 				}
 			case cloud.UpdateError:
-				seg.Error(documents.CodeCloudAPIError, "cloud-agents", "the Cloud Agents API failed: "+u.Err.Error(), "")
-				return translate.End{Reason: documents.StopAgentError, Message: "the cloud agent could not be followed", Elapsed: time.Since(start).Milliseconds()}
+				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
+					Message: "the Cloud Agents API failed: " + u.Err.Error(), Elapsed: time.Since(start).Milliseconds()}
 			}
 		}
 	}

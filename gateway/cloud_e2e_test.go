@@ -1,0 +1,171 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/gateway/cloud/cloudtest"
+)
+
+// startCloud starts the fake Cloud Agents API and a gateway that uses it.
+func startCloud(t *testing.T, key, interval string) (*cloudtest.Server, *testServer) {
+	t.Helper()
+	fake := cloudtest.NewServer()
+	t.Cleanup(fake.Close)
+	if key == "" {
+		key = fake.APIKey
+	}
+	s := startServer(t,
+		"DOCSTREAM_CLOUD_BASE_URL="+fake.URL+"/v0",
+		"DOCSTREAM_CLOUD_API_KEY="+key,
+		"DOCSTREAM_CLOUD_POLL_INTERVAL="+interval,
+	)
+	return fake, s
+}
+
+var shop = map[string]any{"repository": "https://github.com/acme/shop", "ref": "main"}
+
+// TestCloudRunStreamsDocuments launches a cloud agent through /v1/chat and
+// checks its messages arrive once each as documents, the PR url is in the
+// metadata, and a follow-up goes to the same agent.
+func TestCloudRunStreamsDocuments(t *testing.T) {
+	fake, s := startCloud(t, "", "20ms")
+	_, evs := s.chatStream(t, map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
+	resp := fold(t, evs)
+	if resp.Status != documents.StatusCompleted {
+		t.Fatalf("status %s: %+v", resp.Status, resp.Documents)
+	}
+	var types []documents.Type
+	all := ""
+	for _, d := range resp.Documents {
+		types = append(types, d.Type)
+		all += str(d.Content) + "\n"
+	}
+	want := []documents.Type{documents.TypeText, documents.TypeCodeBlock, documents.TypeText}
+	if len(types) != len(want) {
+		t.Fatalf("documents %v, want %v", types, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("documents %v, want %v", types, want)
+		}
+	}
+	if c := str(resp.Documents[1].Content); c != "# Shop\n\nA tiny shop." {
+		t.Errorf("code block %q", c)
+	}
+	var cb documents.CodeBlockMeta
+	_ = json.Unmarshal(resp.Documents[1].Metadata, &cb)
+	if cb.Language != "markdown" {
+		t.Errorf("code block language %q", cb.Language)
+	}
+	if n := strings.Count(all, "I'll add the README."); n != 1 {
+		t.Errorf("the first message appears %d times", n)
+	}
+	if resp.Metadata.Cloud == nil || !strings.HasSuffix(resp.Metadata.Cloud.PRURL, "/pull/7") {
+		t.Errorf("no PR url in the metadata: %+v", resp.Metadata.Cloud)
+	}
+	if resp.ConversationID == nil || *resp.ConversationID == "" {
+		t.Fatal("no conversation id")
+	}
+	if n := fake.Calls()[cloudtest.RouteLaunch]; n != 1 {
+		t.Errorf("launch called %d times", n)
+	}
+	conv := *resp.ConversationID
+
+	follow := s.chatJSON(t, map[string]any{"backend": "cloud", "conversationId": conv, "prompt": "also add a licence"})
+	if follow.Status != documents.StatusCompleted || !strings.Contains(contents(follow), "Follow-up done.") {
+		t.Fatalf("follow-up: %s %q", follow.Status, contents(follow))
+	}
+	if strings.Contains(contents(follow), "I'll add the README.") {
+		t.Errorf("the follow-up repeats the first turn's messages")
+	}
+	if n := fake.Calls()[cloudtest.RouteFollowUp]; n != 1 {
+		t.Errorf("follow-up called %d times", n)
+	}
+	if n := fake.Calls()[cloudtest.RouteLaunch]; n != 1 {
+		t.Errorf("launch called %d times after the follow-up", n)
+	}
+
+	// The pass-through management routes.
+	for _, path := range []string{"/v1/cloud/agents", "/v1/cloud/agents/" + conv, "/v1/cloud/agents/" + conv + "/conversation", "/v1/cloud/me", "/v1/cloud/models"} {
+		r, err := http.Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := readAll(t, r)
+		if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("GET %s: %d %s", path, r.StatusCode, b)
+		}
+	}
+	// Stopping a finished agent is refused upstream: the message comes through.
+	r := s.post(t, "/v1/cloud/agents/"+conv+"/stop", "")
+	if b := readAll(t, r); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "not running") {
+		t.Errorf("stop of a finished agent: %d %s", r.StatusCode, b)
+	}
+}
+
+func contents(r documents.ChatResponse) string {
+	var b strings.Builder
+	for _, d := range r.Documents {
+		b.WriteString(str(d.Content))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestCloudErrors checks upstream failures are mapped to clear answers and
+// an upstream 401 is not shown as the gateway's own auth failure.
+func TestCloudErrors(t *testing.T) {
+	_, s := startCloud(t, "wrong-key", "20ms")
+	r := s.post(t, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "x", "source": shop})
+	b := readAll(t, r)
+	if r.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "cloud_unauthorized") {
+		t.Errorf("wrong cloud key: %d %s", r.StatusCode, b)
+	}
+	r = s.post(t, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "x"})
+	if b := readAll(t, r); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "source") {
+		t.Errorf("no source: %d %s", r.StatusCode, b)
+	}
+	plain := startServer(t)
+	r = plain.post(t, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "x", "source": shop})
+	if b := readAll(t, r); r.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "cloud_not_configured") {
+		t.Errorf("cloud not configured: %d %s", r.StatusCode, b)
+	}
+}
+
+// TestCloudFailureAndCancel checks a failing agent ends with an error
+// document and a cancelled run stops the cloud agent.
+func TestCloudFailureAndCancel(t *testing.T) {
+	_, s := startCloud(t, "", "20ms")
+	_, evs := s.chatStream(t, map[string]any{"backend": "cloud", "prompt": "please fail", "source": shop})
+	resp := fold(t, evs)
+	if resp.Status != documents.StatusError {
+		t.Fatalf("status %s", resp.Status)
+	}
+	last := resp.Documents[len(resp.Documents)-1]
+	if last.Type != documents.TypeError || !strings.Contains(string(last.Metadata), documents.CodeCloudAPIError) {
+		t.Errorf("last document %s %s", last.Type, last.Metadata)
+	}
+
+	// Cancel while the agent is still running (polled slowly).
+	fake, s := startCloud(t, "", "1s")
+	r := s.post(t, "/v1/chat?stream=true", map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
+	id := r.Header.Get("X-Docstream-Response-Id")
+	time.Sleep(100 * time.Millisecond)
+	c := s.post(t, "/v1/chat/"+id+"/cancel", "")
+	readAll(t, c)
+	evs = readEvents(t, r.Body)
+	r.Body.Close()
+	resp = fold(t, evs)
+	if resp.Status != documents.StatusError || resp.Metadata.StopReason != documents.StopCancelled {
+		t.Errorf("cancelled cloud run: status %s stop %s", resp.Status, resp.Metadata.StopReason)
+	}
+	if fake.Calls()[cloudtest.RouteStop] < 1 {
+		t.Errorf("cancel did not stop the cloud agent: %v", fake.Calls())
+	}
+}
