@@ -33,6 +33,7 @@ type End struct {
 	Stderr   string // the tail of the agent's stderr
 	Err      error  // the agent could not be started or read
 	Source   string // the error's source; "cursor-agent" by default
+	Code     string // the error document's code, when the reason's own does not fit
 	Elapsed  int64  // milliseconds since the run started
 }
 
@@ -59,6 +60,7 @@ type Segmenter struct {
 	seg        strings.Builder
 	segMCID    bool
 	segHasText bool
+	sealed     bool // a model_call_id flush ended the segment's model step
 	sawText    bool
 
 	// the open text-like document
@@ -231,16 +233,22 @@ func (s *Segmenter) rawEvent(ev Event) {
 
 // assistant handles assistant text: token deltas (timestamp_ms without
 // model_call_id) are appended; anything else is a snapshot of the segment,
-// of which only the part not yet emitted goes out.
+// of which only the part not yet emitted goes out. A snapshot with a
+// model_call_id ends a model step: deltas after it start a new segment, so
+// that the final flush, which repeats only the last segment, is seen as the
+// repeat it is.
 func (s *Segmenter) assistant(ev Event) {
-	if ev.ModelCallID != "" {
-		s.segMCID = true
-	}
 	if ev.HasTimestamp && ev.ModelCallID == "" {
+		if s.sealed {
+			s.endSegment()
+		}
 		s.appendText(ev.Text)
 		return
 	}
 	s.Snapshot(ev.Text)
+	if ev.ModelCallID != "" {
+		s.segMCID, s.sealed = true, true
+	}
 }
 
 // Snapshot takes the whole text of the current assistant segment so far and
@@ -280,29 +288,57 @@ func (s *Segmenter) endSegment() {
 		s.lex.End()
 	}
 	s.seg.Reset()
-	s.segMCID, s.segHasText = false, false
+	s.segMCID, s.segHasText, s.sealed = false, false, false
 }
 
 // lexerSink
 
+// proseText takes prose as the lexer finds it. Whitespace waits until text
+// follows it in the same document: blank lines before a document and
+// whitespace at its end are dropped, and the indentation of a document's
+// first line is kept.
 func (s *Segmenter) proseText(t string) {
+	if isBlank(t) {
+		s.wsHeld += t
+		return
+	}
+	held := s.wsHeld
+	s.wsHeld = ""
 	if s.textID == "" {
-		if strings.TrimSpace(t) == "" {
-			s.wsHeld += t
-			return
-		}
-		held := s.wsHeld
 		if i := strings.LastIndexByte(held, '\n'); i >= 0 {
 			held = held[i+1:]
 		}
-		s.wsHeld = ""
 		s.textID = s.openDoc(documents.TypeText, textMeta)
 		s.textBuf.Reset()
-		t = held + t
 	}
+	end := len(t)
+	for end > 0 && isSpace(t[end-1]) {
+		end--
+	}
+	t, s.wsHeld = held+t[:end], t[end:]
 	s.sawText = true
 	s.textBuf.WriteString(t)
 	s.emit(documents.ContentDelta{DocumentID: s.textID, Delta: t})
+}
+
+// isSpace reports whether c is ASCII whitespace. Bytes decide, so that the
+// rules do not depend on where the text is split into deltas.
+func isSpace(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\v', '\f':
+		return true
+	}
+	return false
+}
+
+// isBlank reports whether t holds only whitespace.
+func isBlank(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if !isSpace(t[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 var textMeta = jsontext.Value(`{"format":"markdown"}`)
@@ -355,10 +391,10 @@ func (s *Segmenter) closeFence() {
 
 func (s *Segmenter) endMessage() {
 	s.closeText()
-	s.wsHeld = ""
 }
 
 func (s *Segmenter) closeText() {
+	s.wsHeld = ""
 	if s.textID == "" {
 		return
 	}
@@ -434,12 +470,12 @@ func (s *Segmenter) Complete(elapsed int64) {
 func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
 	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: len(s.turns) + b2i(s.lastFinal),
 		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
-	if s.init != nil || requestID != "" {
-		a := &documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
-		if s.init != nil {
-			a.SessionID, a.Cwd, a.Model, a.PermissionMode = s.init.SessionID, s.init.Cwd, s.init.Model, s.init.PermissionMode
-		}
-		md.Agent = a
+	a := documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
+	if s.init != nil {
+		a.SessionID, a.Cwd, a.Model, a.PermissionMode = s.init.SessionID, s.init.Cwd, s.init.Model, s.init.PermissionMode
+	}
+	if a != (documents.AgentInfo{}) {
+		md.Agent = &a
 	}
 	var c *string
 	if s.conv != "" {
@@ -474,7 +510,7 @@ func (s *Segmenter) Close(end End) {
 			documents.StopAgentError: documents.CodeAgentError, documents.StopAgentExit: documents.CodeAgentExited,
 		}[end.Reason]
 		msg := firstNonEmpty(end.Message, "the run ended: "+string(end.Reason))
-		s.errorDoc(code, "gateway", msg, details)
+		s.errorDoc(firstNonEmpty(end.Code, code), firstNonEmpty(end.Source, "gateway"), msg, details)
 	case end.Err != nil:
 		s.errorDoc(documents.CodeSpawnFailed, "gateway", "the agent could not be run: "+end.Err.Error(), details)
 		stop = documents.StopAgentExit
