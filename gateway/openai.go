@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"sort"
@@ -120,6 +122,12 @@ func (s *Server) handleCompletions(c echo.Context) error {
 			conv = id
 		}
 	}
+	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
+		if _, _, err := s.store.Conversation(ctx, req.ConversationID); errors.Is(err, ErrNotFound) {
+			return &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
+				Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
+		}
+	}
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
@@ -198,7 +206,9 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	msg.Content = renderer.Content()
 	c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
 	if done.Status != documents.StatusCompleted {
-		return &HTTPError{Status: http.StatusBadGateway, Code: "agent_error", Message: strings.TrimSpace(firstNonEmpty(msg.Content, "the agent run failed"))}
+		// The agent already ran: a retry would run it again.
+		c.Response().Header().Set("X-Should-Retry", "false")
+		return &HTTPError{Status: http.StatusBadGateway, Code: firstNonEmpty(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
 	}
 	return writeJSON(c, http.StatusOK, completion{ID: id, Object: "chat.completion", Created: created, Model: model,
 		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: sse.UsageOf(done.Usage)})
@@ -272,11 +282,6 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, id 
 				if err != nil {
 					continue
 				}
-				if d, ok := ev.(documents.Done); ok {
-					s.finishCompletion(w, chunk, d, r, id, created, model, usage)
-					_ = rc.Flush()
-					return nil
-				}
 				for _, p := range r.Event(ev) {
 					var d sse.ChunkDelta
 					switch {
@@ -292,6 +297,11 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, id 
 					if chunk(d, nil) != nil {
 						return nil
 					}
+				}
+				if d, ok := ev.(documents.Done); ok {
+					s.finishCompletion(w, chunk, d, r, id, created, model, usage)
+					_ = rc.Flush()
+					return nil
 				}
 			}
 			if rc.Flush() != nil {
@@ -324,13 +334,7 @@ func (s *Server) finishCompletion(w *echo.Response, chunk func(sse.ChunkDelta, *
 			return
 		}
 	} else {
-		msg := "the agent run failed"
-		if content := strings.TrimSpace(r.Content()); content != "" {
-			if i := strings.LastIndex(content, "**Error:**"); i >= 0 {
-				msg = strings.TrimSpace(content[i+len("**Error:**"):])
-			}
-		}
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: msg, Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}})
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(r.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}})
 		if sse.WriteData(w, b) != nil {
 			return
 		}
@@ -343,6 +347,22 @@ func (s *Server) finishCompletion(w *echo.Response, chunk func(sse.ChunkDelta, *
 		}
 	}
 	_ = sse.WriteData(w, []byte("[DONE]"))
+}
+
+// runErrorMessage is the message of a failed run: its last error document
+// as rendered, in plain text.
+func runErrorMessage(content string) string {
+	i := strings.LastIndex(content, "**Error:**")
+	if i < 0 {
+		return "the agent run failed"
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(content[i+len("**Error:**"):]), "\n") {
+		if !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 // modelCache lists the agent's models (`<agent> models`), cached, plus the
