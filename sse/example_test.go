@@ -1,0 +1,51 @@
+package sse_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/sse"
+)
+
+// crlf shows the line ends of the wire bytes.
+func crlf(s string) string { return strings.ReplaceAll(s, "\r\n", "⏎\n") }
+
+func ExampleFrame_WriteTo() {
+	f, _ := sse.NewFrame(3, documents.ContentDelta{DocumentID: "doc_001", Delta: "Hi"})
+	var b strings.Builder
+	f.WriteTo(&b)
+	fmt.Print(crlf(b.String()))
+	// Output:
+	// id: 3⏎
+	// event: content_delta⏎
+	// data: {"documentId":"doc_001","delta":"Hi"}⏎
+	// ⏎
+}
+
+func ExampleWriteData() {
+	var b strings.Builder
+	sse.WriteData(&b, []byte("[DONE]"))
+	fmt.Print(crlf(b.String()))
+	// Output:
+	// data: [DONE]⏎
+	// ⏎
+}
+
+func ExampleWriteComment() {
+	sse.WriteComment(os.Stdout, "ping")
+	// Output:
+	// : ping
+}
+
+func ExampleLog() {
+	log := sse.NewLog(0, 0)
+	log.Append(documents.ResponseStart{ID: "chat_1", Model: "auto", Mode: "agent"})
+	log.Append(documents.Done{ID: "chat_1", Status: documents.StatusCompleted})
+	log.Close()
+	frames, closed, _, ok := log.Since(1)
+	fmt.Println(len(frames), frames[0].ID, frames[0].Name, closed, ok)
+	// Output:
+	// 1 2 done true true
+}
