@@ -1,0 +1,427 @@
+// The Docstream playground: a reference client for the document stream.
+import './styles.css';
+import { ChatStream, apiKey, getJSON, postJSON } from './stream.js';
+import { PlanRegistry, Turn, onRendered } from './turn.js';
+
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  form: $('composer'),
+  prompt: $('prompt'),
+  workspace: $('workspace'),
+  mode: $('mode'),
+  model: $('model'),
+  thinking: $('thinking'),
+  apiKey: $('api-key'),
+  send: $('send'),
+  cancel: $('cancel'),
+  newConversation: $('new-conversation'),
+  conversationId: $('conversation-id'),
+  transcript: $('transcript'),
+  empty: $('empty'),
+  examples: $('examples'),
+  simulator: $('simulator-badge'),
+  ready: $('ready'),
+  runStatus: $('run-status'),
+};
+
+const SETTINGS_KEY = 'docstream.settings';
+const ACTIVE_KEY = 'docstream.activeRun';
+
+/** The run this tab follows, kept across a reload so that the page can re-attach. */
+const activeRun = {
+  get() {
+    try {
+      return JSON.parse(sessionStorage.getItem(ACTIVE_KEY) || 'null');
+    } catch {
+      return null;
+    }
+  },
+  set(value) {
+    try {
+      if (value) sessionStorage.setItem(ACTIVE_KEY, JSON.stringify(value));
+      else sessionStorage.removeItem(ACTIVE_KEY);
+    } catch {
+      // storage unavailable
+    }
+  },
+};
+const plans = new PlanRegistry();
+
+const state = {
+  conversationId: null,
+  /** @type {{turn: Turn, stream: ChatStream} | null} */
+  active: null,
+  cancelling: false,
+};
+
+// ---- settings -----------------------------------------------------------
+
+function loadSettings() {
+  try {
+    return JSON.parse(localStorage.getItem(SETTINGS_KEY) || '{}') || {};
+  } catch {
+    return {};
+  }
+}
+
+function saveSettings() {
+  try {
+    localStorage.setItem(
+      SETTINGS_KEY,
+      JSON.stringify({ mode: ui.mode.value, model: ui.model.value, workspace: ui.workspace.value, thinking: ui.thinking.checked }),
+    );
+  } catch {
+    // storage unavailable
+  }
+}
+
+const saved = loadSettings();
+if (saved.mode) ui.mode.value = saved.mode;
+ui.thinking.checked = Boolean(saved.thinking);
+ui.apiKey.value = apiKey.get();
+
+// ---- gateway information ------------------------------------------------
+
+function fillSelect(select, items, selected) {
+  const keep = select.value;
+  select.replaceChildren();
+  for (const item of items) {
+    const opt = document.createElement('option');
+    opt.value = item.value;
+    opt.textContent = item.label;
+    select.append(opt);
+  }
+  const wanted = [selected, keep].find((v) => v && items.some((i) => i.value === v));
+  if (wanted) select.value = wanted;
+}
+
+async function loadReady() {
+  const text = ui.ready.querySelector('.ready-text');
+  try {
+    const res = await fetch('/readyz', { cache: 'no-store', headers: { Accept: 'application/json' } });
+    let body = {};
+    try {
+      body = await res.json();
+    } catch {
+      body = {};
+    }
+    const agent = (body && body.agent) || {};
+    ui.simulator.hidden = agent.simulator !== true;
+    ui.examples.hidden = agent.simulator !== true;
+    ui.ready.dataset.ready = res.ok ? 'ready' : 'not-ready';
+    text.textContent = res.ok ? 'ready' : 'not ready';
+    ui.ready.title = agent.binary ? `agent: ${agent.binary}` : '';
+  } catch {
+    ui.ready.dataset.ready = 'down';
+    text.textContent = 'unreachable';
+  }
+}
+
+async function loadWorkspaces() {
+  try {
+    const body = await getJSON('/v1/workspaces');
+    const list = Array.isArray(body.workspaces) ? body.workspaces : [];
+    const items = list.map((w) => ({ value: w.name, label: w.default ? `${w.name} (default)` : w.name }));
+    const def = list.find((w) => w.default);
+    fillSelect(ui.workspace, items.length ? items : [{ value: '', label: 'default' }], saved.workspace || (def && def.name));
+  } catch (err) {
+    fillSelect(ui.workspace, [{ value: '', label: err.status === 401 ? 'default (API key needed)' : 'default' }]);
+  }
+}
+
+async function loadModels() {
+  try {
+    const body = await getJSON('/v1/models');
+    const ids = (Array.isArray(body.data) ? body.data : []).map((m) => m.id).filter(Boolean);
+    const items = [{ value: '', label: 'default' }, ...ids.map((id) => ({ value: id, label: id }))];
+    fillSelect(ui.model, items, saved.model);
+  } catch (err) {
+    fillSelect(ui.model, [{ value: '', label: err.status === 401 ? 'default (API key needed)' : 'default' }]);
+  }
+}
+
+// ---- conversation -------------------------------------------------------
+
+function setConversation(id) {
+  state.conversationId = id || null;
+  // the address keeps the conversation, so that a reload shows it again
+  const hash = id ? `#conversation=${encodeURIComponent(id)}` : '';
+  if (location.hash !== hash) history.replaceState(null, '', `${location.pathname}${location.search}${hash}`);
+  ui.conversationId.textContent = id || 'new';
+  ui.conversationId.title = id ? 'follow-up prompts continue this conversation' : 'the next prompt starts a conversation';
+  ui.newConversation.disabled = !id;
+}
+
+function setRunStatus(status, text) {
+  ui.runStatus.dataset.status = status;
+  ui.runStatus.textContent = text;
+}
+
+function updateControls() {
+  const busy = Boolean(state.active);
+  ui.send.disabled = busy;
+  ui.cancel.disabled = !busy || state.cancelling;
+  ui.form.classList.toggle('is-busy', busy);
+  document.body.classList.toggle('is-busy', busy);
+}
+
+// ---- auto-scroll --------------------------------------------------------
+
+let stick = true;
+window.addEventListener(
+  'scroll',
+  () => {
+    const gap = document.documentElement.scrollHeight - window.scrollY - window.innerHeight;
+    stick = gap < 160;
+  },
+  { passive: true },
+);
+onRendered(() => {
+  if (stick) window.scrollTo({ top: document.documentElement.scrollHeight });
+});
+
+// ---- running a turn -----------------------------------------------------
+
+function requestSettings() {
+  return {
+    mode: ui.mode.value || 'agent',
+    model: ui.model.value || undefined,
+    workspace: ui.workspace.value || undefined,
+    thinking: ui.thinking.checked,
+  };
+}
+
+function startTurn(request, body, { attachTo = null, turn: existing = null } = {}) {
+  ui.empty.hidden = true;
+  const turn = existing || new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
+  const stream = new ChatStream({
+    body,
+    onEvent: (name, data) => {
+      turn.handle(name, data);
+      if (name === 'response_start' && data) {
+        if (data.conversationId) setConversation(data.conversationId);
+        if (data.id) activeRun.set({ responseId: data.id, request });
+      }
+      if (name === 'done' && data && data.conversationId) setConversation(data.conversationId);
+    },
+    onState: (s, info) => onStreamState(turn, stream, s, info),
+  });
+  state.active = { turn, stream };
+  state.cancelling = false;
+  updateControls();
+  setRunStatus('streaming', 'Streaming…');
+  stick = true;
+  window.scrollTo({ top: document.documentElement.scrollHeight });
+  (attachTo ? stream.attach(attachTo) : stream.run()).finally(() => {
+    activeRun.set(null);
+    if (state.active && state.active.stream === stream) {
+      state.active = null;
+      state.cancelling = false;
+      updateControls();
+    }
+  });
+}
+
+async function onStreamState(turn, stream, s, info) {
+  switch (s) {
+    case 'reconnecting':
+      turn.showConnection(`reconnecting… (attempt ${info.attempt})`);
+      setRunStatus('reconnecting', 'Reconnecting…');
+      break;
+    case 'attached':
+      if (info.initial) turn.showConnection(null);
+      else turn.showConnection('reconnected', { fadeAfterMs: 1500 });
+      turn.reconnects = stream.reconnects;
+      setRunStatus('streaming', 'Streaming…');
+      break;
+    case 'done':
+      turn.reconnects = info.reconnects;
+      if (turn.statusEl.dataset.status !== 'completed' && turn.statusEl.dataset.status !== 'error') break;
+      setRunStatus(turn.statusEl.dataset.status, turn.statusEl.dataset.status === 'completed' ? 'Completed' : 'Ended with an error');
+      break;
+    case 'rejected': {
+      const hint = info.status === 401 ? ' Set the API key and try again.' : '';
+      turn.fail('error', `The gateway refused the request (${info.status} ${info.code})`, `${info.message}${hint}`);
+      setRunStatus('error', `Refused (${info.status})`);
+      break;
+    }
+    case 'complete-response':
+      turn.applyResponse(info.response);
+      if (info.response && info.response.conversationId) setConversation(info.response.conversationId);
+      setRunStatus(turn.statusEl.dataset.status, 'Done');
+      break;
+    case 'gone':
+    case 'lost':
+      await recover(turn, stream, s, info);
+      break;
+    default:
+      break;
+  }
+}
+
+/** The stream is gone: fetch the finished response once, else report the loss. */
+async function recover(turn, stream, s, info) {
+  if (stream.responseId) {
+    try {
+      const resp = await getJSON(`/v1/chat/${encodeURIComponent(stream.responseId)}`);
+      if (resp && resp.status && resp.status !== 'streaming') {
+        turn.applyResponse(resp);
+        if (resp.conversationId) setConversation(resp.conversationId);
+        setRunStatus(resp.status, resp.status === 'completed' ? 'Completed' : 'Ended with an error');
+        return;
+      }
+    } catch {
+      // fall through
+    }
+  }
+  const message = s === 'gone' ? 'The run is no longer available to re-attach to.' : info.message;
+  turn.fail('disconnected', 'The connection to the gateway was lost', message);
+  setRunStatus('disconnected', 'Disconnected');
+}
+
+function send() {
+  const prompt = ui.prompt.value.trim();
+  if (!prompt || state.active) return;
+  const settings = requestSettings();
+  const body = { prompt, mode: settings.mode, stream: true, thinking: settings.thinking };
+  if (settings.model) body.model = settings.model;
+  if (settings.workspace) body.workspace = settings.workspace;
+  if (state.conversationId) body.conversationId = state.conversationId;
+  ui.prompt.value = '';
+  startTurn({ kind: 'prompt', text: prompt, mode: settings.mode, model: settings.model, workspace: settings.workspace }, body);
+}
+
+/** Answers a clarification: a new turn in the same conversation. */
+function answer({ conversationId, answers, summary }) {
+  if (state.active) return false;
+  const settings = requestSettings();
+  const body = { conversationId, answers, stream: true, mode: settings.mode, thinking: settings.thinking };
+  if (settings.model) body.model = settings.model;
+  if (settings.workspace) body.workspace = settings.workspace;
+  setConversation(conversationId);
+  startTurn({ kind: 'answer', text: summary, mode: settings.mode }, body);
+  return true;
+}
+
+async function cancel() {
+  const active = state.active;
+  if (!active || state.cancelling) return;
+  const id = active.stream.responseId || active.turn.responseId;
+  if (!id) return;
+  state.cancelling = true;
+  updateControls();
+  setRunStatus('cancelling', 'Cancelling…');
+  try {
+    await postJSON(`/v1/chat/${encodeURIComponent(id)}/cancel`, {});
+  } catch (err) {
+    state.cancelling = false;
+    updateControls();
+    setRunStatus('error', `Cancel failed: ${err.message}`);
+  }
+}
+
+// ---- wiring -------------------------------------------------------------
+
+ui.form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  send();
+});
+ui.prompt.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+    e.preventDefault();
+    send();
+  }
+});
+ui.cancel.addEventListener('click', cancel);
+ui.newConversation.addEventListener('click', () => {
+  setConversation(null);
+  ui.prompt.focus();
+});
+for (const el of [ui.mode, ui.model, ui.workspace, ui.thinking]) el.addEventListener('change', saveSettings);
+ui.apiKey.addEventListener('change', () => {
+  apiKey.set(ui.apiKey.value.trim());
+  loadWorkspaces();
+  loadModels();
+});
+ui.examples.addEventListener('click', (e) => {
+  const btn = e.target instanceof Element ? e.target.closest('[data-example]') : null;
+  if (!btn) return;
+  ui.prompt.value = btn.dataset.example;
+  ui.prompt.focus();
+});
+if (navigator.platform && /Mac|iPhone|iPad/.test(navigator.platform)) {
+  ui.prompt.placeholder = 'Ask the agent… (⌘+Enter to send)';
+  const kbd = document.querySelector('#prompt-hint kbd');
+  if (kbd) kbd.textContent = '⌘';
+}
+
+/** Shows the conversation named in the address (#conversation=<id>) again. */
+async function restoreConversation() {
+  const m = /^#conversation=(.+)$/.exec(location.hash);
+  const running = activeRun.get();
+  if (!m) {
+    setConversation(null);
+    if (running && running.responseId) followRun(running);
+    return;
+  }
+  const id = decodeURIComponent(m[1]);
+  setConversation(id);
+  let conv;
+  try {
+    conv = await getJSON(`/v1/conversations/${encodeURIComponent(id)}`);
+  } catch (err) {
+    if (err.status === 404) setConversation(null);
+    if (running && running.responseId) followRun(running);
+    return;
+  }
+  const turns = Array.isArray(conv.turns) ? conv.turns : [];
+  const listed = new Set(turns.map((t) => t.responseId || (t.response && t.response.id)));
+  for (const t of turns) {
+    const resp = t.response || {};
+    const request = { kind: 'prompt', text: t.prompt || '(answer)', mode: resp.mode, model: resp.model || conv.model, workspace: conv.workspace };
+    if ((t.status || resp.status) === 'streaming' && !state.active) {
+      // still running: follow it live from the first event
+      const turn = new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
+      turn.restored = true;
+      startTurn(request, null, { attachTo: t.responseId || resp.id, turn });
+      continue;
+    }
+    ui.empty.hidden = true;
+    const turn = new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
+    turn.applyResponse(resp, { restored: true });
+  }
+  if (running && running.responseId && !listed.has(running.responseId)) followRun(running);
+}
+
+/** Re-attaches to the run this tab was following before a reload. */
+function followRun(running) {
+  if (state.active) return;
+  const request = running.request || { kind: 'prompt', text: '' };
+  const turn = new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
+  turn.restored = true;
+  startTurn(request, null, { attachTo: running.responseId, turn });
+}
+
+updateControls();
+restoreConversation();
+loadReady();
+loadWorkspaces();
+loadModels();
+
+// Hooks for tests and for trying the re-attach by hand.
+window.__docstream = {
+  /** Aborts the current stream's connection as if the network dropped. */
+  abortStream() {
+    if (state.active) state.active.stream.abortConnection();
+  },
+  get responseId() {
+    return state.active ? state.active.stream.responseId : null;
+  },
+  get lastEventId() {
+    return state.active ? state.active.stream.lastEventId : 0;
+  },
+  get conversationId() {
+    return state.conversationId;
+  },
+};

@@ -1,0 +1,404 @@
+// One turn of the conversation: the user's prompt (or answers) and the
+// response folded live from the document stream.
+import { createDocElement, formatDuration, planTodos, renderDocument, updateTodos } from './render.js';
+
+const TEXT_TYPES = new Set(['text', 'code_block', 'code_reference', 'error']);
+
+// ---- render scheduling --------------------------------------------------
+// Deltas only mark a document dirty; one animation frame renders every dirty
+// document once. A timer backs the frame up for hidden tabs, where frames stop.
+
+const dirty = new Map();
+let frame = 0;
+let timer = 0;
+const afterRender = new Set();
+
+function flush() {
+  cancelAnimationFrame(frame);
+  clearTimeout(timer);
+  frame = 0;
+  timer = 0;
+  const docs = [...dirty.entries()];
+  dirty.clear();
+  for (const [doc, ctx] of docs) renderDocument(doc, ctx);
+  for (const fn of afterRender) fn();
+}
+
+function schedule(doc, ctx) {
+  dirty.set(doc, ctx);
+  if (!frame) frame = requestAnimationFrame(flush);
+  if (!timer) timer = setTimeout(flush, 250);
+}
+
+/** Registers a callback run after each batch of renders (used for auto-scroll). */
+export function onRendered(fn) {
+  afterRender.add(fn);
+}
+
+/** Renders everything pending now. */
+export function flushRenders() {
+  if (dirty.size) flush();
+}
+
+// ---- plans across turns -------------------------------------------------
+
+/** Every plan on the page, so that a todo_update can tick the matching todos. */
+export class PlanRegistry {
+  constructor() {
+    this.plans = [];
+  }
+
+  add(doc, ctx) {
+    if (!this.plans.some((p) => p.doc === doc)) this.plans.push({ doc, ctx });
+  }
+
+  /** The latest plan that has a todo with this id. */
+  find(todoId) {
+    for (let i = this.plans.length - 1; i >= 0; i--) {
+      const { doc, ctx } = this.plans[i];
+      if (planTodos(doc).some((t) => t.id === todoId)) return { doc, ctx };
+    }
+    return null;
+  }
+
+  todoText(todoId) {
+    const found = this.find(todoId);
+    if (!found) return '';
+    const todo = planTodos(found.doc).find((t) => t.id === todoId);
+    return todo ? todo.content : '';
+  }
+}
+
+// ---- helpers ------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v == null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'role' || k === 'id' || k === 'title' || k === 'hidden') el.setAttribute(k, v === true ? '' : v);
+    else el[k] = v;
+  }
+  for (const c of children) if (c != null) el.append(c);
+  return el;
+}
+
+const fmt = new Intl.NumberFormat('en');
+
+let turnCounter = 0;
+
+// ---- the turn -----------------------------------------------------------
+
+export class Turn {
+  /**
+   * @param {object} opts
+   * @param {HTMLElement} opts.container
+   * @param {{kind: 'prompt'|'answer', text: string, mode?: string, model?: string, workspace?: string}} opts.request
+   * @param {PlanRegistry} opts.plans
+   * @param {(answer: {conversationId: string, answers: {questionId: string, optionId: string}[], summary: string}) => void} opts.onAnswer
+   */
+  constructor({ container, request, plans, onAnswer }) {
+    this.number = ++turnCounter;
+    this.plans = plans;
+    this.onAnswer = onAnswer;
+    this.docs = new Map();
+    this.responseId = null;
+    this.conversationId = null;
+    this.startedAt = performance.now();
+    this.firstDocAt = null;
+    this.finished = false;
+    this.thinking = null;
+    this.ctx = { todoText: (id) => plans.todoText(id) };
+
+    const titleId = `turn-${this.number}-title`;
+    const meta = [request.mode, request.model, request.workspace].filter(Boolean).join(' · ');
+    this.userEl = h(
+      'div',
+      { class: `user-msg ${request.kind === 'answer' ? 'is-answer' : ''}` },
+      h('h2', { class: 'visually-hidden', id: titleId, text: `Turn ${this.number}` }),
+      h('div', { class: 'who', 'aria-hidden': 'true', text: request.kind === 'answer' ? 'Your answer' : 'You' }),
+      h('div', { class: 'bubble', text: request.text }),
+      meta ? h('div', { class: 'user-meta', text: meta }) : null,
+    );
+    this.metaEl = h('span', { class: 'response-id' });
+    this.connEl = h('span', { class: 'conn', role: 'status', hidden: true });
+    this.docsEl = h('div', { class: 'docs' });
+    this.statusEl = h('footer', { class: 'turn-status', 'data-status': 'connecting', role: 'status' });
+    this.setStatusLine('connecting', 'Connecting…');
+    this.responseEl = h(
+      'section',
+      { class: 'response', 'aria-busy': 'true', 'aria-label': 'Response' },
+      h('div', { class: 'response-meta' }, h('span', { class: 'who', text: 'Docstream' }), this.metaEl, this.connEl),
+      this.docsEl,
+      this.statusEl,
+    );
+    this.el = h('article', { class: 'turn', 'aria-labelledby': titleId, 'data-turn': String(this.number) }, this.userEl, this.responseEl);
+    this.el.addEventListener('click', (e) => this.onClick(e));
+    container.append(this.el);
+  }
+
+  // ---- events -----------------------------------------------------------
+
+  /** Applies one stream event. */
+  handle(name, data) {
+    if (this.finished && name !== 'done') return;
+    switch (name) {
+      case 'response_start':
+        return this.onResponseStart(data || {});
+      case 'document_start':
+        return this.onDocumentStart(data || {});
+      case 'content_delta':
+        return this.withDoc(data, (doc) => {
+          doc.content = (doc.content || '') + (data.delta ?? '');
+        });
+      case 'tool_call_start':
+        return this.withDoc(data, (doc) => {
+          doc.toolName = data.toolName;
+          doc.toolCallId = data.toolCallId;
+        });
+      case 'tool_call_arguments':
+        return this.withDoc(data, (doc) => {
+          doc.arguments = data.arguments;
+          this.afterChange(doc);
+        });
+      case 'tool_result':
+        return this.withDoc(data, (doc) => {
+          doc.result = data.result;
+        });
+      case 'document_end':
+        return this.withDoc(data, (doc) => {
+          if ('finalContent' in data) doc.content = data.finalContent;
+          else if ('content' in data) doc.content = data.content;
+          if (data.metadata && typeof data.metadata === 'object') doc.metadata = { ...doc.metadata, ...data.metadata };
+          doc.ended = true;
+          this.afterChange(doc);
+        });
+      case 'thinking_delta':
+        return this.onThinking(data && data.delta);
+      case 'done':
+        return this.onDone(data || {});
+      default:
+        return undefined; // agent_event and future events: not rendered
+    }
+  }
+
+  onResponseStart(data) {
+    this.responseId = data.id || this.responseId;
+    if (data.conversationId) this.conversationId = data.conversationId;
+    const parts = [data.id, data.model, data.mode].filter(Boolean);
+    this.metaEl.textContent = parts.join(' · ');
+    if (data.id) this.el.dataset.responseId = data.id;
+    this.setStatusLine('streaming', 'Streaming…');
+  }
+
+  onDocumentStart(data) {
+    if (!data.id || this.docs.has(data.id)) return;
+    const type = data.type || 'text';
+    const doc = {
+      id: data.id,
+      type,
+      sequence: data.sequence ?? this.docs.size + 1,
+      content: TEXT_TYPES.has(type) ? '' : null,
+      metadata: data.metadata && typeof data.metadata === 'object' ? { ...data.metadata } : {},
+      ended: false,
+      result: null,
+    };
+    doc.el = createDocElement(doc);
+    this.docs.set(doc.id, doc);
+    this.insert(doc.el, doc.sequence);
+    this.thinking = null;
+    if (this.firstDocAt == null) this.firstDocAt = performance.now();
+    if (this.statusEl.dataset.status === 'connecting') this.setStatusLine('streaming', 'Streaming…');
+    this.afterChange(doc);
+    schedule(doc, this.ctx);
+  }
+
+  insert(el, sequence) {
+    el.dataset.sequence = String(sequence);
+    for (const child of this.docsEl.children) {
+      const s = Number(child.dataset.sequence);
+      if (Number.isFinite(s) && s > sequence) {
+        this.docsEl.insertBefore(el, child);
+        return;
+      }
+    }
+    this.docsEl.append(el);
+  }
+
+  withDoc(data, fn) {
+    const doc = data && this.docs.get(data.documentId);
+    if (!doc) return;
+    fn(doc);
+    schedule(doc, this.ctx);
+  }
+
+  /** Keeps plans registered and lets todo updates tick their todos. */
+  afterChange(doc) {
+    if (doc.type === 'plan') {
+      this.plans.add(doc, this.ctx);
+    } else if (doc.type === 'todo_update') {
+      for (const t of updateTodos(doc)) {
+        const found = this.plans.find(t.id);
+        if (!found) continue;
+        found.doc.todoOverrides = { ...(found.doc.todoOverrides || {}), [t.id]: t.status };
+        schedule(found.doc, found.ctx);
+      }
+    }
+  }
+
+  onThinking(delta) {
+    if (!delta) return;
+    if (!this.thinking) {
+      const body = h('div', { class: 'thinking-body' });
+      const el = h('details', { class: 'thinking' }, h('summary', { text: 'Thinking' }), body);
+      this.docsEl.append(el);
+      this.thinking = { el, body, text: '' };
+    }
+    this.thinking.text += delta;
+    this.thinking.body.textContent = this.thinking.text;
+    for (const fn of afterRender) fn();
+  }
+
+  onDone(data) {
+    if (this.finished) return;
+    this.finished = true;
+    if (data.conversationId) this.conversationId = data.conversationId;
+    for (const doc of this.docs.values()) {
+      if (!doc.ended) {
+        doc.ended = true;
+        doc.interrupted = true;
+        schedule(doc, this.ctx);
+      }
+    }
+    flushRenders();
+    this.responseEl.setAttribute('aria-busy', 'false');
+    this.showConnection(null);
+    this.renderDone(data);
+  }
+
+  renderDone(data) {
+    const status = data.status || 'completed';
+    const usage = data.usage || {};
+    const meta = data.metadata || {};
+    const items = [];
+    const stat = (label, value) => items.push(h('div', {}, h('dt', { text: label }), h('dd', { text: value })));
+    if (usage.reported === false) {
+      stat('Tokens', 'not reported');
+    } else if (usage.totalTokens != null || usage.promptTokens != null) {
+      stat('Tokens', `prompt ${fmt.format(usage.promptTokens ?? 0)} · completion ${fmt.format(usage.completionTokens ?? 0)} · total ${fmt.format(usage.totalTokens ?? 0)}`);
+    }
+    if (typeof meta.duration_ms === 'number') stat('Duration', formatDuration(meta.duration_ms));
+    if (this.firstDocAt != null && !this.restored) stat('First document', formatDuration(this.firstDocAt - this.startedAt));
+    if (typeof meta.toolCallCount === 'number') stat('Tool calls', String(meta.toolCallCount));
+    if (typeof meta.turnCount === 'number') stat('Steps', String(meta.turnCount));
+    if (this.reconnects) stat('Re-attached', `${this.reconnects}×`);
+    const label = status === 'completed' ? 'Completed' : status === 'error' ? 'Error' : status;
+    const parts = [h('span', { class: `status-badge s-${status}` }, h('span', { class: 'status-dot', 'aria-hidden': 'true' }), document.createTextNode(label))];
+    if (meta.stopReason) parts.push(h('span', { class: 'badge stop-reason', title: 'stop reason', text: meta.stopReason }));
+    if (items.length) parts.push(h('dl', { class: 'stats' }, ...items));
+    this.statusEl.replaceChildren(...parts);
+    this.statusEl.dataset.status = status;
+    this.el.dataset.status = status;
+  }
+
+  // ---- connection state -------------------------------------------------
+
+  setStatusLine(status, text) {
+    this.statusEl.dataset.status = status;
+    if (this.el) this.el.dataset.status = status;
+    this.statusEl.replaceChildren(h('span', { class: `status-badge s-${status}` }, h('span', { class: 'status-dot', 'aria-hidden': 'true' }), document.createTextNode(text)));
+  }
+
+  /** Shows or hides the connection indicator ("reconnecting…"). */
+  showConnection(text, { fadeAfterMs = 0 } = {}) {
+    clearTimeout(this.connTimer);
+    this.connEl.hidden = !text;
+    this.connEl.textContent = text || '';
+    this.el.classList.toggle('is-reconnecting', Boolean(text) && !fadeAfterMs);
+    if (text && fadeAfterMs) this.connTimer = setTimeout(() => this.showConnection(null), fadeAfterMs);
+  }
+
+  /** The request failed before a stream started, or the stream was lost for good. */
+  fail(status, title, message) {
+    if (this.finished) return;
+    this.finished = true;
+    flushRenders();
+    this.responseEl.setAttribute('aria-busy', 'false');
+    this.showConnection(null);
+    const box = h('div', { class: 'request-error', role: 'alert' }, h('strong', { text: title }), message ? h('p', { text: message }) : null);
+    this.docsEl.append(box);
+    this.setStatusLine(status, status === 'disconnected' ? 'Disconnected' : 'Error');
+  }
+
+  /** Folds a whole ChatResponse (GET /v1/chat/{id}) into the turn. */
+  applyResponse(resp, { restored = false } = {}) {
+    if (!resp || typeof resp !== 'object') return;
+    if (restored) this.restored = true;
+    if (resp.id) this.onResponseStart({ id: resp.id, conversationId: resp.conversationId, model: resp.model, mode: resp.mode });
+    for (const d of Array.isArray(resp.documents) ? resp.documents : []) {
+      if (!this.docs.has(d.id)) this.onDocumentStart({ id: d.id, type: d.type, sequence: d.sequence, metadata: d.metadata });
+      const doc = this.docs.get(d.id);
+      if (!doc) continue;
+      doc.content = d.content ?? doc.content;
+      doc.metadata = { ...doc.metadata, ...(d.metadata || {}) };
+      doc.ended = true;
+      this.afterChange(doc);
+      schedule(doc, this.ctx);
+    }
+    if (resp.status && resp.status !== 'streaming') {
+      this.onDone({ id: resp.id, conversationId: resp.conversationId, status: resp.status, usage: resp.usage, metadata: resp.metadata });
+    }
+  }
+
+  // ---- interaction ------------------------------------------------------
+
+  onClick(e) {
+    const target = e.target instanceof Element ? e.target.closest('[data-action]') : null;
+    if (!target || !this.el.contains(target)) return;
+    const docEl = target.closest('[data-doc-id]');
+    const doc = docEl ? this.docs.get(docEl.dataset.docId) : null;
+    const action = target.dataset.action;
+    if (action === 'copy' && doc) {
+      copyText(doc.content || '', target);
+    } else if (action === 'answer' && doc) {
+      this.sendAnswer(doc, target.dataset.questionId, target.dataset.optionId);
+    }
+  }
+
+  /** Sends one chosen option as the answer to its question, as a new turn. */
+  sendAnswer(doc, questionId, optionId) {
+    if (!questionId || !optionId || (doc.answers && questionId in doc.answers)) return;
+    const conversationId = this.conversationId;
+    if (!conversationId) return;
+    const q = questionsOf(doc).find((x) => String(x.id) === questionId);
+    const o = q && Array.isArray(q.options) ? q.options.find((x) => String(x.id) === optionId) : null;
+    const summary = `${q ? q.text ?? q.prompt ?? questionId : questionId}\n→ ${o ? o.label ?? optionId : optionId}`;
+    const accepted = this.onAnswer({ conversationId, answers: [{ questionId, optionId }], summary });
+    if (accepted === false) return;
+    doc.answers = { ...(doc.answers || {}), [questionId]: optionId };
+    schedule(doc, this.ctx);
+  }
+}
+
+function questionsOf(doc) {
+  const m = doc.metadata || {};
+  if (Array.isArray(m.questions)) return m.questions;
+  if (doc.arguments && Array.isArray(doc.arguments.questions)) return doc.arguments.questions;
+  return [];
+}
+
+async function copyText(text, button) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch {
+    ok = false;
+  }
+  const label = button.textContent;
+  button.textContent = ok ? 'Copied' : 'Copy failed';
+  setTimeout(() => {
+    button.textContent = label;
+  }, 1200);
+}
