@@ -345,6 +345,7 @@ func (r *Run) emit(ev documents.Event) {
 	r.mu.Unlock()
 	if saveConv {
 		g.saveConversation(r)
+		saveSnapshot = true
 	}
 	if saveSnapshot {
 		g.saveTurn(r, r.Response())

@@ -24,7 +24,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
 	page := echo.WrapHandler(playground.Handler())
 	e.GET("/", page)
+	e.HEAD("/", page)
 	e.GET("/assets/*", page)
+	e.HEAD("/assets/*", page)
 
 	// The API, behind the API keys when any are configured.
 	api := e.Group("/v1", s.requireAuth)

@@ -84,12 +84,13 @@ func diffStats(before, after string) (added, removed int) {
 func unifiedDiff(path, before, after string, created bool) string {
 	ops := lineDiff(splitLines(before), splitLines(after))
 	var sb strings.Builder
+	rel := strings.TrimPrefix(path, "/")
 	if created {
 		sb.WriteString("--- /dev/null\n")
 	} else {
-		sb.WriteString("--- a/" + path + "\n")
+		sb.WriteString("--- a/" + rel + "\n")
 	}
-	sb.WriteString("+++ b/" + path)
+	sb.WriteString("+++ b/" + rel)
 
 	// Positions (0-based) in a and b at the start of each op.
 	type pos struct{ a, b int }
