@@ -76,7 +76,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		if req.ConversationID != "" {
 			prompt = last
 		} else {
-			prompt = flattenHistory(req.Messages, s.cfg.Server.MaxPromptBytes)
+			prompt = flattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
 		}
 	case len(req.Answers) > 0:
 	default:
@@ -95,7 +95,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	if strings.TrimSpace(prompt) == "" {
 		return nil, errBadRequest("empty_prompt", "the prompt is empty")
 	}
-	if err := checkText("the prompt", prompt, s.cfg.Server.MaxPromptBytes); err != nil {
+	if err := checkText("the prompt", prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		return nil, err
 	}
 	backend := req.Backend

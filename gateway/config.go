@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -185,6 +186,15 @@ func (c *Config) Validate() error {
 		return errors.New("limits.max_concurrent_runs must be at least 1")
 	case c.Server.MaxBodyBytes < 1024:
 		return errors.New("server.max_body_bytes must be at least 1024")
+	}
+	for _, k := range c.Auth.APIKeys {
+		// A malformed digest would be skipped, and with no other key auth
+		// would be off: refuse it (without echoing it).
+		if h, ok := strings.CutPrefix(strings.TrimSpace(k), "sha256:"); ok {
+			if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+				return errors.New("auth.api_keys: an entry starting with sha256: must be followed by 64 hex digits")
+			}
+		}
 	}
 	switch c.OpenAI.Render {
 	case "markdown", "tool_calls", "text-only":

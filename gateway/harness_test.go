@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// Fuzz workers run only the fuzz target, which starts no server.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "docstream-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

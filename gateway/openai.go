@@ -131,9 +131,9 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
-		spec.Prompt = flattenHistory(req.Messages, s.cfg.Server.MaxPromptBytes)
+		spec.Prompt = flattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
-	if err := checkText("the prompt", spec.Prompt, s.cfg.Server.MaxPromptBytes); err != nil {
+	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		return err
 	}
 	if spec.Backend == "cloud" {
@@ -157,17 +157,16 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	}
 	thread := append(append([]ChatMessage(nil), history...), req.Messages[idx])
 	renderer := &sse.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: s.cfg.OpenAI.Reasoning}
-	spec.OnDone = func(resp documents.ChatResponse) {
-		if resp.ConversationID == nil || s.store == nil || resp.Status != documents.StatusCompleted {
-			return
+	// remember sees every event the client gets and, at the end, stores the
+	// fingerprint of the thread with the reply exactly as the client got it
+	// (in the order documents finished, without reasoning), before the
+	// client sees the end: the history it sends next resumes this session.
+	reply := &sse.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: sse.ReasoningOff}
+	remember := func(ev documents.Event) {
+		reply.Event(ev)
+		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
+			_ = s.store.PutFingerprint(context.Background(), fingerprint(thread, reply.Content(), model), *d.ConversationID)
 		}
-		// The reply as the client will send it back: rendered from the response.
-		var r sse.Renderer
-		r.Mode, r.Reasoning = s.cfg.OpenAI.Render, sse.ReasoningOff
-		for _, ev := range replay(resp) {
-			r.Event(ev)
-		}
-		_ = s.store.PutFingerprint(context.Background(), fingerprint(thread, r.Content(), model), *resp.ConversationID)
 	}
 	run, err := s.reg.Start(spec)
 	if err != nil {
@@ -176,7 +175,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	id := "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_")
 	created := time.Now().Unix()
 	if req.Stream {
-		return s.streamCompletion(c, run, renderer, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return s.streamCompletion(c, run, renderer, remember, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
 	detach := run.Attach()
 	defer detach()
@@ -196,6 +195,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		if d, ok := ev.(documents.Done); ok {
 			done = d
 		}
+		remember(ev)
 		for _, p := range renderer.Event(ev) {
 			msg.ReasoningContent += p.Reasoning
 			if p.ToolCall != nil {
@@ -223,22 +223,8 @@ func hasAssistant(msgs []ChatMessage) bool {
 	return false
 }
 
-// replay returns the document events that rebuild a response, for
-// rendering a stored or finished response.
-func replay(resp documents.ChatResponse) []documents.Event {
-	var evs []documents.Event
-	for _, d := range resp.Documents {
-		evs = append(evs, documents.DocumentStart{ID: d.ID, Type: d.Type, Sequence: d.Sequence, Metadata: d.Metadata})
-		if d.Type.IsText() && d.Content != nil {
-			evs = append(evs, documents.ContentDelta{DocumentID: d.ID, Delta: *d.Content})
-		}
-		evs = append(evs, documents.DocumentEnd{DocumentID: d.ID, FinalContent: d.Content, Metadata: d.Metadata})
-	}
-	return evs
-}
-
 // streamCompletion streams a run as chat.completion.chunk frames.
-func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, id string, created int64, model string, usage bool) error {
+func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, remember func(documents.Event), id string, created int64, model string, usage bool) error {
 	detach := run.Attach()
 	defer detach()
 	w := c.Response()
@@ -282,6 +268,7 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, id 
 				if err != nil {
 					continue
 				}
+				remember(ev)
 				for _, p := range r.Event(ev) {
 					var d sse.ChunkDelta
 					switch {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,9 @@ func (b *CLIBackend) Binary() string { return b.binary }
 func (b *CLIBackend) Ready() error {
 	if b.binary == "" {
 		return errors.New("no agent binary: set agent.binary or put `agent` or `cursor-agent` on PATH")
+	}
+	if b.binary == BuiltinBench {
+		return nil
 	}
 	p := b.binary
 	if !strings.Contains(p, "/") {
@@ -162,6 +166,9 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		b.metrics.SpawnFailures.Inc()
 		return translate.End{Err: err, Elapsed: elapsed()}
 	}
+	if b.binary == BuiltinBench {
+		return b.runBuiltin(ctx, spec, seg)
+	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err), Elapsed: elapsed()}
@@ -175,7 +182,9 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 	cmd := exec.Command(b.binary, b.Args(spec)...)
 	cmd.Dir = spec.Workspace
 	cmd.Env = b.env
-	cmd.Stdin = nil // /dev/null: the prompt goes after `--`
+	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
+	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
+	cmd.Stdin = strings.NewReader("")
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -189,11 +198,12 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		return translate.End{Err: err, Elapsed: elapsed()}
 	}
 	pgid := cmd.Process.Pid
+	out := &pipeReader{f: stdoutR}
 	tail := newTail(b.cfg.StderrTailBytes)
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, 4<<10) // stderr is small; a tail is kept
 		for {
 			n, err := stderrR.Read(buf)
 			tail.Write(buf[:n])
@@ -211,6 +221,7 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 
 	// stop ends the process group: SIGTERM (or SIGKILL), then SIGKILL after
 	// the grace, then the pipes are closed so no reader hangs.
+	watchDone := make(chan struct{}) // closed when the output is read
 	var stopOnce sync.Once
 	stop := func(kill bool) {
 		stopOnce.Do(func() {
@@ -230,8 +241,9 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 				case <-time.After(b.cfg.KillGrace):
 				}
 				// Whatever still holds the pipes (a child outside the group)
-				// must not keep the run open.
-				time.Sleep(200 * time.Millisecond)
+				// must not keep the run open; what the agent wrote before it
+				// ended is still read first.
+				out.waitBlocked(200*time.Millisecond, watchDone)
 				stdoutR.Close()
 				stderrR.Close()
 			}()
@@ -248,8 +260,11 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		}
 		reasonMu.Unlock()
 	}
-	lines := make(chan struct{}, 1)
-	watchDone := make(chan struct{})
+	// lastLine is when the last line was read, as time since start: the
+	// idle timer re-arms from it when it fires, so that reading a line
+	// does not have to wake this goroutine.
+	var lastLine atomic.Int64
+	lastLine.Store(int64(time.Since(start)))
 	go func() {
 		var total <-chan time.Time
 		if b.cfg.RunTimeout > 0 {
@@ -277,17 +292,13 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 				stop(false)
 				return
 			case <-idle.C:
+				if silent := time.Since(start) - time.Duration(lastLine.Load()); silent < idleD {
+					idle.Reset(idleD - silent)
+					continue
+				}
 				setReason(documents.StopTimeout, fmt.Sprintf("the agent wrote nothing for %s", idleD))
 				stop(false)
 				return
-			case <-lines:
-				if !idle.Stop() {
-					select {
-					case <-idle.C:
-					default:
-					}
-				}
-				idle.Reset(idleD)
 			case <-exited:
 				// The leader is gone; children that keep the pipes open get
 				// a short linger, then the group is ended.
@@ -307,7 +318,7 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		}
 	}()
 
-	dec := translate.NewDecoder(stdoutR, b.cfg.MaxLineBytes)
+	dec := translate.NewDecoder(out, b.cfg.MaxLineBytes)
 	var readErr error
 	for {
 		ev, err := dec.Next()
@@ -317,10 +328,7 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 			}
 			break
 		}
-		select {
-		case lines <- struct{}{}:
-		default:
-		}
+		lastLine.Store(int64(time.Since(start)))
 		seg.Feed(ev)
 		if seg.Done() {
 			break
@@ -375,6 +383,37 @@ func exitStatus(st *os.ProcessState) (int, string) {
 		return -1, ws.Signal().String()
 	}
 	return st.ExitCode(), ""
+}
+
+// pipeReader reads the agent's stdout and tracks whether a Read is waiting.
+type pipeReader struct {
+	f       *os.File
+	waiting atomic.Bool
+	reads   atomic.Int64
+}
+
+func (p *pipeReader) Read(b []byte) (int, error) {
+	p.waiting.Store(true)
+	n, err := p.f.Read(b)
+	p.waiting.Store(false)
+	p.reads.Add(1)
+	return n, err
+}
+
+// waitBlocked returns once one Read has waited for at least d (the pipe is
+// empty and still held open), or when done is closed.
+func (p *pipeReader) waitBlocked(d time.Duration, done <-chan struct{}) {
+	for {
+		w, n := p.waiting.Load(), p.reads.Load()
+		select {
+		case <-done:
+			return
+		case <-time.After(d):
+		}
+		if w && p.waiting.Load() && p.reads.Load() == n {
+			return
+		}
+	}
 }
 
 // tail keeps the last bytes written to it.

@@ -190,6 +190,8 @@ type Registry struct {
 	baseCtx context.Context
 	stopAll context.CancelCauseFunc
 	closing atomic.Bool
+	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
+	maxLine int
 }
 
 // NewRegistry returns a registry running backends by name.
@@ -218,11 +220,12 @@ var errShuttingDown = &HTTPError{Status: http.StatusServiceUnavailable, Code: "s
 	Message: "the gateway is shutting down", RetryAfter: 5}
 
 // Admit refuses a new run when the queue is full or the gateway drains.
+// Runs count as queued from Start until they hold a slot.
 func (g *Registry) Admit() error {
 	if g.closing.Load() {
 		return errShuttingDown
 	}
-	if len(g.slots) >= cap(g.slots) && g.queued.Load() >= int64(g.limits.QueueSize) {
+	if int64(len(g.slots))+g.queued.Load() >= int64(cap(g.slots)+g.limits.QueueSize) {
 		g.metrics.Rejected.WithLabelValues("overloaded").Inc()
 		return errOverloaded
 	}
@@ -238,13 +241,21 @@ func (g *Registry) Get(id string) *Run {
 
 // Start creates a run and starts it in the background.
 func (g *Registry) Start(spec *RunSpec) (*Run, error) {
-	if err := g.Admit(); err != nil {
-		return nil, err
-	}
 	backend := g.backends[spec.Backend]
 	if backend == nil {
 		return nil, errBadRequest("unknown_backend", "backend %q is not configured", spec.Backend)
 	}
+	// The check, the queue place and the drain count are taken together, so
+	// that neither a burst nor a shutdown slips between check and start.
+	g.mu.Lock()
+	if err := g.Admit(); err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
+	g.queued.Add(1)
+	g.metrics.QueueLength.Inc()
+	g.wg.Add(1)
+	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
 		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
@@ -252,7 +263,6 @@ func (g *Registry) Start(spec *RunSpec) (*Run, error) {
 	g.runs[r.ID] = r
 	g.mu.Unlock()
 	g.saveTurn(r, r.Response())
-	g.wg.Add(1)
 	go g.execute(ctx, r, backend)
 	return r, nil
 }
@@ -263,6 +273,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
 		Created: spec.Created, Workspace: spec.Workspace, Thinking: spec.Thinking, IncludeRaw: spec.IncludeRaw,
+		MaxLine: g.maxLine,
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)
@@ -289,8 +300,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 // acquire waits for a run slot and the spawn rate. When it gives up it
 // returns how the run ended.
 func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
-	g.queued.Add(1)
-	g.metrics.QueueLength.Inc()
+	// Start counted the run as queued.
 	defer func() {
 		g.queued.Add(-1)
 		g.metrics.QueueLength.Dec()
@@ -423,7 +433,9 @@ func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) {
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
 // then ends the rest with a shutdown error and waits for them.
 func (g *Registry) Shutdown(ctx context.Context) {
+	g.mu.Lock() // orders this against Start's admission (see Start)
 	g.closing.Store(true)
+	g.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		g.wg.Wait()

@@ -157,6 +157,20 @@ var (
 	namePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
+// maxArgBytes is the longest single argument execve takes on Linux:
+// MAX_ARG_STRLEN is 128 KiB and counts the terminating NUL.
+const maxArgBytes = 128<<10 - 1
+
+// promptLimit is server.max_prompt_bytes, capped at maxArgBytes: the prompt
+// travels as one argument, and a longer one would fail the spawn (E2BIG)
+// instead of getting a 413.
+func promptLimit(configured int) int {
+	if configured <= 0 || configured > maxArgBytes {
+		return maxArgBytes
+	}
+	return configured
+}
+
 // checkText rejects NUL bytes and texts over max bytes.
 func checkText(what, s string, max int) error {
 	if strings.IndexByte(s, 0) >= 0 {

@@ -64,6 +64,7 @@ func NewServer(d Deps) (*Server, error) {
 		backends["cloud"] = &CloudBackend{client: d.Cloud, interval: d.Config.Cloud.PollInterval}
 	}
 	s.reg = NewRegistry(d.Config.Runs, d.Config.Limits, backends, d.Store, d.Metrics, d.Logger)
+	s.reg.maxLine = d.Config.Agent.MaxLineBytes
 	s.models = newModelCache(s.cli, d.Config)
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()

@@ -12,6 +12,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/documents"
 )
 
 // wsMessage is what the server sends: an event name, its id and the same
@@ -107,11 +109,16 @@ func (s *Server) handleWS(c echo.Context) error {
 			current = run
 			mu.Unlock()
 			go func() {
-				defer func() {
+				// The turn is over once done goes out: the client may send
+				// the next chat before this goroutine returns.
+				release := func() {
 					mu.Lock()
-					current = nil
+					if current == run {
+						current = nil
+					}
 					mu.Unlock()
-				}()
+				}
+				defer release()
 				detach := run.Attach()
 				defer detach()
 				last := 0
@@ -119,6 +126,9 @@ func (s *Server) handleWS(c echo.Context) error {
 					frames, closed, more, _ := run.Log.Since(last)
 					for _, f := range frames {
 						last = f.ID
+						if f.Name == documents.EventDone {
+							release()
+						}
 						if send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) != nil {
 							return
 						}

@@ -21,6 +21,7 @@ type Log struct {
 	maxBytes int
 	closed   bool
 	wake     chan struct{}
+	waiting  bool // wake was handed out by Since: Append must close it
 }
 
 // NewLog returns an empty log that keeps at most maxEvents events and
@@ -50,8 +51,14 @@ func (l *Log) Append(ev documents.Event) int {
 		l.frames = l.frames[1:]
 		l.first++
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	// Only a channel that Since handed out can have a subscriber waiting on
+	// it; while nobody took the current one (a subscriber busy writing),
+	// appends need not replace it.
+	if l.waiting {
+		close(l.wake)
+		l.wake = make(chan struct{})
+		l.waiting = false
+	}
 	return id
 }
 
@@ -82,6 +89,7 @@ func (l *Log) Since(after int) (frames []Frame, closed bool, more <-chan struct{
 	if i < len(l.frames) {
 		frames = l.frames[i:len(l.frames):len(l.frames)]
 	}
+	l.waiting = true
 	return frames, l.closed, l.wake, ok
 }
 

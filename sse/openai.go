@@ -95,6 +95,8 @@ type Renderer struct {
 	docs      map[string]*renderDoc
 	out       strings.Builder // the content so far
 	thinking  bool            // a <think> block is open
+	thought   bool            // some reasoning was rendered
+	gap       bool            // a document came after the last reasoning
 	toolIndex int
 }
 
@@ -117,6 +119,10 @@ func (r *Renderer) emit(ps []Piece, s string) []Piece {
 		r.thinking = false
 		ps = append(ps, Piece{Content: "\n</think>\n\n"})
 		r.out.WriteString("\n</think>\n\n")
+		// The closing tag already ends the block: no separator on top.
+		if s = strings.TrimLeft(s, "\n"); s == "" {
+			return ps
+		}
 	}
 	r.out.WriteString(s)
 	return append(ps, Piece{Content: s})
@@ -142,9 +148,18 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 	var ps []Piece
 	switch e := ev.(type) {
 	case documents.ThinkingDelta:
+		if e.Delta == "" {
+			return nil
+		}
+		// Thinking that resumes after a document is a new paragraph.
+		delta := e.Delta
+		if r.gap && (r.Reasoning != ReasoningThink || r.thinking) {
+			delta = "\n\n" + delta
+		}
+		r.thought, r.gap = true, false
 		switch r.Reasoning {
 		case ReasoningContent, "":
-			ps = append(ps, Piece{Reasoning: e.Delta})
+			ps = append(ps, Piece{Reasoning: delta})
 		case ReasoningThink:
 			if !r.thinking {
 				open := r.separate() + "<think>\n"
@@ -152,10 +167,18 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 				ps = append(ps, Piece{Content: open})
 				r.thinking = true
 			}
-			r.out.WriteString(e.Delta)
-			ps = append(ps, Piece{Content: e.Delta})
+			r.out.WriteString(delta)
+			ps = append(ps, Piece{Content: delta})
+		}
+	case documents.Done:
+		// A <think> block still open at the end is closed.
+		if r.thinking {
+			r.thinking = false
+			r.out.WriteString("\n</think>\n")
+			ps = append(ps, Piece{Content: "\n</think>\n"})
 		}
 	case documents.DocumentStart:
+		r.gap = r.thought
 		d := &renderDoc{typ: e.Type, meta: e.Metadata}
 		r.docs[e.ID] = d
 		switch e.Type {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -28,7 +29,30 @@ var encodeOpts = jsontext.AllowInvalidUTF8(true)
 
 // Encode returns the JSON data of a document event.
 func Encode(ev documents.Event) ([]byte, error) {
+	// Deltas are most of a stream's events: they are encoded without
+	// reflection, to the bytes json.Marshal gives them.
+	switch e := ev.(type) {
+	case documents.ContentDelta:
+		b := make([]byte, 0, len(`{"documentId":"","delta":""}`)+len(e.DocumentID)+len(e.Delta)+len(e.Delta)/8)
+		b = append(b, `{"documentId":`...)
+		b = appendString(b, e.DocumentID)
+		b = append(b, `,"delta":`...)
+		b = appendString(b, e.Delta)
+		return append(b, '}'), nil
+	case documents.ThinkingDelta:
+		b := make([]byte, 0, len(`{"delta":""}`)+len(e.Delta)+len(e.Delta)/8)
+		b = append(b, `{"delta":`...)
+		b = appendString(b, e.Delta)
+		return append(b, '}'), nil
+	}
 	return json.Marshal(ev, encodeOpts)
+}
+
+// appendString appends s as a JSON string the way json.Marshal does with
+// encodeOpts: invalid UTF-8 becomes U+FFFD rather than an error.
+func appendString(b []byte, s string) []byte {
+	b, _ = jsontext.AppendQuote(b, s)
+	return b
 }
 
 // NewFrame encodes ev as the frame with the given id.
@@ -59,7 +83,7 @@ func (f Frame) WriteTo(w io.Writer) (int64, error) {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, int64(f.ID), 10)
 	b = append(b, eol+"event: "...)
-	b = append(b, f.Name...)
+	b = appendLine(b, f.Name)
 	b = append(b, eol...)
 	b = appendData(b, f.Data)
 	b = append(b, eol...)
@@ -67,6 +91,19 @@ func (f Frame) WriteTo(w io.Writer) (int64, error) {
 	*bp = b
 	bufs.Put(bp)
 	return int64(n), err
+}
+
+// appendLine appends s without its line breaks: a field cannot hold one,
+// and a name or comment with one would inject fields into the stream.
+func appendLine(b []byte, s string) []byte {
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			return append(b, s...)
+		}
+		b = append(b, s[:i]...)
+		s = s[i+1:]
+	}
 }
 
 // appendData appends data as "data:" lines, one per line of data.
@@ -101,6 +138,6 @@ func WriteData(w io.Writer, data []byte) error {
 
 // WriteComment writes an SSE comment line, used as a heartbeat: ": ping".
 func WriteComment(w io.Writer, text string) error {
-	_, err := io.WriteString(w, ": "+text+eol+eol)
+	_, err := io.WriteString(w, ": "+string(appendLine(nil, text))+eol+eol)
 	return err
 }

@@ -7,10 +7,10 @@ package translate
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -70,6 +70,10 @@ type Event struct {
 
 	Raw  []byte // the whole line, without its newline
 	Size int    // the line's length in bytes (also for oversize lines)
+
+	// dupNames says that an object in Raw repeats a member name; the JSON
+	// passed on from the line is then rewritten without repeats.
+	dupNames bool
 }
 
 // Init is the content of a system/init event.
@@ -117,12 +121,12 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	r       *bufio.Reader
+	r       *bufio.Reader // nil once the input has ended
+	pooled  bool          // r came from readers
 	max     int
 	buf     []byte
 	line    int
-	jd      jsontext.Decoder
-	br      bytes.Reader
+	sc      scanner
 	sessRaw []byte
 	session string
 	w       wire
@@ -133,10 +137,41 @@ type Decoder struct {
 // one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported
 // as a KindOversize event.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
+	return newDecoder(r, maxLine, readBufSize)
+}
+
+// readBufSize is the size of a Decoder's read buffer. Lines longer than
+// the buffer are assembled in Decoder.buf.
+const readBufSize = 64 << 10
+
+// readers keeps the read buffers of Decoders that reached the end of their
+// input, so that a run of a few kilobytes does not allocate 64 KiB.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// newDecoder is NewDecoder with a read buffer of bufSize bytes.
+func newDecoder(r io.Reader, maxLine, bufSize int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+	d := &Decoder{max: maxLine}
+	if bufSize == readBufSize {
+		d.r = readers.Get().(*bufio.Reader)
+		d.r.Reset(r)
+		d.pooled = true
+	} else {
+		d.r = bufio.NewReaderSize(r, bufSize)
+	}
+	return d
+}
+
+// release returns a pooled read buffer at the end of the input.
+func (d *Decoder) release() {
+	if d.pooled {
+		d.r.Reset(nil)
+		readers.Put(d.r)
+		d.pooled = false
+	}
+	d.r = nil
 }
 
 // Line returns the number of lines read so far.
@@ -144,13 +179,24 @@ func (d *Decoder) Line() int { return d.line }
 
 // Buffered reports how many bytes are read from the source but not yet
 // decoded, so a caller can flush its output when nothing more is waiting.
-func (d *Decoder) Buffered() int { return d.r.Buffered() }
+func (d *Decoder) Buffered() int {
+	if d.r == nil {
+		return 0
+	}
+	return d.r.Buffered()
+}
 
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
 // are skipped. Other read errors are returned as they are.
 func (d *Decoder) Next() (Event, error) {
 	for {
+		if d.r == nil {
+			return Event{}, io.EOF
+		}
 		line, size, err := d.readLine()
+		if errors.Is(err, io.EOF) {
+			d.release()
+		}
 		if err != nil {
 			return Event{}, err
 		}

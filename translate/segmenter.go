@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -57,7 +58,7 @@ type Segmenter struct {
 	seq     int
 
 	// the assistant segment being received, for snapshot handling
-	seg        strings.Builder
+	seg        []byte // the segment's text so far, reused across segments
 	segMCID    bool
 	segHasText bool
 	sealed     bool // a model_call_id flush ended the segment's model step
@@ -66,7 +67,7 @@ type Segmenter struct {
 	// the open text-like document
 	textID    string
 	textBuf   strings.Builder
-	wsHeld    string
+	wsHeld    []byte // whitespace waiting for text to follow it
 	fence     fence
 	codeID    string
 	codeMeta  jsontext.Value
@@ -85,6 +86,8 @@ type Segmenter struct {
 }
 
 type toolState struct {
+	rawArgs   jsontext.Value // the args of the event that opened the call
+	decoded   toolArgs       // rawArgs decoded
 	docID     string
 	docType   documents.Type
 	class     toolClass
@@ -227,8 +230,12 @@ func (s *Segmenter) rawEvent(ev Event) {
 		s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Type: "raw", Data: string(ev.Raw)})
 		return
 	}
+	payload := jsontext.Value(ev.Raw).Clone()
+	if ev.dupNames {
+		payload = dedupe(ev.Raw)
+	}
 	s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Timestamp: ev.TimestampMs, Type: ev.Type, Subtype: ev.Subtype,
-		Payload: jsontext.Value(ev.Raw).Clone(), Raw: string(ev.Raw)})
+		Payload: payload, Raw: string(ev.Raw)})
 }
 
 // assistant handles assistant text: token deltas (timestamp_ms without
@@ -255,11 +262,11 @@ func (s *Segmenter) assistant(ev Event) {
 // emits only what is new. A text that neither extends nor repeats the
 // segment starts a new segment.
 func (s *Segmenter) Snapshot(text string) {
-	cur := s.seg.String()
+	cur := s.seg
 	switch {
-	case strings.HasPrefix(text, cur):
+	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
 		s.appendText(text[len(cur):])
-	case strings.HasPrefix(cur, text):
+	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
 	default:
 		s.endSegment()
 		s.appendText(text)
@@ -271,7 +278,7 @@ func (s *Segmenter) appendText(t string) {
 		return
 	}
 	s.ensureStarted()
-	s.seg.WriteString(t)
+	s.seg = append(s.seg, t...)
 	s.segHasText = true
 	s.lex.Write(t)
 }
@@ -284,10 +291,10 @@ func (s *Segmenter) endSegment() {
 	if s.segHasText {
 		s.lastFinal = !s.segMCID
 	}
-	if s.seg.Len() > 0 {
+	if len(s.seg) > 0 {
 		s.lex.End()
 	}
-	s.seg.Reset()
+	s.seg = s.seg[:0]
 	s.segMCID, s.segHasText, s.sealed = false, false, false
 }
 
@@ -299,13 +306,13 @@ func (s *Segmenter) endSegment() {
 // first line is kept.
 func (s *Segmenter) proseText(t string) {
 	if isBlank(t) {
-		s.wsHeld += t
+		s.wsHeld = append(s.wsHeld, t...)
 		return
 	}
 	held := s.wsHeld
-	s.wsHeld = ""
+	s.wsHeld = s.wsHeld[:0]
 	if s.textID == "" {
-		if i := strings.LastIndexByte(held, '\n'); i >= 0 {
+		if i := bytes.LastIndexByte(held, '\n'); i >= 0 {
 			held = held[i+1:]
 		}
 		s.textID = s.openDoc(documents.TypeText, textMeta)
@@ -315,7 +322,12 @@ func (s *Segmenter) proseText(t string) {
 	for end > 0 && isSpace(t[end-1]) {
 		end--
 	}
-	t, s.wsHeld = held+t[:end], t[end:]
+	if len(held) > 0 {
+		t = string(held) + t
+		end += len(held)
+	}
+	s.wsHeld = append(s.wsHeld, t[end:]...)
+	t = t[:end]
 	s.sawText = true
 	s.textBuf.WriteString(t)
 	s.emit(documents.ContentDelta{DocumentID: s.textID, Delta: t})
@@ -394,7 +406,7 @@ func (s *Segmenter) endMessage() {
 }
 
 func (s *Segmenter) closeText() {
-	s.wsHeld = ""
+	s.wsHeld = s.wsHeld[:0]
 	if s.textID == "" {
 		return
 	}

@@ -1,10 +1,10 @@
 package translate
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
@@ -21,19 +21,18 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 		tc = &ToolCall{}
 	}
 	class, toolName := classify(tc.Kind, tc.Name)
-	var args toolArgs
+	st := &toolState{rawArgs: tc.Args}
+	args := &st.decoded
 	if tc.Args != nil {
-		_ = json.Unmarshal(tc.Args, &args, decodeOpts)
+		decodeArgs(tc.Args, args)
 	}
 	if tc.Kind == "mcpToolCall" {
-		toolName = mcpName(args)
+		toolName = mcpName(*args)
 	}
-	st := &toolState{
-		docType: class.docType(), class: class, kind: tc.Kind, name: tc.Name, toolName: toolName,
-		callID: ev.CallID, args: stripToolCallID(tc.Args), startedAt: tc.StartedAtMs, startTS: ev.TimestampMs,
-	}
+	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
+	st.callID, st.args, st.startedAt, st.startTS = ev.CallID, stripToolCallID(tc.Args), tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
-	st.docID = s.openDoc(st.docType, marshal(startMeta(st, &args)))
+	st.docID = s.openDoc(st.docType, startMetaJSON(st, args))
 	if st.callID != "" {
 		s.tools[st.callID] = st
 	}
@@ -43,25 +42,15 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	return st
 }
 
-// startMeta is the metadata known when a tool call starts.
-func startMeta(st *toolState, a *toolArgs) any {
-	switch st.class {
-	case classShell:
-		return map[string]any{"command": a.Command, "workingDirectory": firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd)}
-	case classEdit, classWrite, classDelete, classPatch:
-		p, op := a.path(), map[toolClass]string{classEdit: "edit", classWrite: "create", classDelete: "delete", classPatch: "edit"}[st.class]
-		if st.class == classPatch {
-			p, op, _ = patchTarget(firstNonEmpty(a.Patch, a.Input))
-		}
-		return map[string]any{"filePath": p, "operation": op, "language": LanguageOf(p)}
-	case classPlan:
-		return map[string]any{"title": firstNonEmpty(a.Name, a.Title), "overview": a.Overview}
-	case classAsk:
-		return map[string]any{"title": a.Title}
-	case classTodos:
-		return map[string]any{}
+// fileOperation is the file_edit operation a class implies before its result.
+func fileOperation(c toolClass) string {
+	switch c {
+	case classWrite:
+		return "create"
+	case classDelete:
+		return "delete"
 	}
-	return map[string]any{"toolName": st.toolName, "toolCallId": st.callID}
+	return "edit"
 }
 
 func mcpName(a toolArgs) string {
@@ -93,12 +82,16 @@ func (s *Segmenter) closeTools() {
 // the call is closed unfinished.
 func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	st.ended = true
-	args := st.args
+	// The completed event usually repeats the started arguments: they are
+	// decoded again only when they differ.
+	args, a := st.args, &st.decoded
 	var res jsontext.Value
 	var dur int64
 	if tc != nil {
-		if tc.Args != nil {
+		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
 			args = stripToolCallID(tc.Args)
+			a = &toolArgs{}
+			decodeArgs(tc.Args, a)
 		}
 		res = tc.Result
 		start := st.startedAt
@@ -117,8 +110,6 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	if dur < 0 {
 		dur = 0
 	}
-	var a toolArgs
-	_ = json.Unmarshal(args, &a, decodeOpts)
 	out, body, background := outcomePending, jsontext.Value(nil), false
 	if tc != nil {
 		out, body, background = classifyResult(res)
@@ -128,7 +119,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	}
 	var b toolBody
 	if body.Kind() == '{' {
-		_ = json.Unmarshal(body, &b, decodeOpts)
+		decodeBody(body, st.class, &b)
 	}
 	status := "success"
 	reason := ""
@@ -159,9 +150,11 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	var meta any
 	switch st.class {
 	case classShell:
-		meta = s.shellMeta(st, &a, &b, out, reason, dur, background)
+		m := s.shellMeta(st, a, &b, out, reason, dur, background)
+		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: terminalMetaJSON(&m)})
+		return
 	case classEdit, classWrite, classDelete, classPatch:
-		content, meta = fileEditMeta(st, &a, &b, out, reason, dur)
+		content, meta = fileEditMeta(st, a, &b, out, reason, dur)
 	case classPlan:
 		todos := make([]documents.PlanTodo, 0, len(a.Todos))
 		for _, t := range a.Todos {
@@ -212,7 +205,10 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		if out == outcomeFailed || out == outcomePending {
 			m.Reason = reason
 		}
-		meta = m
+		// The metadata holds the raw arguments and result, possibly whole
+		// files: they are copied as they are, not encoded again.
+		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: toolCallMetaJSON(&m)})
+		return
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
 }
@@ -284,7 +280,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		m.Operation = "create"
 		text := firstNonEmpty(a.FileText, a.Contents, str(a.Content))
 		if b.AfterFullContent != nil && text == "" {
-			text = *b.AfterFullContent
+			text = str(b.AfterFullContent)
 		}
 		set(text)
 	case classPatch:
@@ -306,7 +302,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			switch {
 			case create:
 				m.Operation = "create"
-				set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent, h.newText))
+				set(firstNonEmpty(str(b.AfterFullContent), a.StreamContent, h.newText))
 			case del:
 				m.Operation = "delete"
 			case h.found:
@@ -318,12 +314,12 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 				set(h.newText)
 			}
 		} else if oldS != "" || newS != "" {
-			start, end := lineRange(deref(b.BeforeFullContent), oldS)
+			start, end := lineRange(str(b.BeforeFullContent), oldS)
 			m.Diff = &documents.Diff{OldString: oldS, NewString: newS, StartLine: start, EndLine: end}
 			set(newS)
 		} else if b.BeforeFullContent == nil && (b.AfterFullContent != nil || a.StreamContent != "") && out == outcomeSuccess {
 			m.Operation = "create"
-			set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent))
+			set(firstNonEmpty(str(b.AfterFullContent), a.StreamContent))
 		} else if a.StreamContent != "" {
 			set(a.StreamContent)
 		}
@@ -350,13 +346,6 @@ func lineRange(before, old string) (int, int) {
 	}
 	start := strings.Count(before[:i], "\n") + 1
 	return start, start + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

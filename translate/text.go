@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"path"
 	"strconv"
 	"strings"
@@ -52,6 +53,55 @@ type lexer struct {
 	// line proves not to be the closing fence.
 	nlPending bool
 	firstLine bool
+	// wake says which input can change the decision of a state that is
+	// waiting for more, so that Write does not scan a held line again for
+	// every small piece (which would make long held lines quadratic).
+	wake     wake
+	wakeChar byte // the fence character, for wakeNotRun
+	// src is the text of the last Write, which starts at in[srcAt]: what
+	// the lexer reports from it is cut from src, not copied.
+	src   string
+	srcAt int
+}
+
+// wake names the input a waiting state needs before it can decide.
+type wake uint8
+
+const (
+	wakeAny      wake = iota // any input
+	wakeNewline              // a line break
+	wakeNotRun               // a byte other than wakeChar, ending a fence run
+	wakeNotBlank             // a byte other than space, tab or CR
+)
+
+// waitFor stops the machine until input of the given kind arrives.
+func (l *lexer) waitFor(w wake, c byte) stateFn {
+	l.wake, l.wakeChar = w, c
+	return nil
+}
+
+// woken reports whether the new input s can change the waiting state's
+// decision.
+func (l *lexer) woken(s string) bool {
+	switch l.wake {
+	case wakeNewline:
+		return strings.IndexByte(s, '\n') >= 0
+	case wakeNotRun:
+		for i := 0; i < len(s); i++ {
+			if s[i] != l.wakeChar {
+				return true
+			}
+		}
+		return false
+	case wakeNotBlank:
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c != ' ' && c != '\t' && c != '\r' {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 func newLexer(sink lexerSink) *lexer {
@@ -63,8 +113,11 @@ func (l *lexer) Write(s string) {
 	if l.pos > 0 {
 		l.in, l.pos = append(l.in[:0], l.in[l.pos:]...), 0
 	}
+	l.src, l.srcAt = s, len(l.in)
 	l.in = append(l.in, s...)
-	l.run()
+	if l.woken(s) {
+		l.run()
+	}
 }
 
 // End flushes the message: held-back text is decided and open blocks close.
@@ -77,10 +130,12 @@ func (l *lexer) End() {
 	}
 	l.sink.endMessage()
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
+	l.src, l.srcAt = "", 0
 	l.nlPending = false
 }
 
 func (l *lexer) run() {
+	l.wake = wakeAny
 	for {
 		next := l.state(l)
 		if next == nil {
@@ -92,9 +147,20 @@ func (l *lexer) run() {
 
 func (l *lexer) rest() []byte { return l.in[l.pos:] }
 
+// text returns in[pos+from : pos+to] as a string, cut from the last
+// Write's text when it lies there.
+func (l *lexer) text(from, to int) string {
+	from, to = l.pos+from, l.pos+to
+	if from >= l.srcAt {
+		return l.src[from-l.srcAt : to-l.srcAt]
+	}
+	return string(l.in[from:to])
+}
+
 // fenceLine reports whether the start of b is a fence line prefix: up to 3
 // spaces, then a run of ` or ~. It returns the indent, the char and the run
-// length, and decided=false when more input could change the answer.
+// length, and decided=false when more input could change the answer: with
+// char 0 when b holds only spaces, else when the run reaches the end of b.
 func fenceLine(b []byte, eof bool) (indent int, char byte, run int, decided bool) {
 	i := 0
 	for i < len(b) && b[i] == ' ' && i < 4 {
@@ -126,14 +192,17 @@ func lexLineStart(l *lexer) stateFn {
 	}
 	indent, char, run, decided := fenceLine(b, l.eof)
 	if !decided {
-		return nil
+		if char == 0 {
+			return nil
+		}
+		return l.waitFor(wakeNotRun, char)
 	}
 	if char == 0 || run < 3 {
 		return lexProse
 	}
 	nl := indexNL(b)
 	if nl < 0 && !l.eof {
-		return nil
+		return l.waitFor(wakeNewline, 0)
 	}
 	end := len(b)
 	if nl >= 0 {
@@ -161,14 +230,14 @@ func lexProse(l *lexer) stateFn {
 	}
 	nl := indexNL(b)
 	if nl < 0 {
-		l.sink.proseText(string(b))
+		l.sink.proseText(l.text(0, len(b)))
 		l.pos += len(b)
 		if l.eof {
 			return nil
 		}
 		return lexProseMid
 	}
-	l.sink.proseText(string(b[:nl+1]))
+	l.sink.proseText(l.text(0, nl+1))
 	l.pos += nl + 1
 	return lexLineStart
 }
@@ -190,7 +259,10 @@ func lexFenceLineStart(l *lexer) stateFn {
 	}
 	_, char, run, decided := fenceLine(b, l.eof)
 	if !decided {
-		return nil
+		if char == 0 {
+			return nil
+		}
+		return l.waitFor(wakeNotRun, char)
 	}
 	if char == l.fence.char && run >= l.fence.length {
 		// A closing fence has only spaces after the run.
@@ -210,7 +282,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 			l.pos += j
 			return l.closeFence()
 		case j == len(b):
-			return nil
+			return l.waitFor(wakeNotBlank, 0)
 		}
 	}
 	// A content line: strip up to the opening fence's indent.
@@ -241,12 +313,12 @@ func lexFenceLine(l *lexer) stateFn {
 	}
 	nl := indexNL(b)
 	if nl < 0 {
-		l.sink.fenceText(string(b))
+		l.sink.fenceText(l.text(0, len(b)))
 		l.pos += len(b)
 		return lexFenceLineMid
 	}
 	if nl > 0 {
-		l.sink.fenceText(string(b[:nl]))
+		l.sink.fenceText(l.text(0, nl))
 	}
 	l.pos += nl + 1
 	l.nlPending = true
@@ -261,14 +333,7 @@ func lexFenceLineMid(l *lexer) stateFn {
 	return lexFenceLine
 }
 
-func indexNL(b []byte) int {
-	for i, c := range b {
-		if c == '\n' {
-			return i
-		}
-	}
-	return -1
-}
+func indexNL(b []byte) int { return bytes.IndexByte(b, '\n') }
 
 // parseInfo reads a fence's info string: `start:end:path` is a code
 // reference, anything else names a language by its first word.

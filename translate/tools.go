@@ -97,8 +97,8 @@ type toolBody struct {
 	DiffString        string  `json:"diffString"`
 	LinesAdded        *int    `json:"linesAdded"`
 	LinesRemoved      *int    `json:"linesRemoved"`
-	BeforeFullContent *string `json:"beforeFullFileContent"`
-	AfterFullContent  *string `json:"afterFullFileContent"`
+	BeforeFullContent jsontext.Value `json:"beforeFullFileContent"` // raw: whole files, read only where used
+	AfterFullContent  jsontext.Value `json:"afterFullFileContent"`
 	IsError           bool    `json:"isError"`
 }
 
@@ -122,40 +122,53 @@ func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 		}
 		return outcomeSuccess, raw, false
 	}
-	var r struct {
-		Success      jsontext.Value `json:"success"`
-		Rejected     jsontext.Value `json:"rejected"`
-		Error        jsontext.Value `json:"error"`
-		SpawnError   jsontext.Value `json:"spawnError"`
-		Failure      jsontext.Value `json:"failure"`
-		Timeout      jsontext.Value `json:"timeout"`
-		PermDenied   jsontext.Value `json:"permissionDenied"`
-		IsBackground bool           `json:"isBackground"`
-	}
-	if json.Unmarshal(raw, &r, decodeOpts) != nil {
+	var success, rejected, failed, spawnError, failure, timeout, denied jsontext.Value
+	background := false
+	if !eachMember(raw, func(name, v []byte, _, _ int) {
+		switch string(unquoteName(name)) {
+		case "success":
+			success = v
+		case "rejected":
+			rejected = v
+		case "error":
+			failed = v
+		case "spawnError":
+			spawnError = v
+		case "failure":
+			failure = v
+		case "timeout":
+			timeout = v
+		case "permissionDenied":
+			denied = v
+		case "isBackground":
+			background = string(v) == "true"
+		}
+	}) {
 		return outcomeSuccess, raw, false
 	}
 	switch {
-	case r.Success.Kind() == '{':
-		return outcomeSuccess, r.Success, r.IsBackground
-	case r.Rejected != nil:
-		return outcomeRejected, r.Rejected, false
-	case r.PermDenied != nil:
-		return outcomeRejected, r.PermDenied, false
-	case r.SpawnError != nil:
-		return outcomeFailed, r.SpawnError, false
-	case r.Failure != nil:
-		return outcomeFailed, r.Failure, false
-	case r.Timeout != nil:
-		return outcomeFailed, r.Timeout, false
-	case r.Success.Kind() == 'f':
+	case success.Kind() == '{':
+		return outcomeSuccess, success, background
+	case rejected != nil:
+		return outcomeRejected, rejected, false
+	case denied != nil:
+		return outcomeRejected, denied, false
+	case spawnError != nil:
+		return outcomeFailed, spawnError, false
+	case failure != nil:
+		return outcomeFailed, failure, false
+	case timeout != nil:
+		return outcomeFailed, timeout, false
+	case success.Kind() == 'f':
 		return outcomeFailed, raw, false
-	case r.Success.Kind() == 't':
-		return outcomeSuccess, raw, r.IsBackground
-	case r.Error != nil && r.Error.Kind() != 'n':
+	case success.Kind() == 't':
+		return outcomeSuccess, raw, background
+	case failed.Kind() == '{':
+		return outcomeFailed, failed, false
+	case failed != nil && failed.Kind() != 'n':
 		return outcomeFailed, raw, false
 	}
-	return outcomeSuccess, raw, r.IsBackground
+	return outcomeSuccess, raw, background
 }
 
 // toolClass is what a tool call becomes.
@@ -264,7 +277,7 @@ func snake(s string) string {
 func todoStatus(s string) string {
 	t := strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "TODO_STATUS_"))
 	switch t {
-	case "pending", "todo", "not_started", "open", "":
+	case "pending", "todo", "not_started", "open", "unspecified", "":
 		return "pending"
 	case "in_progress", "inprogress", "in-progress", "active", "running":
 		return "in_progress"
@@ -284,37 +297,21 @@ func stripToolCallID(args jsontext.Value) jsontext.Value {
 	if !bytes.Contains(args, []byte(`"toolCallId"`)) {
 		return args
 	}
-	var dec jsontext.Decoder
-	dec.Reset(bytes.NewReader(args), decodeOpts)
-	var enc jsontext.Encoder
-	var out bytes.Buffer
-	enc.Reset(&out, decodeOpts)
-	if _, err := dec.ReadToken(); err != nil {
+	out := make([]byte, 0, len(args))
+	out = append(out, '{')
+	ok := eachMember(args, func(name, _ []byte, start, end int) {
+		if nameIs(name, "toolCallId") {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, args[start:end]...)
+	})
+	if !ok {
 		return args
 	}
-	if enc.WriteToken(jsontext.BeginObject) != nil {
-		return args
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return args
-		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return args
-		}
-		if string(unquoteName(name)) == "toolCallId" {
-			continue
-		}
-		if enc.WriteValue(name) != nil || enc.WriteValue(v) != nil {
-			return args
-		}
-	}
-	if enc.WriteToken(jsontext.EndObject) != nil {
-		return args
-	}
-	return bytes.TrimRight(out.Bytes(), "\n")
+	return append(out, '}')
 }
 
 // hunk is the first hunk of a unified diff.
@@ -326,30 +323,35 @@ type hunk struct {
 }
 
 // parseDiff reads a unified diff: whether it creates or deletes the file,
-// its first hunk, and how many lines it adds and removes in all.
+// its first hunk, and how many lines it adds and removes in all. "--- " and
+// "+++ " lines are file headers only outside a hunk: inside one they are a
+// removed "-- …" or an added "++ …" line.
 func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
-	lines := strings.Split(d, "\n")
 	var oldB, newB strings.Builder
 	inFirst := false
-	for _, ln := range lines {
+	remOld, remNew := 0, 0 // lines of the current hunk still to come
+	for ln := range strings.SplitSeq(d, "\n") {
+		inHunk := remOld > 0 || remNew > 0
 		switch {
-		case strings.HasPrefix(ln, "--- "):
+		case !inHunk && strings.HasPrefix(ln, "--- "):
 			if strings.TrimSpace(ln[4:]) == "/dev/null" {
 				create = true
 			}
 			continue
-		case strings.HasPrefix(ln, "+++ "):
+		case !inHunk && strings.HasPrefix(ln, "+++ "):
 			if strings.TrimSpace(ln[4:]) == "/dev/null" {
 				del = true
 			}
 			continue
 		case strings.HasPrefix(ln, "@@"):
+			a, b, c, n := parseHunkHeader(ln)
+			remOld, remNew = b, n
 			if first.found {
 				inFirst = false
 				continue
 			}
 			first.found, inFirst = true, true
-			first.oldStart, first.oldLines, first.newStart, first.newLines = parseHunkHeader(ln)
+			first.oldStart, first.oldLines, first.newStart, first.newLines = a, b, c, n
 			continue
 		}
 		if ln == "" {
@@ -358,17 +360,21 @@ func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
 		switch ln[0] {
 		case '+':
 			added++
+			remNew--
 			if inFirst {
 				newB.WriteString(ln[1:])
 				newB.WriteByte('\n')
 			}
 		case '-':
 			removed++
+			remOld--
 			if inFirst {
 				oldB.WriteString(ln[1:])
 				oldB.WriteByte('\n')
 			}
 		case ' ':
+			remOld--
+			remNew--
 			if inFirst {
 				oldB.WriteString(ln[1:])
 				oldB.WriteByte('\n')
@@ -382,11 +388,15 @@ func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
 	return
 }
 
-// parseHunkHeader reads "@@ -a,b +c,d @@".
+// parseHunkHeader reads "@@ -a,b +c,d @@ heading"; the heading after the
+// second "@@" is not read.
 func parseHunkHeader(ln string) (a, b, c, d int) {
 	b, d = 1, 1
-	f := strings.Fields(ln)
-	for _, p := range f {
+	ranges := strings.TrimPrefix(ln, "@@")
+	if i := strings.Index(ranges, "@@"); i >= 0 {
+		ranges = ranges[:i]
+	}
+	for p := range strings.FieldsSeq(ranges) {
 		if len(p) < 2 {
 			continue
 		}
@@ -446,4 +456,165 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// decodeArgs reads the argument members Docstream uses from a tool's args
+// object. A member of an unexpected type is left out.
+func decodeArgs(raw jsontext.Value, a *toolArgs) {
+	eachMember(raw, func(name, v []byte, _, _ int) {
+		switch string(unquoteName(name)) {
+		case "path":
+			a.Path = str(v)
+		case "file_path":
+			a.FilePath = str(v)
+		case "filePath":
+			a.FilePathCamel = str(v)
+		case "target_file":
+			a.TargetFile = str(v)
+		case "command":
+			a.Command = str(v)
+		case "workingDirectory":
+			a.WorkingDirectory = str(v)
+		case "working_directory":
+			a.WorkingDirSnake = str(v)
+		case "cwd":
+			a.Cwd = str(v)
+		case "isBackground":
+			a.IsBackground = string(v) == "true"
+		case "requestedSandboxPolicy":
+			a.Sandbox = nil
+			var p sandboxPolicy
+			if v[0] == '{' && json.Unmarshal(v, &p, decodeOpts) == nil {
+				a.Sandbox = &p
+			}
+		case "streamContent":
+			a.StreamContent = str(v)
+		case "old_string":
+			a.OldString = str(v)
+		case "new_string":
+			a.NewString = str(v)
+		case "oldString":
+			a.OldStringCamel = str(v)
+		case "newString":
+			a.NewStringCamel = str(v)
+		case "patch":
+			a.Patch = str(v)
+		case "input":
+			a.Input = str(v)
+		case "fileText":
+			a.FileText = str(v)
+		case "contents":
+			a.Contents = str(v)
+		case "content":
+			a.Content = v
+		case "name":
+			a.Name = str(v)
+		case "title":
+			a.Title = str(v)
+		case "overview":
+			a.Overview = str(v)
+		case "plan":
+			a.Plan = str(v)
+		case "todos":
+			a.Todos = nil
+			if v[0] == '[' {
+				_ = json.Unmarshal(v, &a.Todos, decodeOpts)
+			}
+		case "merge":
+			a.Merge = string(v) == "true"
+		case "questions":
+			a.Questions = nil
+			if v[0] == '[' {
+				_ = json.Unmarshal(v, &a.Questions, decodeOpts)
+			}
+		case "toolName":
+			a.ToolName = str(v)
+		case "providerIdentifier":
+			a.Provider = str(v)
+		case "server":
+			a.Server = str(v)
+		}
+	})
+}
+
+// decodeBody reads the result members Docstream uses for a tool of class c;
+// the large ones (output, file contents, diffs) only where c needs them.
+func decodeBody(raw jsontext.Value, c toolClass, b *toolBody) {
+	shell := c == classShell
+	edit := c == classEdit || c == classWrite || c == classDelete || c == classPatch
+	eachMember(raw, func(name, v []byte, _, _ int) {
+		switch string(unquoteName(name)) {
+		case "path":
+			b.Path = str(v)
+		case "command":
+			b.Command = str(v)
+		case "workingDirectory":
+			b.WorkingDirectory = str(v)
+		case "exitCode":
+			b.ExitCode = intOf(v)
+		case "exit_code":
+			b.ExitCodeSnake = intOf(v)
+		case "signal":
+			b.Signal = str(v)
+		case "stdout":
+			if shell {
+				b.Stdout = str(v)
+			}
+		case "stderr":
+			if shell {
+				b.Stderr = str(v)
+			}
+		case "interleavedOutput":
+			if shell {
+				b.Interleaved = str(v)
+			}
+		case "output":
+			if shell {
+				b.Output = str(v)
+			}
+		case "executionTime":
+			b.ExecutionTime = num(v)
+		case "reason":
+			b.Reason = str(v)
+		case "error":
+			b.Error = str(v)
+		case "message":
+			b.Message = str(v)
+		case "diffString":
+			if edit {
+				b.DiffString = str(v)
+			}
+		case "linesAdded":
+			b.LinesAdded = intOf(v)
+		case "linesRemoved":
+			b.LinesRemoved = intOf(v)
+		case "beforeFullFileContent":
+			if edit {
+				b.BeforeFullContent = stringValue(v)
+			}
+		case "afterFullFileContent":
+			if edit {
+				b.AfterFullContent = stringValue(v)
+			}
+		case "isError":
+			b.IsError = string(v) == "true"
+		}
+	})
+}
+
+// intOf returns the integer a JSON number holds, or nil.
+func intOf(v []byte) *int {
+	n, err := strconv.Atoi(string(v))
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// stringValue returns v when it is a JSON string, else nil.
+func stringValue(v []byte) jsontext.Value {
+	if len(v) == 0 || v[0] != '"' {
+		return nil
+	}
+	return v
 }

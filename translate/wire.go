@@ -55,6 +55,7 @@ func (d *Decoder) decode(line []byte) Event {
 		ev.Kind = KindNotJSON
 		return ev
 	}
+	ev.dupNames = d.sc.dup
 	w := &d.w
 	ev.Type, ev.Subtype = w.typ, w.sub
 	ev.SessionID = w.session
@@ -133,6 +134,10 @@ func (d *Decoder) toolEvent(ev *Event) {
 	if ev.Kind == KindToolCompleted && tc.Result == nil && w.resultObj != nil {
 		tc.Result = w.resultObj
 	}
+	if ev.dupNames {
+		// Repeated names would make the events unencodable downstream.
+		tc.Args, tc.Result = dedupe(tc.Args), dedupe(tc.Result)
+	}
 	ev.Tool = tc
 	ev.CallID = w.callID
 	if ev.CallID == "" {
@@ -140,40 +145,20 @@ func (d *Decoder) toolEvent(ev *Event) {
 	}
 }
 
-// members scans the members of the object in val; depth 1 is a payload.
+// members scans the members of the object in val, reporting whether val
+// is exactly one JSON object; depth 1 is a payload.
 func (d *Decoder) members(val []byte, depth int) bool {
-	var dec jsontext.Decoder
-	var br bytes.Reader
-	jd := &dec
 	if depth == 0 {
-		jd = &d.jd
-		d.br.Reset(val)
-		jd.Reset(&d.br, decodeOpts)
-	} else {
-		br.Reset(val)
-		jd.Reset(&br, decodeOpts)
+		return d.sc.isObjectLine(val, func(name, v []byte, escaped bool) {
+			if escaped {
+				name = unquoteName(name)
+			} else {
+				name = name[1 : len(name)-1]
+			}
+			d.member(name, v, depth)
+		})
 	}
-	if tok, err := jd.ReadToken(); err != nil || tok.Kind() != '{' {
-		return false
-	}
-	var nameBuf [64]byte
-	for jd.PeekKind() != '}' {
-		nv, err := jd.ReadValue()
-		if err != nil {
-			return false
-		}
-		// The name is only valid until the next read: keep a copy.
-		name := append(nameBuf[:0], unquoteName(nv)...)
-		v, err := jd.ReadValue()
-		if err != nil {
-			return false
-		}
-		d.member(name, v, depth)
-	}
-	if _, err := jd.ReadToken(); err != nil {
-		return false
-	}
-	return true
+	return eachMember(val, func(name, v []byte, _, _ int) { d.member(unquoteName(name), v, depth) })
 }
 
 // member records one member of the line or of its payload.
@@ -254,6 +239,11 @@ func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
 		}
 	case "cwd":
 		w.cwd = str(v)
+	case "workspace":
+		// The Python API's init names the working directory "workspace".
+		if w.cwd == "" {
+			w.cwd = str(v)
+		}
 	case "model":
 		w.model = str(v)
 	case "permissionMode":
@@ -263,7 +253,7 @@ func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
 	case "payload":
 		if depth == 0 && v.Kind() == '{' {
 			w.payloadIsObject = true
-			d.members(v.Clone(), 1)
+			d.members(v, 1)
 		}
 	}
 }
@@ -311,6 +301,18 @@ func internType(v jsontext.Value) string {
 		return "result"
 	case `"success"`:
 		return "success"
+	case `"error"`:
+		return "error"
+	case `"connection"`:
+		return "connection"
+	case `"retry"`:
+		return "retry"
+	case `"interaction_query"`:
+		return "interaction_query"
+	case `"request"`:
+		return "request"
+	case `"response"`:
+		return "response"
 	}
 	return str(v)
 }
@@ -342,6 +344,18 @@ func num(v jsontext.Value) int64 {
 	if len(s) >= 2 && s[0] == '"' {
 		s = s[1 : len(s)-1]
 	}
+	// Timestamps and durations are plain digits: read them directly.
+	if len(s) > 0 && len(s) <= 18 {
+		n := int64(0)
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				goto general
+			}
+			n = n*10 + int64(c-'0')
+		}
+		return n
+	}
+general:
 	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
 		return n
 	}
@@ -354,40 +368,55 @@ func num(v jsontext.Value) int64 {
 // messageText extracts the text of a message object: its content as a
 // string, or its text blocks in order.
 func messageText(v jsontext.Value) string {
-	var m struct {
-		Content jsontext.Value `json:"content"`
-	}
-	if json.Unmarshal(v, &m, decodeOpts) != nil {
-		return ""
-	}
-	return contentText(m.Content)
+	var content []byte
+	eachMember(v, func(name, val []byte, _, _ int) {
+		if nameIs(name, "content") {
+			content = val
+		}
+	})
+	return contentText(content)
 }
 
+// contentText reads a message content: a string, or an array of blocks of
+// which those of type "text" (or of no type) count.
 func contentText(c jsontext.Value) string {
 	switch c.Kind() {
 	case '"':
 		return str(c)
 	case '[':
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(c, &blocks, decodeOpts) != nil {
-			return ""
-		}
-		if len(blocks) == 1 {
-			if blocks[0].Type == "text" || blocks[0].Type == "" {
-				return blocks[0].Text
+		// Usually one text block: its string is the text, with no joining.
+		var first []byte
+		var joined *strings.Builder
+		eachElement(c, func(elem []byte) {
+			var typ, text []byte
+			if !eachMember(elem, func(name, val []byte, _, _ int) {
+				switch {
+				case nameIs(name, "type"):
+					typ = val
+				case nameIs(name, "text"):
+					text = val
+				}
+			}) {
+				return
 			}
-			return ""
-		}
-		var b strings.Builder
-		for _, bl := range blocks {
-			if bl.Type == "text" || bl.Type == "" {
-				b.WriteString(bl.Text)
+			if (typ != nil && string(typ) != `"text"` && string(typ) != `""`) || len(text) == 0 || text[0] != '"' {
+				return
 			}
+			switch {
+			case first == nil:
+				first = text
+			case joined == nil:
+				joined = &strings.Builder{}
+				joined.WriteString(str(first))
+				fallthrough
+			default:
+				joined.WriteString(str(text))
+			}
+		})
+		if joined != nil {
+			return joined.String()
 		}
-		return b.String()
+		return str(first)
 	}
 	return ""
 }
@@ -409,58 +438,70 @@ func errorText(v jsontext.Value) string {
 }
 
 // parseToolObject reads a tool_call (or payload toolCall) object in any of
-// its layouts into tc and returns the call id it names, if any.
+// its layouts into tc and returns the call id it names, if any. raw is owned
+// by tc afterwards: its parts are kept without copies.
 func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
-	var dec jsontext.Decoder
-	dec.Reset(bytes.NewReader(raw), decodeOpts)
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return ""
-	}
-	for dec.PeekKind() != '}' {
-		nameV, err := dec.ReadValue()
-		if err != nil {
-			return id
-		}
-		name := string(unquoteName(nameV))
-		v, err := dec.ReadValue()
-		if err != nil {
-			return id
-		}
+	eachMember(raw, func(nameQ, v []byte, _, _ int) {
+		name := unquoteName(nameQ)
 		switch {
-		case strings.HasSuffix(name, "ToolCall") && v.Kind() == '{':
-			tc.Kind = name
-			parseToolInner(v.Clone(), tc)
-		case name == "function" && v.Kind() == '{':
+		case bytes.HasSuffix(name, []byte("ToolCall")) && v[0] == '{':
+			tc.Kind = toolKind(name)
+			parseToolInner(v, tc)
+		case string(name) == "function" && v[0] == '{':
 			tc.Kind = "function"
-			parseFunction(v.Clone(), tc)
-		case name == "toolCallId" || name == "id":
+			parseFunction(v, tc)
+		case string(name) == "toolCallId" || string(name) == "id":
 			if id == "" {
 				id = str(v)
 			}
-		case name == "startedAtMs":
+		case string(name) == "startedAtMs":
 			tc.StartedAtMs = num(v)
-		case name == "completedAtMs":
+		case string(name) == "completedAtMs":
 			tc.CompletedAtMs = num(v)
-		case name == "result":
-			tc.Result = v.Clone()
+		case string(name) == "result":
+			tc.Result = v
 		}
-	}
+	})
 	return id
+}
+
+// toolKind returns the kind key of a tool call, without allocating for the
+// common ones.
+func toolKind(name []byte) string {
+	switch string(name) {
+	case "shellToolCall":
+		return "shellToolCall"
+	case "readToolCall":
+		return "readToolCall"
+	case "editToolCall":
+		return "editToolCall"
+	case "grepToolCall":
+		return "grepToolCall"
+	case "globToolCall":
+		return "globToolCall"
+	case "lsToolCall":
+		return "lsToolCall"
+	}
+	return string(name)
 }
 
 // parseToolInner reads {args, result, description, name} or a legacy inner
 // object whose members are the arguments themselves.
 func parseToolInner(raw jsontext.Value, tc *ToolCall) {
-	var inner struct {
-		Args        jsontext.Value `json:"args"`
-		Result      jsontext.Value `json:"result"`
-		Description string         `json:"description"`
-		Name        string         `json:"name"`
-	}
-	if json.Unmarshal(raw, &inner, decodeOpts) != nil {
-		return
-	}
-	tc.Args, tc.Result, tc.Description, tc.Name = inner.Args, inner.Result, inner.Description, inner.Name
+	var args, result jsontext.Value
+	eachMember(raw, func(name, v []byte, _, _ int) {
+		switch {
+		case nameIs(name, "args"):
+			args = v
+		case nameIs(name, "result"):
+			result = v
+		case nameIs(name, "description"):
+			tc.Description = str(v)
+		case nameIs(name, "name"):
+			tc.Name = str(v)
+		}
+	})
+	tc.Args, tc.Result = args, result
 	if tc.Args == nil && tc.Result == nil {
 		// Legacy layout: {"path": …, "contents": …} carries the arguments directly.
 		tc.Args = raw
@@ -470,20 +511,22 @@ func parseToolInner(raw jsontext.Value, tc *ToolCall) {
 // parseFunction reads a generic {name, arguments} call; arguments may be an
 // object or a string holding JSON.
 func parseFunction(raw jsontext.Value, tc *ToolCall) {
-	var f struct {
-		Name      string         `json:"name"`
-		Arguments jsontext.Value `json:"arguments"`
-		Result    jsontext.Value `json:"result"`
-	}
-	if json.Unmarshal(raw, &f, decodeOpts) != nil {
-		return
-	}
-	tc.Name, tc.Result = f.Name, f.Result
-	switch f.Arguments.Kind() {
+	var arguments jsontext.Value
+	eachMember(raw, func(name, v []byte, _, _ int) {
+		switch {
+		case nameIs(name, "name"):
+			tc.Name = str(v)
+		case nameIs(name, "arguments"):
+			arguments = v
+		case nameIs(name, "result"):
+			tc.Result = v
+		}
+	})
+	switch arguments.Kind() {
 	case '{':
-		tc.Args = f.Arguments
+		tc.Args = arguments
 	case '"':
-		s := str(f.Arguments)
+		s := str(arguments)
 		if v := jsontext.Value(s); v.IsValid() && v.Kind() == '{' {
 			tc.Args = v
 		} else {

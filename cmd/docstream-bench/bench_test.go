@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/translate"
+)
+
+// docstreamBin is ./cmd/docstream, built once for the tests that need the
+// real server or the simulator.
+var docstreamBin string
+
+func TestMain(m *testing.M) {
+	// startRelay runs this executable with -relay-serve: serve the relay.
+	if slices.Contains(os.Args[1:], "-relay-serve") {
+		os.Exit(run(os.Args[1:]))
+	}
+	dir, err := os.MkdirTemp("", "docstream-bench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	docstreamBin = filepath.Join(dir, "docstream")
+	build := exec.Command("go", "build", "-o", docstreamBin, "github.com/docstream/docstream/cmd/docstream")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building docstream:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestParseTS(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{`[ts:1795351699463666049] `, 1795351699463666049, true},
+		{`{"delta":" [ts:42]"}`, 42, true},
+		{`[ts:1] [ts:2]`, 1, true},
+		{`[ts:]`, 0, false},
+		{`[ts:12`, 0, false},
+		{`[ts:1x2]`, 0, false},
+		{`[ts:12345678901234567890]`, 0, false},
+		{`no mark`, 0, false},
+	} {
+		got, ok := parseTS([]byte(c.in))
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseTS(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestEventTS(t *testing.T) {
+	delta := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"[ts:7] "}]},"session_id":"s","timestamp_ms":1}`
+	flush := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"[ts:7] [ts:8] "}]},"session_id":"s"}`
+	result := `{"type":"result","subtype":"success","result":"[ts:7] ","session_id":"s"}`
+	for _, c := range []struct {
+		name, data string
+		want       int64
+		ok, done   bool
+	}{
+		{"content_delta", `{"documentId":"doc_001","delta":" [ts:9]"}`, 9, true, false},
+		{"document_end", `{"documentId":"doc_001","finalContent":"[ts:9]"}`, 0, false, false},
+		{"done", `{"id":"chat_1","status":"completed"}`, 0, false, true},
+		{"", delta, 7, true, false},
+		{"", flush, 0, false, false},
+		{"", result, 0, false, true},
+	} {
+		got, ok := eventTS(c.name, []byte(c.data))
+		if got != c.want || ok != c.ok {
+			t.Errorf("eventTS(%q, %s) = %d, %v; want %d, %v", c.name, c.data, got, ok, c.want, c.ok)
+		}
+		if d := isDone(c.name, []byte(c.data)); d != c.done {
+			t.Errorf("isDone(%q, %s) = %v", c.name, c.data, d)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var v []int64
+	for i := int64(100); i >= 1; i-- {
+		v = append(v, i)
+	}
+	d := newDist(v)
+	for _, c := range []struct {
+		p    float64
+		want int64
+	}{{50, 50}, {99, 99}, {100, 100}, {1, 1}, {0.001, 1}, {99.9, 100}, {90, 90}} {
+		if got := percentile(d, c.p); got != c.want {
+			t.Errorf("p%v of 1..100 = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if percentile(nil, 50) != 0 || newDist(nil).max() != 0 {
+		t.Error("empty sample is not 0")
+	}
+	one := newDist([]int64{7})
+	if one.p(50) != 7 || one.p(99) != 7 || one.max() != 7 {
+		t.Error("one value")
+	}
+	if got := newDist([]int64{10, 20, 30, 40}).p(50); got != 20 {
+		t.Errorf("p50 of 10..40 = %d, want 20 (nearest rank)", got)
+	}
+	if v[0] != 100 {
+		t.Error("newDist sorted its input in place")
+	}
+}
+
+func TestReadSSE(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	in := ": comment\r\n\r\nid: 1\r\nevent: content_delta\r\ndata: {\"a\":1}\r\n\r\n" +
+		"data: one\ndata: two\n\n" +
+		"event: document_end\ndata: " + long + "\n\n" +
+		"id: 9\n\n" +
+		"data: last\n\n"
+	type ev struct{ name, data string }
+	var got []ev
+	err := readSSE(strings.NewReader(in), func(name string, data []byte) bool {
+		got = append(got, ev{name, string(data)})
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ev{{"content_delta", `{"a":1}`}, {"", "one\ntwo"}, {"document_end", long}, {"", "last"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %d events %.200v, want %d", len(got), got, len(want))
+	}
+	n := 0
+	_ = readSSE(strings.NewReader(in), func(string, []byte) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("fn returning false did not stop the reader: %d calls", n)
+	}
+}
+
+// relayEvents posts prompt to a relay and returns the data of its events.
+func relayEvents(t *testing.T, url, prompt string) (http.Header, []string) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/chat?stream=true", "application/json", strings.NewReader(fmt.Sprintf(`{"prompt":%q}`, prompt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var data []string
+	err = readSSE(resp.Body, func(name string, d []byte) bool {
+		if name != "" {
+			t.Errorf("relay event has a name %q", name)
+		}
+		data = append(data, string(d))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header, data
+}
+
+func TestRelayServesSSE(t *testing.T) {
+	ws := t.TempDir()
+	for _, a := range []relayConfig{
+		{Agent: gateway.BuiltinBench, Workspace: ws},
+		{Agent: docstreamBin, Prefix: []string{"agent-sim", "--sim-speed=0"}, Workspace: ws},
+	} {
+		t.Run(filepath.Base(a.Agent), func(t *testing.T) {
+			srv := httptest.NewServer(&relay{cfg: a})
+			defer srv.Close()
+			h, data := relayEvents(t, srv.URL, "bench:5")
+			if ct := h.Get("Content-Type"); ct != "text/event-stream" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			// init, user, 5 deltas, the final flush, result
+			if len(data) != 9 {
+				t.Fatalf("%d events, want 9: %q", len(data), data)
+			}
+			var types []string
+			deltas := 0
+			for _, d := range data {
+				var line struct {
+					Type string `json:"type"`
+				}
+				if err := json.Unmarshal([]byte(d), &line); err != nil {
+					t.Fatalf("event is not an agent line: %v: %s", err, d)
+				}
+				types = append(types, line.Type)
+				if _, ok := eventTS("", []byte(d)); ok {
+					deltas++
+				}
+			}
+			if deltas != 5 || types[0] != "system" || types[1] != "user" || types[8] != "result" {
+				t.Fatalf("deltas %d, types %v", deltas, types)
+			}
+		})
+	}
+	t.Run("bad request", func(t *testing.T) {
+		srv := httptest.NewServer(&relay{cfg: relayConfig{Agent: gateway.BuiltinBench, Workspace: ws}})
+		defer srv.Close()
+		resp, err := http.Post(srv.URL+"/v1/chat", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestRelayLongLine(t *testing.T) {
+	pr, pw := io.Pipe()
+	go func() {
+		fmt.Fprintf(pw, "{\"a\":%q}\n{\"b\":1}\n", strings.Repeat("y", 150<<10))
+		pw.Close()
+	}()
+	rec := httptest.NewRecorder()
+	rl := &relay{cfg: relayConfig{Agent: gateway.BuiltinBench}}
+	// Serve the relay loop on a fixed source.
+	rl.copyLines(rec, http.NewResponseController(rec), pr)
+	var got []string
+	_ = readSSE(rec.Body, func(_ string, d []byte) bool { got = append(got, string(d)); return true })
+	if len(got) != 2 || len(got[0]) != 150<<10+8 || got[1] != `{"b":1}` {
+		t.Fatalf("got %d events", len(got))
+	}
+}
+
+// TestBenchLinesMatchSimulator checks that the in-process source writes the
+// lines the simulator writes for the same prompt: same types and keys in
+// the same order, and the same text.
+func TestBenchLinesMatchSimulator(t *testing.T) {
+	var buf bytes.Buffer
+	if err := gateway.WriteBenchLines(context.Background(), &buf, "bench:3", "/w"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(docstreamBin, agentArgs([]string{"agent-sim", "--sim-speed=0"}, "", "bench:3")...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, sims := splitLines(buf.Bytes()), splitLines(out)
+	if len(ours) != len(sims) {
+		t.Fatalf("%d lines, simulator %d", len(ours), len(sims))
+	}
+	for i := range ours {
+		if k1, k2 := keys(t, ours[i]), keys(t, sims[i]); !slices.Equal(k1, k2) {
+			t.Errorf("line %d keys %v, simulator %v", i, k1, k2)
+		}
+	}
+	// Both go through the decoder and segmenter alike.
+	fold := func(b []byte) (kinds []string, text string) {
+		dec := translate.NewDecoder(bytes.NewReader(b), 0)
+		var bld documents.Builder
+		seg := translate.NewSegmenter(segOpts, func(ev documents.Event) { kinds = append(kinds, ev.Name()); bld.Add(ev) })
+		seg.Start()
+		if err := translate.Pump(dec, seg); err != nil {
+			t.Fatal(err)
+		}
+		seg.Close(translate.End{Exited: true})
+		resp := bld.Response()
+		if len(resp.Documents) != 1 || resp.Status != documents.StatusCompleted || resp.Documents[0].Content == nil {
+			t.Fatalf("documents %d, status %s", len(resp.Documents), resp.Status)
+		}
+		return kinds, *resp.Documents[0].Content
+	}
+	k1, t1 := fold(buf.Bytes())
+	k2, t2 := fold(out)
+	if !slices.Equal(k1, k2) || strings.Count(t1, "[ts:") != 3 || strings.Count(t2, "[ts:") != 3 {
+		t.Fatalf("events %v / %v, text %s / %s", k1, k2, t1, t2)
+	}
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		out = append(out, slices.Clone(sc.Bytes()))
+	}
+	return out
+}
+
+// keys lists the member names of a JSON object, nested ones as a.b.
+func keys(t *testing.T, line []byte) []string {
+	t.Helper()
+	dec := jsontext.NewDecoder(bytes.NewReader(line))
+	var out []string
+	for {
+		tok, err := dec.ReadToken()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if tok.Kind() == '"' && dec.StackDepth() > 0 {
+			if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 1 {
+				out = append(out, string(dec.StackPointer()))
+			}
+		}
+	}
+}
+
+func TestParseWaitEvery(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Now()
+	if err := gateway.WriteBenchLines(context.Background(), &buf, "bench:4 every=20ms", ""); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 60*time.Millisecond {
+		t.Fatalf("4 deltas every 20ms took %s", el)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := gateway.WriteBenchLines(ctx, io.Discard, "bench:3 every=1h", ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled source returned %v", err)
+	}
+}
+
+func TestGenTranscript(t *testing.T) {
+	a := genTranscript(1<<20, 7)
+	if len(a) < 1<<20 || !bytes.Equal(a, genTranscript(1<<20, 7)) {
+		t.Fatalf("size %d, or not deterministic", len(a))
+	}
+	for i, line := range splitLines(a) {
+		if !jsontext.Value(line).IsValid() {
+			t.Fatalf("line %d is not valid JSON: %.200s", i+1, line)
+		}
+	}
+	dec := translate.NewDecoder(bytes.NewReader(a), 0)
+	var bld documents.Builder
+	seg := translate.NewSegmenter(segOpts, bld.Add)
+	seg.Start()
+	if err := translate.Pump(dec, seg); err != nil {
+		t.Fatal(err)
+	}
+	seg.Close(translate.End{Exited: true})
+	st := seg.Stats()
+	if st.NotJSON+st.Unknown+st.Oversize != 0 {
+		t.Fatalf("skipped lines: %+v", st)
+	}
+	types := map[documents.Type]int{}
+	for _, d := range bld.Response().Documents {
+		types[d.Type]++
+	}
+	if types[documents.TypeText] == 0 || types[documents.TypeFileEdit] == 0 || types[documents.TypeTerminalCommand] == 0 {
+		t.Fatalf("document types %v", types)
+	}
+	if bld.Response().Status != documents.StatusCompleted {
+		t.Fatal("not completed")
+	}
+}
+
+func TestParseBenchmarks(t *testing.T) {
+	c := newCorpus("gen", [][]byte{genTranscript(256<<10, 3)})
+	res, err := runParse(c, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(parseStages) {
+		t.Fatalf("%d results", len(res))
+	}
+	for _, p := range res {
+		if p.MiBps <= 0 || p.WallMiBps <= 0 || p.NsPerLine <= 0 {
+			t.Errorf("%+v", p)
+		}
+		if strings.HasPrefix(p.Stage, "Docstream") && p.AllocsPerLn <= 0 {
+			t.Errorf("%s: no allocations counted", p.Stage)
+		}
+	}
+}
+
+// TestEndToEnd runs tiny cases against the real gateway and the relay.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := &e2eEnv{dir: dir, bin: docstreamBin, ws: ws}
+	var outs []e2eOutcome
+	for _, c := range []e2eCase{
+		{Key: "child", Title: "child", Agent: "child:0", Kind: "latency1",
+			Spec: loadSpec{Streams: 3, Prompt: "bench:40", Events: 40, Timeout: 30 * time.Second}},
+		{Key: "builtin", Title: "builtin", Agent: "builtin", Kind: "latency1", Rounds: 2,
+			Spec: loadSpec{Streams: 2, Ramp: 20 * time.Millisecond, Prompt: "bench:30 every=2ms", Events: 30, Timeout: 30 * time.Second}},
+		{Key: "idle", Title: "idle", Agent: "builtin", Kind: "idle",
+			Spec: loadSpec{Streams: 5, Prompt: "bench:2 every=1h", Events: 2, Hold: 1, Timeout: 30 * time.Second}},
+	} {
+		t.Run(c.Key, func(t *testing.T) {
+			out := runCase(context.Background(), env, c)
+			outs = append(outs, out)
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if len(out.GW) != max(c.Rounds, 1) || len(out.Relay) != max(c.Rounds, 1) {
+				t.Fatalf("rounds: %d, %d", len(out.GW), len(out.Relay))
+			}
+			for side, r := range map[string]*loadResult{"docstream": out.GW[0], "relay": out.Relay[len(out.Relay)-1]} {
+				want := c.Spec.Streams * c.Spec.Events
+				if c.Spec.Hold > 0 {
+					want = c.Spec.Streams * c.Spec.Hold
+				}
+				if !r.Complete || r.Events != want || len(r.Lat) != want {
+					t.Fatalf("%s: complete %v, %d events, want %d; %v", side, r.Complete, r.Events, want, r.Errors)
+				}
+				if p := r.Lat.p(50); p <= 0 || p > time.Second {
+					t.Errorf("%s: implausible latency p50 %s", side, p)
+				}
+				if r.TTH.p(50) <= 0 || r.TTFD.p(50) < r.TTH.p(50) {
+					t.Errorf("%s: headers %s, first delta %s", side, r.TTH.p(50), r.TTFD.p(50))
+				}
+				if r.RSSBase <= 0 {
+					t.Errorf("%s: no RSS", side)
+				}
+			}
+		})
+	}
+	rep := &report{Machine: machine(), E2E: outs}
+	s := rep.markdown()
+	if !strings.Contains(s, "| measure |") || !strings.Contains(s, "added latency per event, p99") || !strings.Contains(s, "RSS per idle stream") {
+		t.Fatalf("table: %s", s)
+	}
+	if f := rep.smokeFailures(); len(f) > 0 && !strings.Contains(strings.Join(f, " "), "20×") {
+		t.Fatalf("smoke failures: %v", f)
+	}
+}

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// loadSpec is one load scenario against one server.
+type loadSpec struct {
+	Streams int           // concurrent streams
+	Ramp    time.Duration // streams start evenly over Ramp; 0 starts them all at once
+	Prompt  string        // e.g. "bench:300 every=10ms"
+	Events  int           // timestamped deltas each stream must deliver
+	Timeout time.Duration // for the whole scenario
+	// Hold > 0 makes the streams idle: each stops reading after Hold deltas
+	// and holds its connection until every stream got there; the server's
+	// RSS is sampled then and the streams are closed.
+	Hold int
+}
+
+// loadResult is what the client measured.
+type loadResult struct {
+	Streams  int
+	OK       int      // streams that delivered every delta and the end
+	Errors   []string // the first few failures
+	Events   int      // timestamped deltas received in all
+	Lat      dist     // receive time minus emit time, per delta
+	TTH      dist     // request sent → response headers
+	TTFD     dist     // request sent → first delta
+	Wall     time.Duration
+	RSSBase  int64 // server RSS before the scenario
+	RSSPeak  int64 // highest server RSS sampled during it (idle: while held)
+	Rate     float64
+	Complete bool
+}
+
+// RSSPerStream is the server's RSS growth per stream.
+func (r *loadResult) RSSPerStream() float64 {
+	if r.Streams == 0 || r.RSSPeak == 0 {
+		return 0
+	}
+	return float64(r.RSSPeak-r.RSSBase) / float64(r.Streams)
+}
+
+type streamResult struct {
+	tth, ttfd time.Duration
+	lat       []int64
+	done      bool
+	err       error
+	end       time.Time
+}
+
+// runLoad drives spec against the server at url and samples the RSS of pid
+// (none when pid is 0).
+func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResult {
+	ctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	tr := &http.Transport{
+		MaxIdleConnsPerHost: spec.Streams + 16,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	body, _ := json.Marshal(map[string]any{"prompt": spec.Prompt, "stream": true})
+
+	res := &loadResult{Streams: spec.Streams}
+	if pid > 0 {
+		res.RSSBase, _ = rssBytes(pid)
+	}
+	sampleStop := make(chan struct{})
+	sampleDone := make(chan struct{})
+	var peakMu sync.Mutex
+	go func() {
+		defer close(sampleDone)
+		if pid <= 0 || spec.Hold > 0 {
+			return
+		}
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-sampleStop:
+				return
+			case <-t.C:
+				if v, err := rssBytes(pid); err == nil {
+					peakMu.Lock()
+					res.RSSPeak = max(res.RSSPeak, v)
+					peakMu.Unlock()
+				}
+			}
+		}
+	}()
+
+	results := make([]streamResult, spec.Streams)
+	var wg sync.WaitGroup
+	held := make(chan struct{}, spec.Streams)
+	release := make(chan struct{})
+	start := make(chan struct{})
+	t0 := time.Now()
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if spec.Ramp > 0 {
+				at := t0.Add(time.Duration(i) * spec.Ramp / time.Duration(spec.Streams))
+				select {
+				case <-time.After(time.Until(at)):
+				case <-ctx.Done():
+					results[i].err = ctx.Err()
+					return
+				}
+			}
+			runStream(ctx, client, url, body, spec, &results[i], held, release)
+		}()
+	}
+	close(start)
+	if spec.Hold > 0 {
+		// Wait until every stream holds (or failed), let the server settle,
+		// sample, then let the streams go.
+		got := 0
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+	wait:
+		for got < spec.Streams {
+			select {
+			case <-held:
+				got++
+			case <-finished:
+				break wait
+			case <-ctx.Done():
+				break wait
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		if pid > 0 {
+			for i := 0; i < 5; i++ {
+				if v, err := rssBytes(pid); err == nil {
+					res.RSSPeak = max(res.RSSPeak, v)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		res.Complete = got == spec.Streams
+		close(release)
+	}
+	wg.Wait()
+	close(sampleStop)
+	<-sampleDone
+	var last time.Time
+	var lat, tth, ttfd []int64
+	for _, r := range results {
+		if r.end.After(last) {
+			last = r.end
+		}
+		lat = append(lat, r.lat...)
+		if r.tth > 0 {
+			tth = append(tth, int64(r.tth))
+		}
+		if r.ttfd > 0 {
+			ttfd = append(ttfd, int64(r.ttfd))
+		}
+		res.Events += len(r.lat)
+		switch {
+		case r.err != nil:
+			if len(res.Errors) < 5 {
+				res.Errors = append(res.Errors, r.err.Error())
+			}
+		case spec.Hold > 0 || (r.done && len(r.lat) == spec.Events):
+			res.OK++
+		default:
+			if len(res.Errors) < 5 {
+				res.Errors = append(res.Errors, fmt.Sprintf("stream ended after %d of %d deltas (end seen: %v)", len(r.lat), spec.Events, r.done))
+			}
+		}
+	}
+	if spec.Hold == 0 {
+		res.Complete = res.OK == spec.Streams
+	}
+	res.Wall = last.Sub(t0)
+	if res.Wall > 0 {
+		res.Rate = float64(res.Events) / res.Wall.Seconds()
+	}
+	res.Lat, res.TTH, res.TTFD = newDist(lat), newDist(tth), newDist(ttfd)
+	return res
+}
+
+// runStream posts one streaming request and records what arrives.
+func runStream(ctx context.Context, client *http.Client, url string, body []byte, spec loadSpec, r *streamResult, held chan<- struct{}, release <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer func() { r.end = time.Now() }()
+	t0 := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat?stream=true", bytes.NewReader(body))
+	if err != nil {
+		r.err = err
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := client.Do(req)
+	if err != nil {
+		r.err = err
+		return
+	}
+	defer resp.Body.Close()
+	r.tth = time.Since(t0)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		r.err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+		return
+	}
+	if spec.Events > 0 {
+		r.lat = make([]int64, 0, spec.Events)
+	}
+	err = readSSE(resp.Body, func(name string, data []byte) bool {
+		now := time.Now()
+		if ts, ok := eventTS(name, data); ok {
+			if len(r.lat) == 0 {
+				r.ttfd = now.Sub(t0)
+			}
+			r.lat = append(r.lat, now.UnixNano()-ts)
+			if spec.Hold > 0 && len(r.lat) == spec.Hold {
+				held <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return false
+			}
+		}
+		if isDone(name, data) {
+			r.done = true
+		}
+		return true
+	})
+	if err != nil && !(spec.Hold > 0 && len(r.lat) >= spec.Hold) {
+		r.err = err
+	}
+}
+
+// readSSE parses an SSE stream and calls fn for every event with its name
+// ("" when unnamed) and data (valid only during the call) until the stream
+// ends, fn returns false, or reading fails. Comments are skipped.
+func readSSE(body io.Reader, fn func(name string, data []byte) bool) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var name string
+	var data, long []byte
+	hasData := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+		switch {
+		case len(line) == 0:
+			if hasData || name != "" {
+				if !fn(name, data) {
+					return nil
+				}
+			}
+			name, data, hasData = "", data[:0], false
+		case line[0] == ':':
+		default:
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(field) {
+			case "event":
+				name = eventName(value)
+			case "data":
+				if hasData {
+					data = append(data, '\n')
+				}
+				data = append(data, value...)
+				hasData = true
+			}
+		}
+	}
+}
+
+// runs are the rounds of one case on one server.
+type runs []*loadResult
+
+// stat returns the median over the rounds of f (the lower middle for an
+// even count), and its minimum and maximum.
+func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
+	if len(rs) == 0 {
+		return 0, 0, 0
+	}
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[(len(v)-1)/2], v[0], v[len(v)-1]
+}
+
+// dur is stat for durations.
+func (rs runs) dur(f func(*loadResult) time.Duration) (med, lo, hi time.Duration) {
+	m, l, h := rs.stat(func(r *loadResult) float64 { return float64(f(r)) })
+	return time.Duration(m), time.Duration(l), time.Duration(h)
+}
+
+// complete reports whether every round delivered everything.
+func (rs runs) complete() bool {
+	for _, r := range rs {
+		if !r.Complete {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// summary says how complete the rounds were.
+func (rs runs) summary() string {
+	ok, streams, events := 0, 0, 0
+	var errs []string
+	for _, r := range rs {
+		ok += r.OK
+		streams += r.Streams
+		events += r.Events
+		errs = append(errs, r.Errors...)
+	}
+	s := fmt.Sprintf("%d/%d streams complete, %d events", ok, streams, events)
+	if len(errs) > 0 {
+		s += "; " + errs[0]
+	}
+	return s
+}
+
+// eventNames avoids an allocation per event for the names that occur.
+var eventNames = []string{documents.EventContentDelta, documents.EventDocumentStart, documents.EventDocumentEnd,
+	documents.EventResponseStart, documents.EventDone, documents.EventToolCallStart, documents.EventToolCallArguments,
+	documents.EventToolResult, documents.EventThinkingDelta}
+
+func eventName(b []byte) string {
+	for _, n := range eventNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// buildGateway builds ./cmd/docstream into dir and returns the binary.
+func buildGateway(dir string) (string, error) {
+	bin := filepath.Join(dir, "docstream")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/docstream")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/docstream: %v\n%s", err, out.String())
+	}
+	return bin, nil
+}
+
+// server is a gateway or relay process on a loopback port.
+type server struct {
+	Name string
+	URL  string
+	cmd  *exec.Cmd
+	log  *os.File
+	// stdin stays open while the server runs: the relay exits when it closes.
+	stdin io.WriteCloser
+	done  chan struct{}
+}
+
+// agentSetup is what a server runs as its agent.
+type agentSetup struct {
+	Binary    string   // the agent binary or gateway.BuiltinBench
+	Prefix    []string // e.g. agent-sim, --sim-speed=0.6
+	Workspace string
+}
+
+// gatewayEnv is the gateway's benchmark configuration: the given agent,
+// an in-memory store, auth and rate limits off, room for every stream, and
+// the given spawn rate (< 0: the gateway's default).
+func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64) []string {
+	lim := strconv.Itoa(max(streams, 64) + 16)
+	env := []string{
+		"DOCSTREAM_AGENT_BINARY=" + a.Binary,
+		"DOCSTREAM_AGENT_ARGS_PREFIX=" + strings.Join(a.Prefix, ","),
+		"DOCSTREAM_AGENT_WORKSPACES=main=" + a.Workspace,
+		"DOCSTREAM_AGENT_DEFAULT_WORKSPACE=main",
+		"DOCSTREAM_STORE_DRIVER=memory",
+		"DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=" + lim,
+		"DOCSTREAM_LIMITS_QUEUE_SIZE=" + lim,
+		"DOCSTREAM_AUTH_RATE_PER_MINUTE=0",
+		"DOCSTREAM_RUNS_DETACH_GRACE=0s",
+		"DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s",
+		"DOCSTREAM_AGENT_KILL_GRACE=1s",
+		"DOCSTREAM_LOG_FORMAT=json",
+	}
+	if spawnPerSecond >= 0 {
+		env = append(env, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND="+strconv.FormatFloat(spawnPerSecond, 'f', -1, 64))
+	}
+	var keep []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DOCSTREAM_") && !strings.HasPrefix(kv, "CURSOR_API_KEY=") {
+			keep = append(keep, kv)
+		}
+	}
+	return append(keep, env...)
+}
+
+// startGateway starts the gateway binary with the benchmark configuration.
+func startGateway(bin, dir string, a agentSetup, streams int, spawnPerSecond float64) (*server, error) {
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = gatewayEnv(a, streams, spawnPerSecond)
+	return startServer("docstream", cmd, dir, "docstream listening on ")
+}
+
+// startRelay starts this program in -relay-serve mode.
+func startRelay(dir string, a agentSetup) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-relay-serve", "-relay-agent", a.Binary,
+		"-relay-prefix", strings.Join(a.Prefix, ","), "-relay-workspace", a.Workspace)
+	cmd.Dir = dir
+	return startServer("relay", cmd, dir, "relay listening on ")
+}
+
+func startServer(name string, cmd *exec.Cmd, dir, banner string) (*server, error) {
+	logf, err := os.CreateTemp(dir, name+"-*.log")
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	s := &server{Name: name, cmd: cmd, log: logf, stdin: stdin, done: make(chan struct{})}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), banner); ok {
+				select {
+				case urlc <- strings.TrimSpace(u):
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	select {
+	case s.URL = <-urlc:
+	case <-s.done:
+		return nil, fmt.Errorf("%s exited at start; log: %s", name, tailFile(logf.Name()))
+	case <-time.After(20 * time.Second):
+		s.Stop()
+		return nil, fmt.Errorf("%s did not start within 20s", name)
+	}
+	for i := 0; i < 100; i++ {
+		resp, err := http.Get(s.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Stop()
+	return nil, fmt.Errorf("%s is not healthy", name)
+}
+
+// Pid is the server's process id.
+func (s *server) Pid() int { return s.cmd.Process.Pid }
+
+// Stop ends the server: SIGTERM, then SIGKILL to its group after 5s.
+func (s *server) Stop() {
+	if s == nil {
+		return
+	}
+	_ = s.stdin.Close()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.log.Close()
+}
+
+func tailFile(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// rssBytes reads VmRSS of a process from /proc/<pid>/status.
+func rssBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}

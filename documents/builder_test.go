@@ -1,0 +1,77 @@
+package documents
+
+import (
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+func TestBuilderFolds(t *testing.T) {
+	conv := "conv-1"
+	final := "whole text"
+	var b Builder
+	for _, ev := range []Event{
+		ResponseStart{ID: "chat_1", ConversationID: &conv, Model: "auto", Mode: "agent", Created: "2026-01-01T00:00:00Z"},
+		DocumentStart{ID: "doc_002", Type: TypeToolCall, Sequence: 2, Metadata: jsontext.Value(`{"toolName":"grep"}`)},
+		DocumentStart{ID: "doc_001", Type: TypeText, Sequence: 1},
+		ContentDelta{DocumentID: "doc_001", Delta: "whole "},
+		ContentDelta{DocumentID: "doc_404", Delta: "for no document"},
+		ContentDelta{DocumentID: "doc_001", Delta: "txt"},
+		DocumentEnd{DocumentID: "doc_001", FinalContent: &final},
+		DocumentEnd{DocumentID: "doc_002"},
+		DocumentStart{ID: "doc_003", Type: TypeError, Sequence: 3},
+		DocumentEnd{DocumentID: "doc_003", Metadata: jsontext.Value(`{"errorCode":"NO_RESULT"}`)},
+		Done{ID: "chat_1", Status: StatusError, Usage: Usage{PromptTokens: 1, TotalTokens: 1, Reported: true},
+			Metadata: ResponseMetadata{StopReason: StopAgentExit}},
+	} {
+		b.Add(ev)
+	}
+	r := b.Response()
+	if !b.Done() || r.Status != StatusError || r.Metadata.StopReason != StopAgentExit || r.Usage.PromptTokens != 1 {
+		t.Errorf("done %v, status %q, metadata %+v, usage %+v", b.Done(), r.Status, r.Metadata, r.Usage)
+	}
+	if r.ConversationID == nil || *r.ConversationID != conv {
+		t.Errorf("done without a conversation id dropped the one from response_start: %v", r.ConversationID)
+	}
+	want := []struct {
+		id, content, meta string
+		null              bool
+	}{
+		{"doc_001", "whole text", "{}", false},
+		{"doc_002", "", `{"toolName":"grep"}`, true},
+		{"doc_003", "", `{"errorCode":"NO_RESULT"}`, false},
+	}
+	if len(r.Documents) != len(want) {
+		t.Fatalf("%d documents, want %d", len(r.Documents), len(want))
+	}
+	for i, w := range want {
+		d := r.Documents[i]
+		if d.ID != w.id || string(d.Metadata) != w.meta || (d.Content == nil) != w.null || (d.Content != nil && *d.Content != w.content) {
+			t.Errorf("document %d: %s %v %s, want %s %q %s", i+1, d.ID, deref(d.Content), d.Metadata, w.id, w.content, w.meta)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestDocID(t *testing.T) {
+	for n, want := range map[int]string{1: "doc_001", 42: "doc_042", 999: "doc_999", 1000: "doc_1000", 12345: "doc_12345"} {
+		if got := DocID(n); got != want {
+			t.Errorf("DocID(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestIsText(t *testing.T) {
+	text := map[Type]bool{TypeText: true, TypeCodeBlock: true, TypeCodeReference: true, TypeError: true}
+	for _, typ := range Types {
+		if typ.IsText() != text[typ] {
+			t.Errorf("%s.IsText() = %v", typ, typ.IsText())
+		}
+	}
+}

@@ -1,0 +1,556 @@
+package gateway_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// hdStartOf returns the simulator's record of the run of prompt.
+func (h *hdServer) startOf(t *testing.T, prompt string) map[string]any {
+	t.Helper()
+	for _, st := range h.starts(t) {
+		if st["prompt"] == prompt {
+			return st
+		}
+	}
+	t.Fatalf("the agent never ran the prompt %q", hdClip(prompt))
+	return nil
+}
+
+func hdClip(s string) string {
+	if len(s) > 60 {
+		return fmt.Sprintf("%q… (%d bytes)", s[:60], len(s))
+	}
+	return strconv.Quote(s)
+}
+
+// hdArgv returns a start's argv as strings.
+func hdArgv(st map[string]any) []string {
+	var out []string
+	for _, a := range st["argv"].([]any) {
+		out = append(out, fmt.Sprint(a))
+	}
+	return out
+}
+
+// TestHostileInput sends prompts and bodies meant to break out of the
+// argv, the limits or the JSON decoder. Prompts that look like flags or
+// shell are plain text to the agent; the rest is refused with a 4xx and a
+// clear error before any agent starts.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t)
+
+	t.Run("prompts are text", func(t *testing.T) {
+		prompts := []string{"--help", "-", "--- monitor: x ---", "--api-key=evil", "--workspace /", "- [ ] item",
+			"--force --model x", "$(touch pwned)", "; rm -rf x", "`touch pwned2`", "x | tee pwned3", "x & echo hi > pwned4",
+			"\"'\\", "line one\nline two\r\n-- three", "ünïcödé ✓"}
+		var wg sync.WaitGroup
+		for _, p := range prompts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": p})
+				b := h.body(t, resp)
+				var cr documents.ChatResponse
+				if resp.StatusCode != 200 || json.Unmarshal(b, &cr) != nil || cr.Status != documents.StatusCompleted {
+					t.Errorf("prompt %s: status %d: %s", hdClip(p), resp.StatusCode, clip(string(b)))
+				}
+			}()
+		}
+		wg.Wait()
+		for _, p := range prompts {
+			argv := hdArgv(h.startOf(t, p))
+			n := len(argv)
+			if n < 2 || argv[n-2] != "--" || argv[n-1] != p {
+				t.Errorf("prompt %s: argv does not end with -- and the prompt: %q", hdClip(p), argv)
+			}
+			for _, a := range argv[:n-2] {
+				if a == "--" || strings.Contains(a, "pwned") || strings.Contains(a, "evil") {
+					t.Errorf("prompt %s leaked into the flags: %q", hdClip(p), argv)
+				}
+			}
+		}
+		for _, dir := range []string{h.Workspace, h.Dir} {
+			matches, _ := filepath.Glob(filepath.Join(dir, "pwned*"))
+			if len(matches) > 0 {
+				t.Errorf("a shell ran the prompt: %v", matches)
+			}
+		}
+	})
+
+	refused := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		says   string // the message must contain this
+	}{
+		{"NUL in the prompt", `{"prompt":"a\u0000b rejected-1"}`, 400, "bad_prompt", "NUL"},
+		{"prompt over the limit", map[string]any{"prompt": "rejected-2 " + strings.Repeat("p", 128<<10)}, 413, "prompt_too_large", "limit"},
+		{"messages over the limit", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "rejected-3 " + strings.Repeat("p", 128<<10)}}}, 413, "prompt_too_large", "limit"},
+		{"empty body", "", 400, "bad_json", ""},
+		{"not an object", `["rejected-4"]`, 400, "bad_json", "object"},
+		{"truncated", `{"prompt":"rejected-5"`, 400, "bad_json", ""},
+		{"trailing garbage", `{"prompt":"rejected-6"}garbage`, 400, "bad_json", ""},
+		{"two objects", `{"prompt":"rejected-7"} {"prompt":"x"}`, 400, "bad_json", ""},
+		{"duplicate field", `{"prompt":"rejected-8","prompt":"x"}`, 400, "bad_json", ""},
+		{"wrong type", `{"prompt":["rejected-9"]}`, 400, "bad_field", "prompt"},
+		{"invalid UTF-8", "{\"prompt\":\"rejected-10 \xff\"}", 400, "bad_json", ""},
+		{"unknown field", `{"prompt":"rejected-11","args":["--force"]}`, 400, "unknown_field", `"args"`},
+		{"unknown field by case", `{"Prompt":"rejected-12"}`, 400, "unknown_field", `"Prompt"`},
+		{"blank prompt", `{"prompt":"  \n "}`, 400, "empty_prompt", ""},
+		{"bad mode", `{"prompt":"rejected-13","mode":"yolo"}`, 400, "bad_mode", "yolo"},
+		{"bad backend", `{"prompt":"rejected-14","backend":"sh"}`, 400, "bad_backend", ""},
+		{"model flag", `{"prompt":"rejected-15","model":"--yolo"}`, 400, "bad_model", ""},
+		{"unknown model", `{"prompt":"rejected-16","model":"gpt-evil"}`, 400, "unknown_model", "auto, sim-fast, sim-smart"},
+	}
+	for i, ws := range []string{"../x", "/etc", "a/../../b", "%2e%2e/", "main/..", "..", ".", "main/", "main\u0000", strings.Repeat("w", 1000), "nope"} {
+		refused = append(refused, struct {
+			name   string
+			body   any
+			status int
+			code   string
+			says   string
+		}{"workspace " + hdClip(ws), map[string]any{"prompt": fmt.Sprintf("rejected-ws-%d", i), "workspace": ws}, 400, "", "workspace"})
+	}
+	for i, conv := range []string{"--force", "-x", "../x", "a b", "x\ny", "x\u0000", strings.Repeat("c", 10<<10), "a/b"} {
+		refused = append(refused, struct {
+			name   string
+			body   any
+			status int
+			code   string
+			says   string
+		}{"resume id " + hdClip(conv), map[string]any{"prompt": fmt.Sprintf("rejected-conv-%d", i), "conversationId": conv}, 400, "bad_conversation_id", "conversationId"})
+	}
+	t.Run("refused", func(t *testing.T) {
+		for _, c := range refused {
+			t.Run(c.name, func(t *testing.T) {
+				e := h.expectError(t, h.request(t, http.MethodPost, "/v1/chat", c.body), c.status, c.code)
+				if !strings.Contains(e.Error.Message, c.says) {
+					t.Errorf("the message %q does not say %q", e.Error.Message, c.says)
+				}
+			})
+		}
+	})
+	for _, st := range h.starts(t) {
+		if strings.Contains(fmt.Sprint(st["prompt"]), "rejected-") {
+			t.Errorf("a refused request started the agent: %s", hdClip(fmt.Sprint(st["prompt"])))
+		}
+	}
+
+	t.Run("prompt at the argv limit", func(t *testing.T) {
+		// One argument may hold 128 KiB including its NUL: a prompt of
+		// exactly 128 KiB must be refused before the spawn, not fail it.
+		for _, n := range []int{128<<10 - 1, 128 << 10} {
+			p := "echo " + strings.Repeat("a", n-5)
+			resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": p})
+			b := h.body(t, resp)
+			if resp.StatusCode == 200 {
+				var cr documents.ChatResponse
+				if err := json.Unmarshal(b, &cr); err != nil || cr.Status != documents.StatusCompleted {
+					t.Errorf("a prompt of %d bytes: accepted but the run failed: %s", n, clip(string(b)))
+				}
+			} else if resp.StatusCode != 413 {
+				t.Errorf("a prompt of %d bytes: status %d: %s", n, resp.StatusCode, clip(string(b)))
+			}
+		}
+	})
+}
+
+// TestHugeBodies sends bodies over server.max_body_bytes: with an honest
+// Content-Length, chunked, and a 64 MiB one the client keeps sending.
+// Each gets a 413 that says why, not a reset connection.
+func TestHugeBodies(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=1048576")
+	big := func(n int) []byte {
+		return append(append([]byte(`{"prompt":"`), bytes.Repeat([]byte("b"), n)...), `"}`...)
+	}
+	for _, c := range []struct {
+		name string
+		body func() io.Reader
+	}{
+		{"content-length", func() io.Reader { return bytes.NewReader(big(2 << 20)) }},
+		{"chunked", func() io.Reader { return io.MultiReader(bytes.NewReader(big(2 << 20))) }},
+		{"64 MiB still sending", func() io.Reader { return io.MultiReader(&hdSlowReader{left: 64 << 20}) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			e := h.expectError(t, h.request(t, http.MethodPost, "/v1/chat", c.body()), 413, "too_large")
+			if !strings.Contains(e.Error.Message, "1048576") || !strings.Contains(e.Error.Message, "max_body_bytes") {
+				t.Errorf("the message does not name the limit: %q", e.Error.Message)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("the 413 took %s", d)
+			}
+		})
+	}
+}
+
+// hdSlowReader yields left bytes of a JSON body in 64 KiB pieces.
+type hdSlowReader struct {
+	left    int
+	started bool
+}
+
+func (r *hdSlowReader) Read(p []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		return copy(p, `{"prompt":"`), nil
+	}
+	if r.left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.left, 64<<10)
+	for i := range p[:n] {
+		p[i] = 'z'
+	}
+	r.left -= n
+	return n, nil
+}
+
+// TestAuth checks the API keys: missing, wrong and query-string keys are
+// refused with 401 and a message that says what to do; a key in the query
+// string is refused even when it is right. CORS answers only the
+// configured origin.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_SERVER_CORS_ORIGINS=https://ok.example")
+	for _, c := range []struct {
+		name    string
+		path    string
+		headers []string
+		says    string
+	}{
+		{"missing", "/v1/workspaces", []string{"Authorization", ""}, "missing API key"},
+		{"wrong", "/v1/workspaces", []string{"Authorization", "Bearer wrong-key"}, "invalid API key"},
+		{"empty bearer", "/v1/workspaces", []string{"Authorization", "Bearer "}, "missing API key"},
+		{"basic", "/v1/workspaces", []string{"Authorization", "Basic a2V5LW1hcmtlcjo="}, "missing API key"},
+		{"long", "/v1/workspaces", []string{"Authorization", "Bearer " + strings.Repeat("k", 32<<10)}, "invalid API key"},
+		{"wrong x-api-key", "/v1/workspaces", []string{"Authorization", "", "X-Api-Key", "nope"}, "invalid API key"},
+		{"query only", "/v1/workspaces?api_key=" + hdClientKey, []string{"Authorization", ""}, "query string"},
+		{"query and header", "/v1/workspaces?key=" + hdClientKey, nil, "query string"},
+		{"query token", "/v1/chat/x?access_token=" + hdClientKey, nil, "query string"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			resp := h.request(t, http.MethodGet, c.path, nil, c.headers...)
+			e := h.expectError(t, resp, 401, "unauthorized")
+			if !strings.Contains(e.Error.Message, c.says) {
+				t.Errorf("message %q, want it to say %q", e.Error.Message, c.says)
+			}
+		})
+	}
+	t.Run("right key", func(t *testing.T) {
+		t.Parallel()
+		for _, hd := range [][]string{nil, {"Authorization", "", "X-Api-Key", hdClientKey}, {"Authorization", "bearer " + hdClientKey}} {
+			resp := h.request(t, http.MethodGet, "/v1/workspaces", nil, hd...)
+			b := h.body(t, resp)
+			if resp.StatusCode != 200 {
+				t.Errorf("headers %q: status %d: %s", hd, resp.StatusCode, b)
+			}
+			if bytes.Contains(b, []byte(h.Workspace)) {
+				t.Errorf("/v1/workspaces shows a directory: %s", b)
+			}
+		}
+	})
+	t.Run("public routes", func(t *testing.T) {
+		t.Parallel()
+		for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+			resp := h.request(t, http.MethodGet, p, nil, "Authorization", "")
+			if h.body(t, resp); resp.StatusCode != 200 {
+				t.Errorf("%s without a key: %d", p, resp.StatusCode)
+			}
+		}
+	})
+	t.Run("cors", func(t *testing.T) {
+		t.Parallel()
+		for origin, want := range map[string]string{"https://ok.example": "https://ok.example", "https://evil.example": ""} {
+			resp := h.request(t, http.MethodOptions, "/v1/chat", nil, "Authorization", "", "Origin", origin,
+				"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type, x-evil")
+			h.body(t, resp)
+			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != want {
+				t.Errorf("preflight from %s: Access-Control-Allow-Origin %q, want %q", origin, got, want)
+			}
+			if strings.Contains(strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "x-evil") {
+				t.Errorf("preflight allows an unknown header: %q", resp.Header.Get("Access-Control-Allow-Headers"))
+			}
+			if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+				t.Errorf("credentials allowed")
+			}
+		}
+	})
+}
+
+// TestRateLimit checks the per-key limit (429 with Retry-After, a separate
+// bucket per key) and that without keys the client IP is the peer's, not a
+// forged X-Forwarded-For.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	t.Run("per key", func(t *testing.T) {
+		t.Parallel()
+		h := hdStart(t, "DOCSTREAM_AUTH_API_KEYS="+hdClientKey+",other-key", "DOCSTREAM_AUTH_RATE_PER_MINUTE=6", "DOCSTREAM_AUTH_BURST=2")
+		for i := 0; i < 2; i++ {
+			if resp := h.request(t, http.MethodGet, "/v1/workspaces", nil); resp.StatusCode != 200 {
+				t.Fatalf("request %d: %d %s", i, resp.StatusCode, h.body(t, resp))
+			} else {
+				h.body(t, resp)
+			}
+		}
+		resp := h.request(t, http.MethodGet, "/v1/workspaces", nil)
+		e := h.expectError(t, resp, 429, "rate_limited")
+		ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || ra < 1 || ra > 11 {
+			t.Errorf("Retry-After %q", resp.Header.Get("Retry-After"))
+		}
+		if !strings.Contains(e.Error.Message, "try again") {
+			t.Errorf("message %q", e.Error.Message)
+		}
+		if resp := h.request(t, http.MethodGet, "/v1/workspaces", nil, "Authorization", "Bearer other-key"); resp.StatusCode != 200 {
+			t.Errorf("another key is limited too: %d", resp.StatusCode)
+		} else {
+			h.body(t, resp)
+		}
+	})
+	t.Run("forged X-Forwarded-For", func(t *testing.T) {
+		t.Parallel()
+		h := hdStart(t, "DOCSTREAM_AUTH_API_KEYS=", "DOCSTREAM_AUTH_RATE_PER_MINUTE=6", "DOCSTREAM_AUTH_BURST=2")
+		codes := []int{}
+		for i := 0; i < 4; i++ {
+			resp := h.request(t, http.MethodGet, "/v1/workspaces", nil, "Authorization", "", "X-Forwarded-For", fmt.Sprintf("10.0.0.%d", i+1), "X-Real-Ip", fmt.Sprintf("10.1.0.%d", i+1))
+			h.body(t, resp)
+			codes = append(codes, resp.StatusCode)
+		}
+		if codes[2] != 429 || codes[3] != 429 {
+			t.Errorf("statuses %v: a forged X-Forwarded-For escapes the rate limit", codes)
+		}
+	})
+}
+
+// TestConcurrencyCap fills the only run slot and the queue of one: the
+// next request, and every one of a burst, gets 503 with Retry-After before
+// anything is spawned.
+func TestConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=1", "DOCSTREAM_LIMITS_QUEUE_SIZE=1", "DOCSTREAM_RUNS_DETACH_GRACE=0s")
+	open := func(prompt string) (*http.Response, string) {
+		resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": prompt, "stream": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", prompt, resp.StatusCode, h.body(t, resp))
+		}
+		return resp, resp.Header.Get("X-Docstream-Response-Id")
+	}
+	running, runID := open("fault:hang-mid")
+	defer running.Body.Close()
+	// Wait until the first run holds the slot (its agent is up).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.agentProcesses()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first run's agent never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The agent's stdin is a pipe that is already closed, never the
+	// gateway's own stdin.
+	for _, pid := range h.agentProcesses() {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", pid)); err == nil && !strings.HasPrefix(link, "pipe:") {
+			t.Errorf("agent %d has stdin %s, want a closed pipe", pid, link)
+		}
+	}
+	// A burst while the queue is empty: one may wait, the rest are refused.
+	const burst = 8
+	var wg sync.WaitGroup
+	codes := make(chan int, burst)
+	var mu sync.Mutex
+	var admitted []*http.Response
+	for i := 0; i < burst; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": fmt.Sprintf("fault:hang-mid %d", i), "stream": true})
+			codes <- resp.StatusCode
+			if resp.StatusCode == 200 {
+				mu.Lock()
+				admitted = append(admitted, resp)
+				mu.Unlock()
+				return
+			}
+			e := h.expectError(t, resp, 503, "overloaded")
+			if resp.Header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After: %s", e.Error.Message)
+			}
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	n200 := 0
+	for c := range codes {
+		if c == 200 {
+			n200++
+		}
+	}
+	if n200 != 1 {
+		t.Errorf("%d of a burst of %d were admitted with one slot busy and a queue of 1; want 1", n200, burst)
+	}
+	if got := h.metricValue(t, "docstream_run_queue_length"); got > 1 {
+		t.Errorf("queue length %v, over the queue size of 1", got)
+	}
+	if n := len(h.agentProcesses()); n > 1 {
+		t.Errorf("%d agents running with max_concurrent_runs=1", n)
+	}
+	// End everything: the queued runs end without an agent ever starting.
+	for _, r := range admitted {
+		r.Body.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); h.metricValue(t, "docstream_run_queue_length") > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("a queued run whose client left is still queued")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp := h.request(t, http.MethodPost, "/v1/chat/"+runID+"/cancel", `{"signal":"KILL"}`)
+	h.body(t, resp)
+	running.Body.Close()
+	h.waitNoAgents(t, 10*time.Second)
+	if starts := h.starts(t); len(starts) != 1 {
+		t.Errorf("%d agents were started; only the first run had a slot", len(starts))
+	}
+}
+
+// metricValue reads one unlabelled series from /metrics.
+func (h *hdServer) metricValue(t *testing.T, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(h.metrics(t), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestSpawnRate starts a burst of runs with spawn_per_second=2: they all
+// complete, but the agents are started no faster than the limit.
+func TestSpawnRate(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND=2")
+	const n = 6
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": fmt.Sprintf("hello %d", i)})
+			if b := h.body(t, resp); resp.StatusCode != 200 {
+				t.Errorf("run %d: %d %s", i, resp.StatusCode, b)
+			}
+		}()
+	}
+	wg.Wait()
+	// A burst of 2, then one every 500ms: the 6th starts after about 2s.
+	if d := time.Since(start); d < 1500*time.Millisecond {
+		t.Errorf("%d runs finished in %s: the spawn rate of 2/s was not applied", n, d)
+	}
+	if got := len(h.starts(t)); got != n {
+		t.Errorf("%d agents started, want %d", got, n)
+	}
+}
+
+// TestServerTimeouts checks the slowloris guard (ReadHeaderTimeout) and
+// the heartbeats of a quiet stream.
+func TestServerTimeouts(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_SERVER_READ_HEADER_TIMEOUT=1s", "DOCSTREAM_SERVER_HEARTBEAT=200ms", "DOCSTREAM_AGENT_IDLE_TIMEOUT=1500ms")
+	t.Run("slow headers", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", h.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		fmt.Fprint(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadAll(conn)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("a client that never finishes its headers is kept for 10s")
+		}
+		if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
+			t.Errorf("the connection was closed after %s; read_header_timeout is 1s", d)
+		}
+	})
+	t.Run("heartbeats", func(t *testing.T) {
+		t.Parallel()
+		resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "fault:hang-mid", "stream": true})
+		raw := h.body(t, resp)
+		if n := bytes.Count(raw, []byte("\n: ping\r\n")); n < 3 {
+			t.Errorf("%d heartbeats in a stream quiet for 1.5s with heartbeat 200ms", n)
+		}
+		cr := fold(t, readEvents(t, bytes.NewReader(raw)))
+		hdExpectErrorDoc(t, cr, documents.CodeTimeout, documents.StopTimeout)
+	})
+}
+
+// TestWorkspaceSymlink configures a workspace through a symlink: the agent
+// runs in the link's target, and clients only ever see the name.
+func TestWorkspaceSymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real-project")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	// "main" is a plain directory of this test (its path identifies the
+	// agents); "linked" is the symlink.
+	main := filepath.Join(dir, "main")
+	if err := os.MkdirAll(main, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := hdStart(t, "DOCSTREAM_AGENT_WORKSPACES=main="+main+",linked="+link, "DOCSTREAM_AGENT_DEFAULT_WORKSPACE=main")
+	h.Workspace = main
+	resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo linked", "workspace": "linked"})
+	if b := h.body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	st := h.startOf(t, "echo linked")
+	real, _ := filepath.EvalSymlinks(target)
+	if st["cwd"] != real {
+		t.Errorf("the agent ran in %v, want the symlink's target %s", st["cwd"], real)
+	}
+	argv := hdArgv(st)
+	for i, a := range argv {
+		if a == "--workspace" && (i+1 >= len(argv) || argv[i+1] != real) {
+			t.Errorf("--workspace is not the resolved directory: %q", argv)
+		}
+	}
+	resp = h.request(t, http.MethodGet, "/v1/workspaces", nil)
+	b := h.body(t, resp)
+	if !bytes.Contains(b, []byte(`"linked"`)) || bytes.Contains(b, []byte(dir)) {
+		t.Errorf("/v1/workspaces: %s", b)
+	}
+	for _, ws := range []string{link, target, "linked/..", "linked/../.."} {
+		h.expectError(t, h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "x", "workspace": ws}), 400, "")
+	}
+}

@@ -1,0 +1,430 @@
+package gateway_test
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// e2ePaced runs the simulator with delays, so that a long run lasts a few
+// seconds (long:60 makes about 3000 events in 2 to 4 s at this speed; long:200 at
+// speed 1 would take a minute).
+const e2ePaced = "DOCSTREAM_AGENT_ARGS_PREFIX=agent-sim,--sim-speed=10"
+
+// e2eCheckParagraphs checks that a long:<n> answer holds each paragraph once.
+func e2eCheckParagraphs(t testing.TB, cr documents.ChatResponse, n int) {
+	t.Helper()
+	var all strings.Builder
+	for _, d := range cr.Documents {
+		all.WriteString(str(d.Content))
+	}
+	for i := 1; i <= n; i++ {
+		if c := strings.Count(all.String(), fmt.Sprintf("Paragraph %d of %d.", i, n)); c != 1 {
+			t.Errorf("paragraph %d appears %d times", i, c)
+		}
+	}
+}
+
+// TestRunsReattach drops the connection mid-run and re-attaches to
+// GET /v1/chat/{id}/stream: every event arrives exactly once, in order, and
+// the stream ends with done.
+func TestRunsReattach(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2ePaced)
+	const n = 60
+	run := func(t *testing.T, query bool, cuts func(i int) int) {
+		st := s.e2eOpen(t, map[string]any{"prompt": fmt.Sprintf("long:%d", n)})
+		id := st.Resp.Header.Get("X-Docstream-Response-Id")
+		all := st.Take(cuts(0))
+		st.Close()
+		if cr := s.e2eGetChat(t, id); cr.Status != documents.StatusStreaming {
+			t.Fatalf("the run was not mid-way at the first drop: %s", cr.Status)
+		}
+		for i := 1; ; i++ {
+			if i > 50 {
+				t.Fatalf("no done after 50 re-attaches")
+			}
+			last := len(all)
+			if last > 0 && all[last-1].Name == documents.EventDone {
+				break
+			}
+			st = s.e2eReattach(t, id, last, query)
+			if k := cuts(i); k > 0 {
+				all = append(all, st.Take(k)...)
+				st.Close()
+			} else {
+				all = append(all, st.Rest()...)
+			}
+		}
+		got := fold(t, all) // ids 1..n without gap or repeat, one done, last
+		if got.Status != documents.StatusCompleted {
+			t.Errorf("status %s", got.Status)
+		}
+		e2eCheckParagraphs(t, got, n)
+		if final := s.e2eGetChat(t, id); !e2eSameJSON(t, final, got) {
+			t.Errorf("the re-assembled stream differs from GET /v1/chat/%s", id)
+		}
+	}
+	t.Run("Last-Event-ID", func(t *testing.T) {
+		t.Parallel()
+		run(t, false, func(i int) int { return []int{40, 0}[min(i, 1)] })
+	})
+	t.Run("lastEventId", func(t *testing.T) {
+		t.Parallel()
+		run(t, true, func(i int) int { return []int{25, 0}[min(i, 1)] })
+	})
+	t.Run("random points", func(t *testing.T) {
+		t.Parallel()
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		rnd := rand.New(rand.NewPCG(seed, seed))
+		run(t, rnd.IntN(2) == 0, func(i int) int {
+			if i >= 6 {
+				return 0
+			}
+			return 1 + rnd.IntN(600)
+		})
+	})
+	t.Run("unknown id", func(t *testing.T) {
+		t.Parallel()
+		resp := s.e2eDo(t, http.MethodGet, "/v1/chat/chat_000000000000000000000000/stream", nil, "Last-Event-ID", "3")
+		if b := readAll(t, resp); resp.StatusCode != http.StatusNoContent || len(b) != 0 {
+			t.Errorf("unknown run: status %d body %q, want 204", resp.StatusCode, b)
+		}
+	})
+}
+
+// TestRunsGetAndConversation checks GET /v1/chat/{id} while a run streams
+// and after, and GET /v1/conversations/{id} after two turns.
+func TestRunsGetAndConversation(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2ePaced)
+
+	st := s.e2eOpen(t, map[string]any{"prompt": "long:30"})
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	evs := st.Until(documents.EventContentDelta)
+	mid := s.e2eGetChat(t, id)
+	if mid.Status != documents.StatusStreaming || mid.ID != id || mid.Mode != "agent" || mid.Model != "auto" || mid.Created == "" {
+		t.Errorf("while running: %+v", mid)
+	}
+	evs = append(evs, st.Rest()...)
+	got := fold(t, evs)
+	if final := s.e2eGetChat(t, id); final.Status != documents.StatusCompleted || !e2eSameJSON(t, final, got) {
+		t.Errorf("after the run GET differs from the stream: %s", final.Status)
+	}
+
+	first := s.chatJSON(t, map[string]any{"prompt": "echo turn one"})
+	conv := *first.ConversationID
+	second := s.chatJSON(t, map[string]any{"prompt": "echo turn two", "conversationId": conv})
+	var ans struct {
+		ID        string `json:"id"`
+		Backend   string `json:"backend"`
+		Workspace string `json:"workspace"`
+		Model     string `json:"model"`
+		Turns     []struct {
+			ResponseID string                 `json:"responseId"`
+			Prompt     string                 `json:"prompt"`
+			Created    string                 `json:"created"`
+			Status     string                 `json:"status"`
+			Response   documents.ChatResponse `json:"response"`
+		} `json:"turns"`
+	}
+	s.e2eGetJSON(t, "/v1/conversations/"+conv, 200, &ans)
+	if ans.ID != conv || ans.Backend != "cli" || ans.Workspace != "main" || ans.Model != "auto" || len(ans.Turns) != 2 {
+		t.Fatalf("conversation %+v", ans)
+	}
+	for i, want := range []documents.ChatResponse{first, second} {
+		turn := ans.Turns[i]
+		if turn.ResponseID != want.ID || turn.Status != "completed" || turn.Created == "" || !e2eSameJSON(t, turn.Response, want) {
+			t.Errorf("turn %d: %s %s, want %s", i, turn.ResponseID, turn.Status, want.ID)
+		}
+	}
+	if ans.Turns[0].Prompt != "echo turn one" || ans.Turns[1].Prompt != "echo turn two" {
+		t.Errorf("turn prompts %q, %q", ans.Turns[0].Prompt, ans.Turns[1].Prompt)
+	}
+	e2eErrorBody(t, s.e2eDo(t, http.MethodGet, "/v1/conversations/no-such-conversation", nil), 404)
+	e2eErrorBody(t, s.e2eDo(t, http.MethodGet, "/v1/chat/chat_000000000000000000000000", nil), 404)
+}
+
+// TestRunsCancel cancels runs: the stream keeps what was sent, adds a
+// CANCELLED error document and one done, and the agent is gone.
+func TestRunsCancel(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, "DOCSTREAM_AGENT_KILL_GRACE=5s")
+
+	// SIGTERM (the default).
+	st := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid"})
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	evs := st.Until(documents.EventContentDelta)
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", nil)
+	var ack map[string]string
+	if b := readAll(t, resp); resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &ack) != nil || ack["id"] != id || ack["status"] != "cancelling" {
+		t.Errorf("cancel: status %d body %s", resp.StatusCode, b)
+	}
+	evs = append(evs, st.Rest()...)
+	got := fold(t, evs)
+	e2eCheckCancelled(t, got, e2eData(t, evs[len(evs)-1]))
+	if !strings.Contains(str(got.Documents[0].Content), "Working on it") {
+		t.Errorf("the text sent before the cancel is gone: %+v", got.Documents[0])
+	}
+	s.waitNoAgents(t, 3*time.Second)
+
+	// SIGKILL at once for an agent that ignores SIGTERM (the kill grace is 5 s).
+	st = s.e2eOpen(t, map[string]any{"prompt": "fault:ignore-term"})
+	id = st.Resp.Header.Get("X-Docstream-Response-Id")
+	evs = st.Until(documents.EventContentDelta)
+	start := time.Now()
+	readAll(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", map[string]any{"signal": "KILL"}))
+	evs = append(evs, st.Rest()...)
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("KILL took %s", d)
+	}
+	e2eCheckCancelled(t, fold(t, evs), e2eData(t, evs[len(evs)-1]))
+	s.waitNoAgents(t, time.Second)
+
+	// Unknown runs and bad signals.
+	e2eErrorBody(t, s.e2eDo(t, http.MethodPost, "/v1/chat/chat_000000000000000000000000/cancel", nil), 404)
+	st = s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid"})
+	id = st.Resp.Header.Get("X-Docstream-Response-Id")
+	st.Until(documents.EventContentDelta)
+	e2eErrorBody(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", map[string]any{"signal": "HUP"}), 400)
+	readAll(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", map[string]any{"signal": "KILL"}))
+	e2eCheckCancelled(t, s.e2eWaitFinal(t, id, 3*time.Second), nil)
+	st.Close()
+	s.waitNoAgents(t, time.Second)
+
+	if n := s.e2eWaitMetric(t, `docstream_runs_total{outcome="cancelled"}`, 3)[`docstream_runs_total{outcome="cancelled"}`]; n != 3 {
+		t.Errorf("runs_total cancelled = %v, want 3", n)
+	}
+}
+
+func e2eCheckCancelled(t testing.TB, cr documents.ChatResponse, done map[string]any) {
+	t.Helper()
+	if cr.Status != documents.StatusError || cr.Metadata.StopReason != documents.StopCancelled {
+		t.Errorf("status %s stopReason %q, want error cancelled", cr.Status, cr.Metadata.StopReason)
+	}
+	errs, metas := e2eErrorDocs(t, cr)
+	if len(errs) != 1 || metas[0].ErrorCode != documents.CodeCancelled || errs[0].ID != cr.Documents[len(cr.Documents)-1].ID {
+		t.Errorf("want one CANCELLED error document, last; got %+v", metas)
+	}
+	if done != nil {
+		if m, _ := done["metadata"].(map[string]any); done["status"] != "error" || m["stopReason"] != "cancelled" {
+			t.Errorf("done %v", done)
+		}
+	}
+}
+
+// TestRunsDetachGrace disconnects and re-attaches within the detach grace:
+// the run went on meanwhile and completes.
+func TestRunsDetachGrace(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2ePaced, "DOCSTREAM_RUNS_DETACH_GRACE=3s")
+	const n = 100
+	st := s.e2eOpen(t, map[string]any{"prompt": fmt.Sprintf("long:%d", n)})
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	all := st.Take(50)
+	st.Close()
+	time.Sleep(time.Second)
+	mid := s.e2eGetChat(t, id)
+	if mid.Status != documents.StatusStreaming {
+		t.Fatalf("status %s one second after the disconnect", mid.Status)
+	}
+	st = s.e2eReattach(t, id, len(all), false)
+	first, _ := st.Next()
+	if first.ID != fmt.Sprint(len(all)+1) {
+		t.Errorf("the re-attached stream starts at %s, want %d", first.ID, len(all)+1)
+	}
+	all = append(append(all, first), st.Rest()...)
+	got := fold(t, all)
+	if got.Status != documents.StatusCompleted {
+		t.Fatalf("status %s stopReason %q", got.Status, got.Metadata.StopReason)
+	}
+	e2eCheckParagraphs(t, got, n)
+	if len(s.simStarts(t)) != 1 {
+		t.Errorf("the agent was started %d times", len(s.simStarts(t)))
+	}
+}
+
+// TestRunsRestart kills the gateway mid-run and starts it again on the same
+// store: finished responses and the conversation are kept, the interrupted
+// runs are marked as such and never left streaming.
+func TestRunsRestart(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t)
+	s.e2eKillAgentsAtCleanup(t)
+
+	first := s.chatJSON(t, map[string]any{"prompt": "echo before the crash"})
+	conv := *first.ConversationID
+	resumed := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid resumed", "conversationId": conv})
+	resumedID := resumed.Resp.Header.Get("X-Docstream-Response-Id")
+	resumed.Until(documents.EventContentDelta)
+	fresh := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid fresh"})
+	freshID := fresh.Resp.Header.Get("X-Docstream-Response-Id")
+	fresh.Until(documents.EventContentDelta)
+
+	s.kill()
+	resumed.Close()
+	fresh.Close()
+	s.start(t)
+
+	if got := s.e2eGetChat(t, first.ID); !e2eSameJSON(t, got, first) {
+		t.Errorf("the finished response changed across the restart")
+	}
+	for _, id := range []string{resumedID, freshID} {
+		cr := s.e2eGetChat(t, id)
+		e2eCheckInterrupted(t, id, cr)
+		resp := s.e2eDo(t, http.MethodGet, "/v1/chat/"+id+"/stream", nil)
+		if readAll(t, resp); resp.StatusCode != http.StatusNoContent {
+			t.Errorf("stream of the interrupted run %s: status %d, want 204", id, resp.StatusCode)
+		}
+	}
+
+	var ans struct {
+		Turns []struct {
+			ResponseID string                 `json:"responseId"`
+			Status     string                 `json:"status"`
+			Response   documents.ChatResponse `json:"response"`
+		} `json:"turns"`
+	}
+	s.e2eGetJSON(t, "/v1/conversations/"+conv, 200, &ans)
+	if len(ans.Turns) != 2 || ans.Turns[0].ResponseID != first.ID || ans.Turns[1].ResponseID != resumedID {
+		t.Fatalf("conversation turns %+v", ans.Turns)
+	}
+	if ans.Turns[0].Status != "completed" || !e2eSameJSON(t, ans.Turns[0].Response, first) {
+		t.Errorf("turn 1: %s", ans.Turns[0].Status)
+	}
+	if ans.Turns[1].Status != "error" {
+		t.Errorf("turn 2 status %s", ans.Turns[1].Status)
+	}
+	e2eCheckInterrupted(t, resumedID, ans.Turns[1].Response)
+
+	// The conversation goes on after the restart.
+	next := s.chatJSON(t, map[string]any{"prompt": "echo after the restart", "conversationId": conv})
+	if next.Status != documents.StatusCompleted || e2eEchoOf(t, next).Resume != conv {
+		t.Errorf("after the restart: status %s", next.Status)
+	}
+}
+
+func e2eCheckInterrupted(t testing.TB, id string, cr documents.ChatResponse) {
+	t.Helper()
+	if cr.ID != id || cr.Status != documents.StatusError || cr.Metadata.StopReason != documents.StopInterrupted {
+		t.Errorf("%s after the restart: status %s stopReason %q", id, cr.Status, cr.Metadata.StopReason)
+	}
+	errs, metas := e2eErrorDocs(t, cr)
+	if len(errs) != 1 || metas[0].ErrorCode != documents.CodeInterrupted || errs[0].ID != cr.Documents[len(cr.Documents)-1].ID {
+		t.Errorf("%s: want one INTERRUPTED error document, last; got %+v", id, metas)
+	}
+}
+
+// e2eCompletion is the part of a chat.completion these tests read.
+type e2eCompletion struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// e2eComplete posts a /v1/chat/completions request and returns the reply and
+// the response id. With stream it reads the chunks up to [DONE].
+func (s *testServer) e2eComplete(t testing.TB, msgs []map[string]any, stream bool) (string, string) {
+	t.Helper()
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto", "messages": msgs, "stream": stream})
+	defer resp.Body.Close()
+	rid := resp.Header.Get("X-Docstream-Response-Id")
+	if resp.StatusCode != 200 {
+		t.Fatalf("completion: status %d: %s", resp.StatusCode, readAll(t, resp))
+	}
+	if !stream {
+		var ans e2eCompletion
+		if err := json.Unmarshal(readAll(t, resp), &ans); err != nil || len(ans.Choices) != 1 {
+			t.Fatalf("completion: %v %+v", err, ans)
+		}
+		return ans.Choices[0].Message.Content, rid
+	}
+	var content strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			return content.String(), rid
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content *string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+			t.Fatalf("chunk %q: %v", line, err)
+		}
+		for _, c := range chunk.Choices {
+			if c.Delta.Content != nil {
+				content.WriteString(*c.Delta.Content)
+			}
+		}
+	}
+	t.Fatalf("the chunk stream ended without [DONE]")
+	return "", ""
+}
+
+// TestRunsOpenAIResume checks that an OpenAI client resending its history
+// resumes the agent session with only the new message, and that a history
+// that does not match is flattened into a new session.
+func TestRunsOpenAIResume(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t)
+	user := func(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+	assistant := func(text string) map[string]any { return map[string]any{"role": "assistant", "content": text} }
+
+	a := e2eMarker("echo A")
+	replyA, rid := s.e2eComplete(t, []map[string]any{user(a)}, false)
+	conv := s.e2eGetChat(t, rid).ConversationID
+	if conv == nil || replyA == "" {
+		t.Fatalf("first answer %q, conversation %v", replyA, conv)
+	}
+	startA := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, a) })
+	if startA["prompt"] != a || e2eResume(e2eArgv(startA)) != "" {
+		t.Errorf("first start: prompt %q argv %v", startA["prompt"], e2eArgv(startA))
+	}
+
+	// The history as the client got it, plus a new message: resumed, and
+	// only the new message is sent.
+	b := e2eMarker("echo B")
+	replyB, _ := s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(b)}, false)
+	startB := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, b) })
+	if startB["prompt"] != b || e2eResume(e2eArgv(startB)) != *conv {
+		t.Errorf("second start: prompt %q argv %v, want prompt %q and --resume %s", startB["prompt"], e2eArgv(startB), b, *conv)
+	}
+
+	// The chain goes on, streamed this time.
+	c := e2eMarker("echo C")
+	s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(b), assistant(replyB), user(c)}, true)
+	startC := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, c) })
+	if startC["prompt"] != c || e2eResume(e2eArgv(startC)) != *conv {
+		t.Errorf("third start: prompt %q argv %v, want prompt %q and --resume %s", startC["prompt"], e2eArgv(startC), c, *conv)
+	}
+
+	// An edited history matches no session: a new one, with the history
+	// folded into the prompt.
+	d := e2eMarker("echo D")
+	s.e2eComplete(t, []map[string]any{user(a), assistant(replyA + " (edited)"), user(d)}, false)
+	startD := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, d) })
+	p := startD["prompt"].(string)
+	if e2eResume(e2eArgv(startD)) != "" || p == d || !strings.HasSuffix(p, d) || !strings.Contains(p, a) || !strings.Contains(p, "(edited)") {
+		t.Errorf("edited history: prompt %q argv %v", p, e2eArgv(startD))
+	}
+}

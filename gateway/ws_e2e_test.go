@@ -1,0 +1,277 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// wsMsg is one message the server sends on /v1/chat/ws.
+type wsMsg struct {
+	Type string         `json:"type"`
+	ID   int            `json:"id"`
+	Data jsontext.Value `json:"data"`
+}
+
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+	ctx  context.Context
+}
+
+func (s *testServer) dialWS(t *testing.T, headers ...string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	h := http.Header{}
+	for i := 0; i+1 < len(headers); i += 2 {
+		h.Set(headers[i], headers[i+1])
+	}
+	conn, resp, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dialing /v1/chat/ws: %v (status %d)", err, status)
+	}
+	conn.SetReadLimit(64 << 20)
+	t.Cleanup(func() { conn.CloseNow() })
+	return &wsClient{t: t, conn: conn, ctx: ctx}
+}
+
+func (c *wsClient) send(v any) {
+	c.t.Helper()
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		b = []byte(v)
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	if err := c.conn.Write(c.ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatalf("writing to the socket: %v", err)
+	}
+}
+
+func (c *wsClient) read() wsMsg {
+	c.t.Helper()
+	typ, b, err := c.conn.Read(c.ctx)
+	if err != nil {
+		c.t.Fatalf("reading from the socket: %v", err)
+	}
+	if typ != websocket.MessageText {
+		c.t.Fatalf("a %v message, want text", typ)
+	}
+	var m wsMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("message is not {type,id,data}: %v: %s", err, b)
+	}
+	return m
+}
+
+// turn reads one turn's events up to and including done.
+func (c *wsClient) turn() []wsMsg {
+	c.t.Helper()
+	var out []wsMsg
+	for {
+		m := c.read()
+		if m.Type == "error" {
+			c.t.Fatalf("error message during a turn: %s", m.Data)
+		}
+		out = append(out, m)
+		if m.Type == documents.EventDone {
+			return out
+		}
+	}
+}
+
+// wsFold checks the turn's ids and order and folds it into a response.
+func wsFold(t *testing.T, msgs []wsMsg) documents.ChatResponse {
+	t.Helper()
+	evs := make([]event, len(msgs))
+	for i, m := range msgs {
+		evs[i] = event{ID: fmt.Sprint(m.ID), Name: m.Type, Data: string(m.Data)}
+	}
+	return fold(t, evs)
+}
+
+func wsError(t *testing.T, m wsMsg) (code string, status int) {
+	t.Helper()
+	if m.Type != "error" {
+		t.Fatalf("got a %s message, want an error", m.Type)
+	}
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Status  int    `json:"status"`
+	}
+	if err := json.Unmarshal(m.Data, &e); err != nil || e.Message == "" {
+		t.Fatalf("error data %s: %v", m.Data, err)
+	}
+	return e.Code, e.Status
+}
+
+// TestWSTurns runs several turns on one socket: the tour, then follow-ups
+// sent the moment the previous turn's done arrives.
+func TestWSTurns(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := s.dialWS(t, "Authorization", "Bearer anything")
+
+	c.send(map[string]any{"type": "chat", "prompt": "tour"})
+	first := c.turn()
+	got := wsFold(t, first)
+	if got.Status != documents.StatusCompleted || got.ConversationID == nil {
+		t.Fatalf("tour: status %s, conversation %v", got.Status, got.ConversationID)
+	}
+	seen := map[documents.Type]bool{}
+	for _, d := range got.Documents {
+		seen[d.Type] = true
+	}
+	for _, typ := range documents.Types {
+		if typ != documents.TypeError && !seen[typ] {
+			t.Errorf("no %s document over the socket", typ)
+		}
+	}
+	// data is exactly the SSE data: the same response as stored.
+	resp, b := s.oaGet(t, "/v1/chat/"+got.ID)
+	var stored documents.ChatResponse
+	if err := json.Unmarshal(b, &stored); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/chat/%s: %d %s", got.ID, resp.StatusCode, b)
+	}
+	if len(stored.Documents) != len(got.Documents) {
+		t.Fatalf("stored %d documents, socket %d", len(stored.Documents), len(got.Documents))
+	}
+	for i := range stored.Documents {
+		a, b := stored.Documents[i], got.Documents[i]
+		if a.Type != b.Type || str(a.Content) != str(b.Content) || string(a.Metadata) != string(b.Metadata) {
+			t.Errorf("document %d: stored %s %q, socket %s %q", i, a.Type, oaClip(str(a.Content)), b.Type, oaClip(str(b.Content)))
+		}
+	}
+
+	// Follow-ups at once, resuming the conversation.
+	conv := *got.ConversationID
+	for i := range 3 {
+		c.send(map[string]any{"type": "chat", "prompt": fmt.Sprintf("echo turn %d", i+2), "conversationId": conv})
+		r := wsFold(t, c.turn())
+		if r.Status != documents.StatusCompleted || r.ConversationID == nil || *r.ConversationID != conv || r.ID == got.ID {
+			t.Fatalf("turn %d: status %s conversation %v id %s", i+2, r.Status, r.ConversationID, r.ID)
+		}
+	}
+}
+
+func TestWSBadMessages(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := s.dialWS(t)
+	for _, tt := range []struct {
+		msg  any
+		code string
+	}{
+		{"not json", "bad_json"},
+		{map[string]any{"type": "dance"}, "bad_type"},
+		{map[string]any{"type": "chat", "prompt": "hi", "bogus": 1}, "unknown_field"},
+		{map[string]any{"type": "chat", "prompt": "hi", "mode": "yolo"}, ""},
+		{map[string]any{"type": "chat", "prompt": "hi", "model": "gpt-nope"}, ""},
+	} {
+		c.send(tt.msg)
+		code, status := wsError(t, c.read())
+		if (tt.code != "" && code != tt.code) || status != 400 {
+			t.Errorf("%v: error %s %d, want %s 400", tt.msg, code, status, tt.code)
+		}
+	}
+	// A cancel with nothing running is ignored; the socket still works.
+	c.send(map[string]any{"type": "cancel"})
+	c.send(map[string]any{"type": "chat", "prompt": "hello"})
+	if r := wsFold(t, c.turn()); r.Status != documents.StatusCompleted {
+		t.Errorf("status %s after bad messages", r.Status)
+	}
+}
+
+// TestWSCancel cancels a long run at realistic pace from the socket.
+func TestWSCancel(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_AGENT_ARGS_PREFIX=agent-sim,--sim-speed=1", "DOCSTREAM_AUTH_API_KEYS=k1")
+
+	// The same auth as HTTP.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conn, resp, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", nil); err == nil {
+		conn.CloseNow()
+		t.Errorf("dialed without a key")
+	} else if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("dial without a key: %v, want 401", err)
+	}
+
+	c := s.dialWS(t, "Authorization", "Bearer k1")
+	c.send(map[string]any{"type": "chat", "prompt": "long:400"})
+	var msgs []wsMsg
+	for {
+		m := c.read()
+		msgs = append(msgs, m)
+		if m.Type == documents.EventContentDelta {
+			break
+		}
+		if m.Type == documents.EventDone || m.Type == "error" {
+			t.Fatalf("the run ended before any text: %s %s", m.Type, m.Data)
+		}
+	}
+	// One turn at a time per socket.
+	c.send(map[string]any{"type": "chat", "prompt": "hello"})
+	c.send(map[string]any{"type": "cancel"})
+	cancelled := time.Now()
+	busy := false
+	for {
+		m := c.read()
+		if m.Type == "error" {
+			if code, status := wsError(t, m); code != "busy" || status != http.StatusConflict {
+				t.Errorf("second chat during a turn: %s %d, want busy 409", code, status)
+			}
+			busy = true
+			continue
+		}
+		msgs = append(msgs, m)
+		if m.Type == documents.EventDone {
+			break
+		}
+	}
+	if !busy {
+		t.Errorf("a second chat during a turn was not refused")
+	}
+	if d := time.Since(cancelled); d > 8*time.Second {
+		t.Errorf("done came %v after the cancel", d)
+	}
+	r := wsFold(t, msgs)
+	if r.Status != documents.StatusError || r.Metadata.StopReason != "cancelled" {
+		t.Errorf("status %s stopReason %q, want error cancelled", r.Status, r.Metadata.StopReason)
+	}
+	last := r.Documents[len(r.Documents)-1]
+	var em documents.ErrorMeta
+	_ = json.Unmarshal(last.Metadata, &em)
+	if last.Type != documents.TypeError || em.ErrorCode != "CANCELLED" {
+		t.Errorf("last document %s %s, want an error CANCELLED", last.Type, last.Metadata)
+	}
+	if text := r.Documents[0]; text.Type != documents.TypeText || strings.TrimSpace(str(text.Content)) == "" {
+		t.Errorf("the text streamed before the cancel is not kept: %+v", text)
+	}
+	s.waitNoAgents(t, 10*time.Second)
+
+	// The socket takes the next turn.
+	c.send(map[string]any{"type": "chat", "prompt": "echo after cancel"})
+	if r := wsFold(t, c.turn()); r.Status != documents.StatusCompleted {
+		t.Errorf("turn after the cancel: %s", r.Status)
+	}
+}

@@ -1,0 +1,84 @@
+package translate
+
+import (
+	"io"
+	"strings"
+)
+
+// NewDecoderSize is NewDecoder with a read buffer of bufSize bytes (at least
+// 16), so that tests can send short lines through the long-line path.
+func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
+	return newDecoder(r, maxLine, bufSize)
+}
+
+// LexChunks feeds one message to the lexer in the given chunks and returns
+// what it reports, one entry per sink call: "prose:…", "open:<char><length>
+// indent=<n> info=<info>", "code:…", "close" and "end". Adjacent prose and
+// code pieces are joined, since how text is split is not part of the result.
+func LexChunks(chunks []string) []string {
+	rec := &lexRecorder{}
+	l := newLexer(rec)
+	for _, c := range chunks {
+		l.Write(c)
+	}
+	l.End()
+	return rec.calls
+}
+
+type lexRecorder struct{ calls []string }
+
+func (r *lexRecorder) add(kind, s string) {
+	if n := len(r.calls); n > 0 && (kind == "prose:" || kind == "code:") && strings.HasPrefix(r.calls[n-1], kind) {
+		r.calls[n-1] += s
+		return
+	}
+	r.calls = append(r.calls, kind+s)
+}
+
+func (r *lexRecorder) proseText(s string) { r.add("prose:", s) }
+func (r *lexRecorder) openFence(f fence) {
+	r.add("open:", strings.Repeat(string(f.char), f.length)+" indent="+itoa(f.indent)+" info="+f.info)
+}
+func (r *lexRecorder) fenceText(s string) { r.add("code:", s) }
+func (r *lexRecorder) closeFence()        { r.add("close", "") }
+func (r *lexRecorder) endMessage()        { r.add("end", "") }
+
+// WalkJSON runs the walkers that read values cut from validated lines over
+// b, which may be anything: they must stop, without panicking. It returns
+// how many members and elements they reported.
+func WalkJSON(b []byte) int {
+	n := 0
+	var walk func(v []byte, depth int)
+	walk = func(v []byte, depth int) {
+		if depth > 64 || len(v) == 0 {
+			return
+		}
+		switch v[0] {
+		case '{':
+			eachMember(v, func(name, val []byte, start, end int) {
+				n++
+				_ = nameIs(name, "toolCallId")
+				_ = v[start:end]
+				walk(val, depth+1)
+			})
+		case '[':
+			eachElement(v, func(elem []byte) {
+				n++
+				walk(elem, depth+1)
+			})
+		}
+	}
+	walk(b, 0)
+	var tc ToolCall
+	parseToolObject(b, &tc)
+	classifyResult(b)
+	stripToolCallID(b)
+	var a toolArgs
+	decodeArgs(b, &a)
+	var body toolBody
+	decodeBody(b, classShell, &body)
+	decodeBody(b, classEdit, &body)
+	_ = messageText(b)
+	_ = contentText(b)
+	return n
+}

@@ -1,0 +1,534 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
+
+// The scanner below validates and walks JSON without decoding it. It
+// accepts what jsontext accepts with AllowDuplicateNames and
+// AllowInvalidUTF8: strings are checked for control characters and escapes
+// but not for valid UTF-8. Agent lines are mostly long strings (whole files
+// in tool results), so strings are scanned eight bytes at a time, and a
+// value is read only when a member is wanted.
+
+// maxDepth is the nesting limit of jsontext, which the scanner keeps.
+const maxDepth = 10000
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// stringStops flags, in the high bit of each of eight bytes of a string,
+// the quotes, backslashes and control characters. Borrows can flag a byte
+// after a flagged one, never before: the lowest flag is exact.
+func stringStops(w uint64) uint64 {
+	quote := w ^ (ones * '"')
+	bslash := w ^ (ones * '\\')
+	return ((quote - ones) &^ quote | (bslash - ones) &^ bslash | (w - ones*0x20) &^ w) & highs
+}
+
+// skipWS returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scanString reads the string whose opening quote is b[i]. It returns the
+// index after the closing quote, or -1 when the string is not valid, and
+// whether the string holds an escape.
+func scanString(b []byte, i int) (end int, escaped bool) {
+	i++
+	for {
+		for i+8 <= len(b) {
+			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			return -1, escaped
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, escaped
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return -1, escaped
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if !isHex4(b, i+2) {
+					return -1, escaped
+				}
+				i += 6
+			default:
+				return -1, escaped
+			}
+		case c < 0x20:
+			return -1, escaped
+		default:
+			i++
+		}
+	}
+}
+
+func isHex4(b []byte, i int) bool {
+	if i+4 > len(b) {
+		return false
+	}
+	for _, c := range b[i : i+4] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// scanNumber reads the number starting at b[i], or returns -1.
+func scanNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// scanLiteral reads lit at b[i], or returns -1.
+func scanLiteral(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanner validates lines and notes whether an object in them repeats a
+// member name, which JSON allows but jsontext's encoder refuses.
+type scanner struct {
+	names [][]byte // the names of the objects being scanned, innermost last
+	dup   bool     // a name repeats within one object
+	seen  map[string]struct{}
+}
+
+// addName records a member name of the object whose names start at
+// names[from] and notes a repeat.
+func (sc *scanner) addName(name []byte, escaped bool, from int) {
+	if escaped {
+		name = unquoteName(name)
+	} else {
+		name = name[1 : len(name)-1]
+	}
+	if len(sc.names)-from < 32 {
+		for _, n := range sc.names[from:] {
+			if string(n) == string(name) {
+				sc.dup = true
+			}
+		}
+	} else {
+		if len(sc.names)-from == 32 {
+			clear(sc.seen)
+			if sc.seen == nil {
+				sc.seen = make(map[string]struct{})
+			}
+			for _, n := range sc.names[from:] {
+				sc.seen[string(n)] = struct{}{}
+			}
+		}
+		if _, ok := sc.seen[string(name)]; ok {
+			sc.dup = true
+		}
+		sc.seen[string(name)] = struct{}{}
+	}
+	sc.names = append(sc.names, name)
+}
+
+// scanValue reads the value starting at b[i] (no leading whitespace) and
+// returns the index after it, or -1 when it is not valid JSON.
+func (sc *scanner) scanValue(b []byte, i, depth int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _ := scanString(b, i)
+		return end
+	case c == '{':
+		return sc.scanObject(b, i, depth+1, nil)
+	case c == '[':
+		return sc.scanArray(b, i, depth+1)
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return scanNumber(b, i)
+	}
+	return -1
+}
+
+// lineMemberFunc receives one member of a line's object as the validating
+// scan finds it: its name as written (quoted) and whether the name holds
+// an escape, and its value.
+type lineMemberFunc func(name, value []byte, escaped bool)
+
+// memberFunc receives one object member: its name as it is written
+// (quoted, escapes intact), its value, and where the member starts (its
+// name's quote) and ends (after its value) in the scanned bytes.
+type memberFunc func(name, value []byte, start, end int)
+
+// scanObject reads the object whose '{' is b[i], calling fn for each member
+// when fn is not nil, and returns the index after it, or -1.
+func (sc *scanner) scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
+	if depth > maxDepth {
+		return -1
+	}
+	from := len(sc.names) // this object's names are names[from:]; invalid input leaves them
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		start := i
+		nameEnd, escaped := scanString(b, i)
+		if nameEnd < 0 {
+			return -1
+		}
+		sc.addName(b[start:nameEnd], escaped, from)
+		i = skipWS(b, nameEnd)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		i = skipWS(b, i+1)
+		valStart := i
+		i = sc.scanValue(b, i, depth)
+		if i < 0 {
+			return -1
+		}
+		if fn != nil {
+			fn(b[start:nameEnd], b[valStart:i], escaped)
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			sc.names = sc.names[:from]
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// scanArray reads the array whose '[' is b[i] and returns the index after
+// it, or -1.
+func (sc *scanner) scanArray(b []byte, i, depth int) int {
+	if depth > maxDepth {
+		return -1
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		i = sc.scanValue(b, i, depth)
+		if i < 0 {
+			return -1
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// The walkers below read values cut from a line that isObjectLine has
+// validated, so they do not validate again: strings are skipped with
+// bytes.IndexByte. On malformed input they stop (reporting false) and
+// never panic.
+
+// skipStringFast returns the index after the string whose quote is b[i],
+// or -1.
+func skipStringFast(b []byte, i int) int {
+	j := i + 1
+	// Most strings are short names and values: look at a few bytes before
+	// calling IndexByte, and go on from where this stops.
+	for end := min(j+16, len(b)); j < end; j++ {
+		if c := b[j]; c == '"' {
+			return j + 1
+		} else if c == '\\' {
+			break
+		}
+	}
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipFast returns the index after the value starting at b[i], or -1.
+func skipFast(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipStringFast(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				if i = skipStringFast(b, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// eachMember calls fn for each member of obj, a JSON object cut from a
+// validated line, and reports whether it read the whole object.
+func eachMember(obj []byte, fn memberFunc) bool {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false
+	}
+	i := skipWS(obj, 1)
+	if i < len(obj) && obj[i] == '}' {
+		return i+1 == len(obj)
+	}
+	for i < len(obj) && obj[i] == '"' {
+		start := i
+		nameEnd := skipStringFast(obj, i)
+		if nameEnd < 0 {
+			return false
+		}
+		i = skipWS(obj, nameEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		i = skipWS(obj, i+1)
+		valStart := i
+		if i = skipFast(obj, i); i <= valStart {
+			return false
+		}
+		fn(obj[start:nameEnd], obj[valStart:i], start, i)
+		i = skipWS(obj, i)
+		if i >= len(obj) {
+			return false
+		}
+		switch obj[i] {
+		case '}':
+			return i+1 == len(obj)
+		case ',':
+			i = skipWS(obj, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// eachElement calls fn for each element of arr, a JSON array cut from a
+// validated line, and reports whether it read the whole array.
+func eachElement(arr []byte, fn func(elem []byte)) bool {
+	if len(arr) == 0 || arr[0] != '[' {
+		return false
+	}
+	i := skipWS(arr, 1)
+	if i < len(arr) && arr[i] == ']' {
+		return i+1 == len(arr)
+	}
+	for i < len(arr) {
+		start := i
+		if i = skipFast(arr, i); i <= start {
+			return false
+		}
+		fn(arr[start:i])
+		i = skipWS(arr, i)
+		if i >= len(arr) {
+			return false
+		}
+		switch arr[i] {
+		case ']':
+			return i+1 == len(arr)
+		case ',':
+			i = skipWS(arr, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// isObjectLine reports whether line is exactly one JSON object, with its
+// members reported to fn, and notes in sc.dup whether a name repeats.
+func (sc *scanner) isObjectLine(line []byte, fn lineMemberFunc) bool {
+	sc.dup, sc.names = false, sc.names[:0]
+	if len(line) == 0 || line[0] != '{' {
+		return false
+	}
+	end := sc.scanObject(line, 0, 1, fn)
+	return end >= 0 && skipWS(line, end) == len(line)
+}
+
+// dedupe returns v without repeated member names, keeping the last member
+// of each name where it stands; v is valid JSON.
+func dedupe(v []byte) []byte {
+	if len(v) == 0 || (v[0] != '{' && v[0] != '[') {
+		return v
+	}
+	return appendDeduped(make([]byte, 0, len(v)), v)
+}
+
+func appendDeduped(out, v []byte) []byte {
+	switch v[0] {
+	case '{':
+		type member struct{ name, value []byte }
+		var ms []member
+		last := map[string]int{}
+		eachMember(v, func(name, value []byte, _, _ int) {
+			last[string(unquoteName(name))] = len(ms)
+			ms = append(ms, member{name, value})
+		})
+		out = append(out, '{')
+		n := 0
+		for i, m := range ms {
+			if last[string(unquoteName(m.name))] != i {
+				continue
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			n++
+			out = append(out, m.name...)
+			out = append(out, ':')
+			out = appendDeduped(out, m.value)
+		}
+		return append(out, '}')
+	case '[':
+		out = append(out, '[')
+		n := 0
+		eachElement(v, func(elem []byte) {
+			if n > 0 {
+				out = append(out, ',')
+			}
+			n++
+			out = appendDeduped(out, elem)
+		})
+		return append(out, ']')
+	}
+	return append(out, v...)
+}
+
+// nameIs reports whether a quoted member name (escapes intact) is s.
+func nameIs(name []byte, s string) bool {
+	if len(name) == len(s)+2 && string(name[1:len(name)-1]) == s {
+		return true
+	}
+	if len(name) < len(s)+2 || !hasByte(name, '\\') {
+		return false
+	}
+	return string(unquoteName(name)) == s
+}
+
+func hasByte(b []byte, c byte) bool {
+	for _, x := range b {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
