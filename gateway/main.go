@@ -150,7 +150,7 @@ func demoConfig(cfg *Config) (func(), error) {
 	}
 	cfg.Demo = true
 	cfg.Agent.Binary = exe
-	cfg.Agent.ArgsPrefix = []string{"agent-sim", "--sim-speed=1"}
+	cfg.Agent.ArgsPrefix = []string{"agent-sim"} // realistic pacing; DOCSTREAM_SIM_SPEED changes it
 	cfg.Agent.Workspaces = map[string]string{"demo": dir}
 	cfg.Agent.DefaultWorkspace = "demo"
 	return func() { os.RemoveAll(dir) }, nil

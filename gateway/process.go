@@ -81,7 +81,8 @@ func (b *CLIBackend) Ready() error {
 }
 
 // agentEnv is the agent's environment: the allowed names of the gateway's
-// environment that no deny pattern matches, plus CURSOR_API_KEY.
+// environment that no deny pattern matches, the simulator's DOCSTREAM_SIM_*
+// settings, plus CURSOR_API_KEY.
 func agentEnv(environ []string, cfg AgentConfig) []string {
 	var env []string
 	for _, kv := range environ {
@@ -89,7 +90,8 @@ func agentEnv(environ []string, cfg AgentConfig) []string {
 		if !ok || name == "CURSOR_API_KEY" {
 			continue
 		}
-		if matchAny(cfg.EnvAllow, name) && !matchAny(cfg.EnvDeny, name) {
+		// The simulator's own settings are not secrets and always pass.
+		if strings.HasPrefix(name, "DOCSTREAM_SIM_") || (matchAny(cfg.EnvAllow, name) && !matchAny(cfg.EnvDeny, name)) {
 			env = append(env, kv)
 		}
 	}
