@@ -326,7 +326,7 @@ func TestE2ETourMetadata(t *testing.T) {
 		if _, ok := args["toolCallId"]; ok {
 			t.Errorf("tool_call %s arguments keep toolCallId", m.ToolName)
 		}
-		if tcs, _ := starts[d.ID]; tcs == nil {
+		if starts[d.ID] == nil {
 			t.Errorf("no document_start for %s", d.ID)
 		}
 	}

@@ -156,6 +156,10 @@ func (s *Segmenter) Feed(ev Event) {
 		return
 	}
 	if s.opts.IncludeRaw {
+		// response_start goes first, with the session id when this is init.
+		if ev.Kind == KindInit && ev.Init != nil {
+			s.startResponse(ev.Init.SessionID)
+		}
 		s.ensureStarted()
 		s.rawEvent(ev)
 	}
