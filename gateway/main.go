@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,6 +79,16 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	defer store.Close()
+	pidDir := ""
+	if cfg.Store.Driver == "sqlite" {
+		pidDir = filepath.Join(filepath.Dir(cfg.Store.Path), "agents")
+		if err := os.MkdirAll(pidDir, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", pidDir, err)
+		}
+		if n := ReapOrphans(pidDir); n > 0 {
+			log.Warn().Int("process_groups", n).Msg("ended agents left running by the last crash")
+		}
+	}
 	if n, err := store.MarkInterrupted(ctx); err != nil {
 		log.Warn().Err(err).Msg("marking interrupted runs")
 	} else if n > 0 {
@@ -94,6 +105,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
+	srv.cli.pidDir = pidDir
 	if err := srv.cli.Ready(); err != nil {
 		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
 	}

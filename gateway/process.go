@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ type CLIBackend struct {
 	env     []string
 	metrics *Metrics
 	demo    bool
+	// pidDir, when set, holds one file per running agent process group, so
+	// that agents left by a crash of the gateway are ended at its next start.
+	pidDir string
 
 	probeOnce sync.Once
 	hasDebug  bool
@@ -200,6 +204,8 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		return translate.End{Err: err, Elapsed: elapsed()}
 	}
 	pgid := cmd.Process.Pid
+	b.recordGroup(pgid)
+	defer b.forgetGroup(pgid)
 	out := &pipeReader{f: stdoutR}
 	tail := newTail(b.cfg.StderrTailBytes)
 	stderrDone := make(chan struct{})
@@ -455,4 +461,47 @@ func (t *tail) String() string {
 		s = "…" + s
 	}
 	return s
+}
+
+// recordGroup notes a running agent process group in pidDir.
+func (b *CLIBackend) recordGroup(pgid int) {
+	if b.pidDir == "" {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(b.pidDir, strconv.Itoa(pgid)), []byte(b.binary), 0o600)
+}
+
+// forgetGroup removes a finished agent process group from pidDir.
+func (b *CLIBackend) forgetGroup(pgid int) {
+	if b.pidDir != "" {
+		_ = os.Remove(filepath.Join(b.pidDir, strconv.Itoa(pgid)))
+	}
+}
+
+// ReapOrphans ends the agent process groups a crashed gateway left behind:
+// those recorded in pidDir whose leader still runs the agent binary. It
+// returns how many it ended.
+func ReapOrphans(pidDir string) int {
+	ents, err := os.ReadDir(pidDir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		name := filepath.Join(pidDir, e.Name())
+		pgid, err := strconv.Atoi(e.Name())
+		bin, rerr := os.ReadFile(name)
+		_ = os.Remove(name)
+		if err != nil || rerr != nil || pgid <= 1 {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
+		if err != nil || len(bin) == 0 || !strings.HasPrefix(string(cmdline), string(bin)) {
+			continue
+		}
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -273,7 +273,12 @@ func TestRunsRestart(t *testing.T) {
 	s.kill()
 	resumed.Close()
 	fresh.Close()
+	if len(s.agentProcesses()) == 0 {
+		t.Fatalf("the hanging agents should outlive the killed gateway")
+	}
 	s.start(t)
+	// The restarted gateway ends the agents the crash left running.
+	s.waitNoAgents(t, 10*time.Second)
 
 	if got := s.e2eGetChat(t, first.ID); !e2eSameJSON(t, got, first) {
 		t.Errorf("the finished response changed across the restart")
