@@ -430,45 +430,25 @@ func DecodeFrame(f Frame) (documents.Event, error) {
 	var err error
 	switch f.Name {
 	case documents.EventResponseStart:
-		var e documents.ResponseStart
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ResponseStart](f.Data)
 	case documents.EventDocumentStart:
-		var e documents.DocumentStart
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.DocumentStart](f.Data)
 	case documents.EventContentDelta:
-		var e documents.ContentDelta
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ContentDelta](f.Data)
 	case documents.EventToolCallStart:
-		var e documents.ToolCallStart
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ToolCallStart](f.Data)
 	case documents.EventToolCallArguments:
-		var e documents.ToolCallArguments
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ToolCallArguments](f.Data)
 	case documents.EventToolResult:
-		var e documents.ToolResultEvent
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ToolResultEvent](f.Data)
 	case documents.EventDocumentEnd:
-		var e documents.DocumentEnd
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.DocumentEnd](f.Data)
 	case documents.EventDone:
-		var e documents.Done
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.Done](f.Data)
 	case documents.EventThinkingDelta:
-		var e documents.ThinkingDelta
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.ThinkingDelta](f.Data)
 	case documents.EventAgentEvent:
-		var e documents.AgentEvent
-		err = json.Unmarshal(f.Data, &e)
-		ev = e
+		ev, err = decodeAs[documents.AgentEvent](f.Data)
 	default:
 		return nil, fmt.Errorf("unknown event %q", f.Name)
 	}
@@ -476,4 +456,11 @@ func DecodeFrame(f Frame) (documents.Event, error) {
 		return nil, fmt.Errorf("decoding %s: %w", f.Name, err)
 	}
 	return ev, nil
+}
+
+// decodeAs decodes data as the event type T.
+func decodeAs[T documents.Event](data []byte) (documents.Event, error) {
+	var e T
+	err := json.Unmarshal(data, &e)
+	return e, err
 }
