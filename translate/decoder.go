@@ -70,10 +70,6 @@ type Event struct {
 
 	Raw  []byte // the whole line, without its newline
 	Size int    // the line's length in bytes (also for oversize lines)
-
-	// dupNames says that an object in Raw repeats a member name; the JSON
-	// passed on from the line is then rewritten without repeats.
-	dupNames bool
 }
 
 // Init is the content of a system/init event.
@@ -126,7 +122,7 @@ type Decoder struct {
 	max     int
 	buf     []byte
 	line    int
-	sc      scanner
+	names   nameSet
 	sessRaw []byte
 	session string
 	w       wire

@@ -80,5 +80,7 @@ func WalkJSON(b []byte) int {
 	decodeBody(b, classEdit, &body)
 	_ = messageText(b)
 	_ = contentText(b)
+	var ns nameSet
+	_ = ns.dedupe(b)
 	return n
 }

@@ -280,7 +280,8 @@ type refFence struct {
 //   - it closes on a line of up to 3 spaces and at least as many of the same
 //     character, then only spaces, tabs or CRs; or at the end of the text;
 //   - code content is its lines joined by "\n", each without up to the
-//     opener's indent in spaces; an empty block makes no document;
+//     opener's indent in spaces; a block that is empty or only whitespace
+//     makes no document;
 //   - prose between fences is one text document unless it is only
 //     whitespace; blank lines before it and whitespace at its end drop.
 //
@@ -318,7 +319,7 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 	flushCode := func() {
 		content := strings.Join(code, "\n")
 		code = nil
-		if content == "" {
+		if nonSpace(content) == "" {
 			return
 		}
 		if file, start, end, ok := refInfo(open.info); ok {

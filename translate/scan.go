@@ -9,9 +9,10 @@ import (
 // The scanner below validates and walks JSON without decoding it. It
 // accepts what jsontext accepts with AllowDuplicateNames and
 // AllowInvalidUTF8: strings are checked for control characters and escapes
-// but not for valid UTF-8. Agent lines are mostly long strings (whole files
-// in tool results), so strings are scanned eight bytes at a time, and a
-// value is read only when a member is wanted.
+// but not for valid UTF-8, and repeated member names are noted, not
+// refused. Agent lines are mostly long strings (whole files in tool
+// results), so strings are scanned eight bytes at a time, a line is
+// validated once, and a value is read only when a member is wanted.
 
 // maxDepth is the nesting limit of jsontext, which the scanner keeps.
 const maxDepth = 10000
@@ -27,7 +28,7 @@ const (
 func stringStops(w uint64) uint64 {
 	quote := w ^ (ones * '"')
 	bslash := w ^ (ones * '\\')
-	return ((quote - ones) &^ quote | (bslash - ones) &^ bslash | (w - ones*0x20) &^ w) & highs
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
 }
 
 // skipWS returns the index of the first byte at or after i that is not
@@ -148,49 +149,9 @@ func scanLiteral(b []byte, i int, lit string) int {
 	return i + len(lit)
 }
 
-// scanner validates lines and notes whether an object in them repeats a
-// member name, which JSON allows but jsontext's encoder refuses.
-type scanner struct {
-	names [][]byte // the names of the objects being scanned, innermost last
-	dup   bool     // a name repeats within one object
-	seen  map[string]struct{}
-}
-
-// addName records a member name of the object whose names start at
-// names[from] and notes a repeat.
-func (sc *scanner) addName(name []byte, escaped bool, from int) {
-	if escaped {
-		name = unquoteName(name)
-	} else {
-		name = name[1 : len(name)-1]
-	}
-	if len(sc.names)-from < 32 {
-		for _, n := range sc.names[from:] {
-			if string(n) == string(name) {
-				sc.dup = true
-			}
-		}
-	} else {
-		if len(sc.names)-from == 32 {
-			clear(sc.seen)
-			if sc.seen == nil {
-				sc.seen = make(map[string]struct{})
-			}
-			for _, n := range sc.names[from:] {
-				sc.seen[string(n)] = struct{}{}
-			}
-		}
-		if _, ok := sc.seen[string(name)]; ok {
-			sc.dup = true
-		}
-		sc.seen[string(name)] = struct{}{}
-	}
-	sc.names = append(sc.names, name)
-}
-
 // scanValue reads the value starting at b[i] (no leading whitespace) and
 // returns the index after it, or -1 when it is not valid JSON.
-func (sc *scanner) scanValue(b []byte, i, depth int) int {
+func scanValue(b []byte, i, depth int) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -199,9 +160,9 @@ func (sc *scanner) scanValue(b []byte, i, depth int) int {
 		end, _ := scanString(b, i)
 		return end
 	case c == '{':
-		return sc.scanObject(b, i, depth+1, nil)
+		return scanObject(b, i, depth+1, nil)
 	case c == '[':
-		return sc.scanArray(b, i, depth+1)
+		return scanArray(b, i, depth+1)
 	case c == 't':
 		return scanLiteral(b, i, "true")
 	case c == 'f':
@@ -226,11 +187,10 @@ type memberFunc func(name, value []byte, start, end int)
 
 // scanObject reads the object whose '{' is b[i], calling fn for each member
 // when fn is not nil, and returns the index after it, or -1.
-func (sc *scanner) scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
+func scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 	if depth > maxDepth {
 		return -1
 	}
-	from := len(sc.names) // this object's names are names[from:]; invalid input leaves them
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
@@ -244,14 +204,13 @@ func (sc *scanner) scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 		if nameEnd < 0 {
 			return -1
 		}
-		sc.addName(b[start:nameEnd], escaped, from)
 		i = skipWS(b, nameEnd)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
 		i = skipWS(b, i+1)
 		valStart := i
-		i = sc.scanValue(b, i, depth)
+		i = scanValue(b, i, depth)
 		if i < 0 {
 			return -1
 		}
@@ -266,7 +225,6 @@ func (sc *scanner) scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
-			sc.names = sc.names[:from]
 			return i + 1
 		default:
 			return -1
@@ -276,7 +234,7 @@ func (sc *scanner) scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 
 // scanArray reads the array whose '[' is b[i] and returns the index after
 // it, or -1.
-func (sc *scanner) scanArray(b []byte, i, depth int) int {
+func scanArray(b []byte, i, depth int) int {
 	if depth > maxDepth {
 		return -1
 	}
@@ -285,7 +243,7 @@ func (sc *scanner) scanArray(b []byte, i, depth int) int {
 		return i + 1
 	}
 	for {
-		i = sc.scanValue(b, i, depth)
+		i = scanValue(b, i, depth)
 		if i < 0 {
 			return -1
 		}
@@ -453,20 +411,100 @@ func eachElement(arr []byte, fn func(elem []byte)) bool {
 }
 
 // isObjectLine reports whether line is exactly one JSON object, with its
-// members reported to fn, and notes in sc.dup whether a name repeats.
-func (sc *scanner) isObjectLine(line []byte, fn lineMemberFunc) bool {
-	sc.dup, sc.names = false, sc.names[:0]
+// members reported to fn.
+func isObjectLine(line []byte, fn lineMemberFunc) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	end := sc.scanObject(line, 0, 1, fn)
+	end := scanObject(line, 0, 1, fn)
 	return end >= 0 && skipWS(line, end) == len(line)
 }
 
+// nameSet finds repeated member names. JSON allows them and the decoder
+// accepts them, but jsontext's encoder refuses them, so the JSON that
+// leaves the package is checked. Its buffers are reused.
+type nameSet struct {
+	names  [][]byte    // the names of the open objects, innermost last
+	levels []nameLevel // the open objects and arrays
+}
+
+// nameLevel is an open object or array of the value being checked.
+type nameLevel struct {
+	object bool
+	from   int                 // the object's names are names[from:]
+	set    map[string]struct{} // the names of a large object
+}
+
+// repeated reports whether an object in v, a valid JSON value, repeats a
+// member name (compared unquoted). It reads v once, front to back.
+func (ns *nameSet) repeated(v []byte) bool {
+	ns.names, ns.levels = ns.names[:0], ns.levels[:0]
+	expectName := false
+	for i := 0; i < len(v); {
+		switch v[i] {
+		case '{':
+			ns.levels = append(ns.levels, nameLevel{object: true, from: len(ns.names)})
+			expectName = true
+		case '[':
+			ns.levels = append(ns.levels, nameLevel{from: len(ns.names)})
+			expectName = false
+		case '}', ']':
+			if n := len(ns.levels); n > 0 {
+				ns.names = ns.names[:ns.levels[n-1].from]
+				ns.levels = ns.levels[:n-1]
+			}
+			expectName = false
+		case ',':
+			expectName = len(ns.levels) > 0 && ns.levels[len(ns.levels)-1].object
+		case '"':
+			end := skipStringFast(v, i)
+			if end < 0 {
+				return false
+			}
+			if expectName && len(ns.levels) > 0 {
+				if ns.add(&ns.levels[len(ns.levels)-1], unquoteName(v[i:end])) {
+					return true
+				}
+				expectName = false
+			}
+			i = end
+			continue
+		}
+		i++
+	}
+	return false
+}
+
+// add records a name of the object l and reports whether it repeats one.
+// Most objects are small enough for a linear search.
+func (ns *nameSet) add(l *nameLevel, name []byte) bool {
+	if l.set != nil {
+		if _, ok := l.set[string(name)]; ok {
+			return true
+		}
+		l.set[string(name)] = struct{}{}
+		return false
+	}
+	for _, x := range ns.names[l.from:] {
+		if string(x) == string(name) {
+			return true
+		}
+	}
+	ns.names = append(ns.names, name)
+	if len(ns.names)-l.from == 32 {
+		l.set = make(map[string]struct{}, 64)
+		for _, x := range ns.names[l.from:] {
+			l.set[string(x)] = struct{}{}
+		}
+	}
+	return false
+}
+
 // dedupe returns v without repeated member names, keeping the last member
-// of each name where it stands; v is valid JSON.
-func dedupe(v []byte) []byte {
-	if len(v) == 0 || (v[0] != '{' && v[0] != '[') {
+// of each name where it stands; v is valid JSON. Without repeats it
+// returns v itself.
+func (ns *nameSet) dedupe(v []byte) []byte {
+	if !ns.repeated(v) {
 		return v
 	}
 	return appendDeduped(make([]byte, 0, len(v)), v)
@@ -531,4 +569,3 @@ func hasByte(b []byte, c byte) bool {
 	}
 	return false
 }
-

@@ -79,6 +79,7 @@ type Segmenter struct {
 	turns     map[string]struct{}
 
 	init       *Init
+	names      nameSet // finds repeated names in agent_event payloads
 	stats      Stats
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
@@ -234,9 +235,9 @@ func (s *Segmenter) rawEvent(ev Event) {
 		s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Type: "raw", Data: string(ev.Raw)})
 		return
 	}
-	payload := jsontext.Value(ev.Raw).Clone()
-	if ev.dupNames {
-		payload = dedupe(ev.Raw)
+	payload := s.names.dedupe(ev.Raw)
+	if len(payload) > 0 && &payload[0] == &ev.Raw[0] {
+		payload = jsontext.Value(ev.Raw).Clone()
 	}
 	s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Timestamp: ev.TimestampMs, Type: ev.Type, Subtype: ev.Subtype,
 		Payload: payload, Raw: string(ev.Raw)})
@@ -364,8 +365,20 @@ func (s *Segmenter) openFence(f fence) {
 	s.fence = f
 }
 
+// fenceText takes the content of an open fenced block. A block opens its
+// document with its first non-blank text, so that a block of blank lines
+// makes no document, as an empty one does; blank lines before that text
+// are kept.
 func (s *Segmenter) fenceText(t string) {
 	if s.codeID == "" {
+		if isBlank(t) {
+			s.wsHeld = append(s.wsHeld, t...)
+			return
+		}
+		if len(s.wsHeld) > 0 {
+			t = string(s.wsHeld) + t
+			s.wsHeld = s.wsHeld[:0]
+		}
 		kind, lang, file, start, end := parseInfo(s.fence.info)
 		var meta any
 		typ := documents.TypeCodeBlock
@@ -396,6 +409,7 @@ func (s *Segmenter) purpose(lang string) string {
 }
 
 func (s *Segmenter) closeFence() {
+	s.wsHeld = s.wsHeld[:0]
 	if s.codeID == "" {
 		return
 	}

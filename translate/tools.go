@@ -13,7 +13,7 @@ import (
 )
 
 // toolArgs is the union of the argument fields Docstream reads from any
-// tool in any dialect.
+// tool in any dialect. decodeArgs fills it; the tags name the members.
 type toolArgs struct {
 	Path             string         `json:"path"`
 	FilePath         string         `json:"file_path"`
@@ -78,28 +78,29 @@ func (a *toolArgs) path() string {
 	return firstNonEmpty(a.Path, a.FilePath, a.FilePathCamel, a.TargetFile)
 }
 
-// toolBody is the union of result fields Docstream reads.
+// toolBody is the union of result fields Docstream reads. decodeBody fills
+// it; the tags name the members.
 type toolBody struct {
-	Path              string  `json:"path"`
-	Command           string  `json:"command"`
-	WorkingDirectory  string  `json:"workingDirectory"`
-	ExitCode          *int    `json:"exitCode"`
-	ExitCodeSnake     *int    `json:"exit_code"`
-	Signal            string  `json:"signal"`
-	Stdout            string  `json:"stdout"`
-	Stderr            string  `json:"stderr"`
-	Interleaved       string  `json:"interleavedOutput"`
-	Output            string  `json:"output"`
-	ExecutionTime     int64   `json:"executionTime"`
-	Reason            string  `json:"reason"`
-	Error             string  `json:"error"`
-	Message           string  `json:"message"`
-	DiffString        string  `json:"diffString"`
-	LinesAdded        *int    `json:"linesAdded"`
-	LinesRemoved      *int    `json:"linesRemoved"`
+	Path              string         `json:"path"`
+	Command           string         `json:"command"`
+	WorkingDirectory  string         `json:"workingDirectory"`
+	ExitCode          *int           `json:"exitCode"`
+	ExitCodeSnake     *int           `json:"exit_code"`
+	Signal            string         `json:"signal"`
+	Stdout            string         `json:"stdout"`
+	Stderr            string         `json:"stderr"`
+	Interleaved       string         `json:"interleavedOutput"`
+	Output            string         `json:"output"`
+	ExecutionTime     int64          `json:"executionTime"`
+	Reason            string         `json:"reason"`
+	Error             string         `json:"error"`
+	Message           string         `json:"message"`
+	DiffString        string         `json:"diffString"`
+	LinesAdded        *int           `json:"linesAdded"`
+	LinesRemoved      *int           `json:"linesRemoved"`
 	BeforeFullContent jsontext.Value `json:"beforeFullFileContent"` // raw: whole files, read only where used
 	AfterFullContent  jsontext.Value `json:"afterFullFileContent"`
-	IsError           bool    `json:"isError"`
+	IsError           bool           `json:"isError"`
 }
 
 // outcome is how a tool call ended.

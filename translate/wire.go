@@ -55,7 +55,6 @@ func (d *Decoder) decode(line []byte) Event {
 		ev.Kind = KindNotJSON
 		return ev
 	}
-	ev.dupNames = d.sc.dup
 	w := &d.w
 	ev.Type, ev.Subtype = w.typ, w.sub
 	ev.SessionID = w.session
@@ -134,10 +133,8 @@ func (d *Decoder) toolEvent(ev *Event) {
 	if ev.Kind == KindToolCompleted && tc.Result == nil && w.resultObj != nil {
 		tc.Result = w.resultObj
 	}
-	if ev.dupNames {
-		// Repeated names would make the events unencodable downstream.
-		tc.Args, tc.Result = dedupe(tc.Args), dedupe(tc.Result)
-	}
+	// Repeated names would make the events unencodable downstream.
+	tc.Args, tc.Result = d.names.dedupe(tc.Args), d.names.dedupe(tc.Result)
 	ev.Tool = tc
 	ev.CallID = w.callID
 	if ev.CallID == "" {
@@ -149,7 +146,7 @@ func (d *Decoder) toolEvent(ev *Event) {
 // is exactly one JSON object; depth 1 is a payload.
 func (d *Decoder) members(val []byte, depth int) bool {
 	if depth == 0 {
-		return d.sc.isObjectLine(val, func(name, v []byte, escaped bool) {
+		return isObjectLine(val, func(name, v []byte, escaped bool) {
 			if escaped {
 				name = unquoteName(name)
 			} else {
