@@ -39,13 +39,16 @@ func (s *Server) handleChat(c echo.Context) error {
 	if q := c.QueryParam("stream"); q != "" {
 		stream, _ = strconv.ParseBool(q)
 	}
-	run, err := s.reg.Start(spec)
+	// A stream's headers go out before the run starts (streamRun launches
+	// it), so that they never wait behind the agent's spawn.
+	run, err := s.reg.Prepare(spec)
 	if err != nil {
 		return err
 	}
 	if stream {
 		return s.streamRun(c, run, 0)
 	}
+	run.Launch()
 	return s.waitRun(c, run)
 }
 
@@ -241,13 +244,21 @@ func (s *Server) setStreamHeaders(c echo.Context, run *Run) {
 func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 	detach := run.Attach()
 	defer detach()
+	defer run.Launch() // a prepared run starts in any case
 	s.setStreamHeaders(c, run)
 	w := c.Response()
 	rc := http.NewResponseController(w.Writer)
 	ctx := c.Request().Context()
+	// Each write gets the write timeout. Moving the deadline is a timer
+	// update; one set less than 1/64 of the timeout ago is kept, so a busy
+	// stream does not pay for it on every event.
+	var armed time.Time
 	deadline := func() {
-		if s.cfg.Server.WriteTimeout > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Server.WriteTimeout))
+		if wt := s.cfg.Server.WriteTimeout; wt > 0 {
+			if now := time.Now(); now.Sub(armed) >= wt/64 {
+				armed = now
+				_ = rc.SetWriteDeadline(now.Add(wt))
+			}
 		}
 	}
 	deadline()
@@ -257,6 +268,7 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 	if err := rc.Flush(); err != nil {
 		return nil
 	}
+	run.Launch()
 	beat := time.NewTicker(s.heartbeat())
 	defer beat.Stop()
 	last := after

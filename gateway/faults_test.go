@@ -27,11 +27,9 @@ const (
 	hdClientKey   = "key-marker"
 )
 
-// hdServer is a testServer with both secrets configured, an agent
-// wrapper that makes the simulator record its starts (the gateway keeps
-// every DOCSTREAM_* variable from the agent, DOCSTREAM_SIM_LOG included),
-// a client without keep-alive (so the gateway's descriptors settle) and a
-// record of every body the tests read.
+// hdServer is a testServer with both secrets configured, a client without
+// keep-alive (so the gateway's descriptors settle) and a record of every
+// body the tests read.
 type hdServer struct {
 	*testServer
 	simLog string
@@ -44,17 +42,11 @@ type hdServer struct {
 // secrets.
 func hdStart(t *testing.T, extra ...string) *hdServer {
 	t.Helper()
-	dir := t.TempDir()
-	h := &hdServer{simLog: filepath.Join(dir, "sim.log"), seen: &syncBuffer{},
-		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
-	wrapper := filepath.Join(dir, "agent")
-	script := fmt.Sprintf("#!/bin/sh\nDOCSTREAM_SIM_LOG='%s' exec '%s' \"$@\"\n", h.simLog, binary)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"DOCSTREAM_AGENT_BINARY=" + wrapper, "DOCSTREAM_AGENT_API_KEY=" + hdAgentSecret,
+	h := &hdServer{seen: &syncBuffer{}, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	env := []string{"DOCSTREAM_AGENT_API_KEY=" + hdAgentSecret,
 		"DOCSTREAM_AUTH_API_KEYS=" + hdClientKey, "DOCSTREAM_AUTH_RATE_PER_MINUTE=1000000", "DOCSTREAM_AUTH_BURST=100000"}
 	h.testServer = startServer(t, append(env, extra...)...)
+	h.simLog = filepath.Join(h.Dir, "sim.log")
 	t.Cleanup(func() {
 		h.stop(t)
 		h.checkSecrets(t)
@@ -64,7 +56,8 @@ func hdStart(t *testing.T, extra ...string) *hdServer {
 
 // checkSecrets fails if a secret shows in the logs, a body or an agent's
 // command line, or if the agent's environment is not as configured:
-// CURSOR_API_KEY present, no DOCSTREAM_* variable (but the wrapper's own).
+// CURSOR_API_KEY present, no DOCSTREAM_* variable but the simulator's own
+// DOCSTREAM_SIM_* settings.
 func (h *hdServer) checkSecrets(t *testing.T) {
 	t.Helper()
 	simLog, _ := os.ReadFile(h.simLog)
@@ -92,7 +85,7 @@ func (h *hdServer) checkSecrets(t *testing.T) {
 			if name == "CURSOR_API_KEY" {
 				hasKey = true
 			}
-			if strings.HasPrefix(name, "DOCSTREAM_") && name != "DOCSTREAM_SIM_LOG" {
+			if strings.HasPrefix(name, "DOCSTREAM_") && !strings.HasPrefix(name, "DOCSTREAM_SIM_") {
 				t.Errorf("the agent's environment has %s", name)
 			}
 		}
@@ -360,6 +353,28 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}}
 	}
+	// hangAfter: the agent does not exit after its result. done follows the
+	// result at once (not after the 2s linger), and the agent is ended.
+	hangAfter := func() tc {
+		var last, done time.Time
+		return tc{name: "hang-after", prompt: "fault:hang-after", env: []string{"DOCSTREAM_AGENT_LINGER_AFTER_RESULT=2s"},
+			agents: 2*time.Second + 2*time.Second + time.Second,
+			during: func(t *testing.T, h *hdServer, id string, ev event) {
+				if ev.Name == documents.EventDone {
+					done = time.Now()
+				} else {
+					last = time.Now()
+				}
+			},
+			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
+				if cr.Status != documents.StatusCompleted {
+					t.Errorf("status %s, want completed (errors %v)", cr.Status, hdErrorDocs(cr))
+				}
+				if d := done.Sub(last); d >= 1500*time.Millisecond {
+					t.Errorf("done came %s after the last document: it waited for the lingering agent (linger 2s)", d)
+				}
+			}}
+	}
 	cases := []tc{
 		{name: "exit-signal", prompt: "fault:exit-signal", check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 			d := hdExpectErrorDoc(t, cr, documents.CodeAgentExited, documents.StopAgentExit)
@@ -376,7 +391,7 @@ func TestFaultMatrix(t *testing.T) {
 				t.Errorf("the stderr tail is not in the error details: %v", d["details"])
 			}
 		}},
-		{name: "hang-mid+idle-timeout", prompt: "fault:hang-mid", env: []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=1s", "DOCSTREAM_AGENT_MAX_LINE_BYTES=1048576"},
+		{name: "hang-mid+idle-timeout", prompt: "fault:hang-mid", env: []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=1s"},
 			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 				hdExpectErrorDoc(t, cr, documents.CodeTimeout, documents.StopTimeout)
 				if took < time.Second || took > 8*time.Second {
@@ -393,16 +408,8 @@ func TestFaultMatrix(t *testing.T) {
 					t.Errorf("the run timeout of 1s ended the run after %s", took)
 				}
 			}},
-		{name: "hang-after", prompt: "fault:hang-after", env: []string{"DOCSTREAM_AGENT_LINGER_AFTER_RESULT=2s"}, agents: 2*time.Second + 2*time.Second + time.Second,
-			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
-				if cr.Status != documents.StatusCompleted {
-					t.Errorf("status %s, want completed (errors %v)", cr.Status, hdErrorDocs(cr))
-				}
-				if took >= 2*time.Second {
-					t.Errorf("the response took %s: it waited for the lingering agent (linger 2s)", took)
-				}
-			}},
-		{name: "oversize-skipped", prompt: "fault:oversize", env: []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=1s", "DOCSTREAM_AGENT_MAX_LINE_BYTES=1048576"},
+		hangAfter(),
+		{name: "oversize-skipped", prompt: "fault:oversize", env: []string{"DOCSTREAM_AGENT_MAX_LINE_BYTES=1048576"},
 			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 				if cr.Status != documents.StatusCompleted {
 					t.Errorf("status %s, want completed", cr.Status)
@@ -476,9 +483,9 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}},
 		// SIGTERM is ignored: the group is killed after the grace.
-		cancelCase("ignore-term+cancel", "", "2s", 1900*time.Millisecond, 7*time.Second),
+		cancelCase("ignore-term+cancel", "", "3s", 2900*time.Millisecond, 8*time.Second),
 		// KILL skips the grace.
-		cancelCase("ignore-term+cancel-kill", `{"signal":"KILL"}`, "2s", 0, 1500*time.Millisecond),
+		cancelCase("ignore-term+cancel-kill", `{"signal":"KILL"}`, "3s", 0, 2500*time.Millisecond),
 		{name: "no-result", prompt: "fault:no-result", check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 			hdExpectErrorDoc(t, cr, documents.CodeNoResult, documents.StopAgentExit)
 		}},

@@ -29,8 +29,9 @@ var binary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		// Fuzz workers run only the fuzz target, which starts no server.
+	worker, run := flag.Lookup("test.fuzzworker"), flag.Lookup("test.run")
+	if (worker != nil && worker.Value.String() == "true") || (run != nil && run.Value.String() == "^$") {
+		// Fuzzing (-run='^$'): only fuzz targets run, and they start no server.
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "docstream-test-bin-")

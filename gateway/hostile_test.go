@@ -328,6 +328,24 @@ func TestRateLimit(t *testing.T) {
 			h.body(t, resp)
 		}
 	})
+	t.Run("guessing keys", func(t *testing.T) {
+		t.Parallel()
+		h := hdStart(t, "DOCSTREAM_AUTH_RATE_PER_MINUTE=6", "DOCSTREAM_AUTH_BURST=2")
+		for i := 0; i < 2; i++ {
+			h.expectError(t, h.request(t, http.MethodGet, "/v1/workspaces", nil, "Authorization", fmt.Sprintf("Bearer guess-%d", i)), 401, "unauthorized")
+		}
+		resp := h.request(t, http.MethodGet, "/v1/workspaces", nil, "Authorization", "Bearer guess-3")
+		h.expectError(t, resp, 429, "rate_limited")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After")
+		}
+		// The right key is not locked out by someone else's guessing.
+		if resp := h.request(t, http.MethodGet, "/v1/workspaces", nil); resp.StatusCode != 200 {
+			t.Errorf("the right key after failed guesses: %d %s", resp.StatusCode, h.body(t, resp))
+		} else {
+			h.body(t, resp)
+		}
+	})
 	t.Run("forged X-Forwarded-For", func(t *testing.T) {
 		t.Parallel()
 		h := hdStart(t, "DOCSTREAM_AUTH_API_KEYS=", "DOCSTREAM_AUTH_RATE_PER_MINUTE=6", "DOCSTREAM_AUTH_BURST=2")

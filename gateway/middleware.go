@@ -130,6 +130,13 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			kid, ok := s.auth.check(key)
 			if !ok {
+				// Guessing is limited like any client: per source address.
+				if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
+					s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
+					secs := int(wait.Seconds()) + 1
+					return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+						Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+				}
 				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
 				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}

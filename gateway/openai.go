@@ -412,6 +412,7 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		cmd := exec.CommandContext(ctx, m.cli.binary, append(append([]string(nil), m.cli.prefix...), "models")...)
 		cmd.Env = m.cli.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
 		cmd.WaitDelay = time.Second
 		var b []byte
 		b, err = cmd.Output()

@@ -156,6 +156,7 @@ func (b *CLIBackend) SupportsDebug(ctx context.Context) bool {
 		cmd := exec.CommandContext(ctx, b.binary, append(append([]string(nil), b.prefix...), "--help")...)
 		cmd.Env = b.env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = time.Second
 		out, _ := cmd.Output()
 		b.hasDebug = strings.Contains(string(out), "debug")

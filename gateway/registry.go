@@ -83,6 +83,7 @@ type Run struct {
 	firstDoc bool
 	lastSave time.Time
 	final    *documents.ChatResponse
+	launch   func() // starts the run once (see Registry.Prepare)
 }
 
 // Done is closed when the run's done event has been logged.
@@ -241,6 +242,18 @@ func (g *Registry) Get(id string) *Run {
 
 // Start creates a run and starts it in the background.
 func (g *Registry) Start(spec *RunSpec) (*Run, error) {
+	r, err := g.Prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	r.Launch()
+	return r, nil
+}
+
+// Prepare is Start without the start: the run is admitted and registered,
+// and Launch starts it. A stream sends its response headers in between, so
+// that they do not wait behind the agent's spawn. Launch must follow.
+func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	backend := g.backends[spec.Backend]
 	if backend == nil {
 		return nil, errBadRequest("unknown_backend", "backend %q is not configured", spec.Backend)
@@ -263,9 +276,12 @@ func (g *Registry) Start(spec *RunSpec) (*Run, error) {
 	g.runs[r.ID] = r
 	g.mu.Unlock()
 	g.saveTurn(r, r.Response())
-	go g.execute(ctx, r, backend)
+	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
 	return r, nil
 }
+
+// Launch starts a prepared run; later calls do nothing.
+func (r *Run) Launch() { r.launch() }
 
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	defer g.wg.Done()

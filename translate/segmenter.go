@@ -264,8 +264,9 @@ func (s *Segmenter) assistant(ev Event) {
 }
 
 // Snapshot takes the whole text of the current assistant segment so far and
-// emits only what is new. A text that neither extends nor repeats the
-// segment starts a new segment.
+// emits only what is new. A snapshot that differs from the text already
+// emitted only in whitespace is the same segment; a text that neither
+// extends nor repeats the segment starts a new segment.
 func (s *Segmenter) Snapshot(text string) {
 	cur := s.seg
 	switch {
@@ -273,10 +274,46 @@ func (s *Segmenter) Snapshot(text string) {
 		s.appendText(text[len(cur):])
 	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
 	default:
+		if rest, ok := afterSameText(text, cur); ok {
+			s.appendText(rest)
+			return
+		}
 		s.endSegment()
 		s.appendText(text)
 	}
 }
+
+// afterSameText reports whether text and cur hold the same non-whitespace
+// characters as far as the shorter goes, and returns what text has beyond
+// cur's non-whitespace characters.
+func afterSameText(text string, cur []byte) (string, bool) {
+	i, j := 0, 0
+	for {
+		for j < len(cur) && isSpace(cur[j]) {
+			j++
+		}
+		if j < len(cur) {
+			for i < len(text) && isSpace(text[i]) {
+				i++
+			}
+		}
+		if j == len(cur) {
+			if len(strings.TrimSpace(string(cur))) == 0 {
+				return "", false
+			}
+			return text[i:], true
+		}
+		if i == len(text) {
+			return "", len(strings.TrimSpace(text)) > 0
+		}
+		if text[i] != cur[j] {
+			return "", false
+		}
+		i++
+		j++
+	}
+}
+
 
 func (s *Segmenter) appendText(t string) {
 	if t == "" {

@@ -46,3 +46,38 @@ func TestHeldInputIsLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotIgnoresWhitespaceDifferences checks that a flush that repeats
+// the streamed deltas with other whitespace neither duplicates the text nor
+// loses what it adds, while a different text still starts a new segment.
+func TestSnapshotIgnoresWhitespaceDifferences(t *testing.T) {
+	run := func(deltas []string, snapshot string) string {
+		var b documents.Builder
+		seg := translate.NewSegmenter(translate.Options{ResponseID: "chat_test"}, b.Add)
+		for _, d := range deltas {
+			seg.Feed(translate.Event{Kind: translate.KindAssistant, Text: d, HasTimestamp: true})
+		}
+		seg.Feed(translate.Event{Kind: translate.KindAssistant, Text: snapshot, ModelCallID: "m1", HasTimestamp: true})
+		seg.Feed(translate.Event{Kind: translate.KindResult, Result: &translate.Result{}})
+		var all []string
+		for _, d := range b.Response().Documents {
+			if d.Content != nil {
+				all = append(all, *d.Content)
+			}
+		}
+		return strings.Join(all, "|")
+	}
+	for _, c := range []struct {
+		deltas         []string
+		snapshot, want string
+	}{
+		{[]string{"Hello ", "world."}, "Hello world.", "Hello world."},
+		{[]string{"Hello  ", "world."}, "Hello world.", "Hello  world."},
+		{[]string{"Hello ", "world."}, "Hello\nworld. More.", "Hello world. More."},
+		{[]string{"Hello ", "world."}, "Something else.", "Hello world.|Something else."},
+	} {
+		if got := run(c.deltas, c.snapshot); got != c.want {
+			t.Errorf("deltas %q + snapshot %q: got %q, want %q", c.deltas, c.snapshot, got, c.want)
+		}
+	}
+}
