@@ -314,7 +314,6 @@ func afterSameText(text string, cur []byte) (string, bool) {
 	}
 }
 
-
 func (s *Segmenter) appendText(t string) {
 	if t == "" {
 		return
