@@ -128,6 +128,30 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
+func TestRunsStat(t *testing.T) {
+	mk := func(vs ...float64) runs {
+		var rs runs
+		for _, v := range vs {
+			rs = append(rs, &loadResult{Rate: v})
+		}
+		return rs
+	}
+	for _, c := range []struct {
+		rs          runs
+		med, lo, hi float64
+	}{
+		{mk(3, 1, 2), 2, 1, 3},
+		{mk(4, 1, 3, 2), 2.5, 1, 4},
+		{mk(7), 7, 7, 7},
+		{nil, 0, 0, 0},
+	} {
+		med, lo, hi := c.rs.stat(rate)
+		if med != c.med || lo != c.lo || hi != c.hi {
+			t.Errorf("stat = %v %v %v, want %v %v %v", med, lo, hi, c.med, c.lo, c.hi)
+		}
+	}
+}
+
 func TestReadSSE(t *testing.T) {
 	long := strings.Repeat("x", 200<<10)
 	in := ": comment\r\n\r\nid: 1\r\nevent: content_delta\r\ndata: {\"a\":1}\r\n\r\n" +
@@ -447,5 +471,25 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if f := rep.smokeFailures(); len(f) > 0 && !strings.Contains(strings.Join(f, " "), "20×") {
 		t.Fatalf("smoke failures: %v", f)
+	}
+}
+
+// BenchmarkParseSegment is the parse + segment stage as a Go benchmark, for
+// profiling (go test -bench ParseSegment -cpuprofile cpu.out).
+func BenchmarkParseSegment(b *testing.B) {
+	sets := map[string]*corpus{"generated": newCorpus("generated", [][]byte{genTranscript(8<<20, 1)})}
+	if c, err := loadCorpus("../../../shared/fixtures/real"); err == nil && c != nil {
+		sets["real"] = c
+	}
+	for name, c := range sets {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(c.Bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := benchSegment(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

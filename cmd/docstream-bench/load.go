@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docstream/docstream/documents"
@@ -30,26 +31,43 @@ type loadSpec struct {
 
 // loadResult is what the client measured.
 type loadResult struct {
-	Streams  int
-	OK       int      // streams that delivered every delta and the end
-	Errors   []string // the first few failures
-	Events   int      // timestamped deltas received in all
-	Lat      dist     // receive time minus emit time, per delta
-	TTH      dist     // request sent → response headers
-	TTFD     dist     // request sent → first delta
-	Wall     time.Duration
-	RSSBase  int64 // server RSS before the scenario
-	RSSPeak  int64 // highest server RSS sampled during it (idle: while held)
-	Rate     float64
-	Complete bool
+	Streams int
+	OK      int      // streams that delivered every delta and the end
+	Errors  []string // the first few failures
+	Events  int      // timestamped deltas received in all
+	Lat     dist     // receive time minus emit time, per delta
+	TTH     dist     // request sent → response headers
+	TTFD    dist     // request sent → first delta
+	Wall    time.Duration
+	RSSBase int64 // server RSS before the scenario
+	RSSPeak int64 // highest server RSS sampled during it (idle: while held)
+	// RSSActive is the highest RSS sampled while every stream was open and
+	// none had ended (0 when that never happened, e.g. in a burst).
+	RSSActive int64
+	Rate      float64
+	CPU       time.Duration // the server's CPU time during the scenario
+	Complete  bool
 }
 
-// RSSPerStream is the server's RSS growth per stream.
-func (r *loadResult) RSSPerStream() float64 {
-	if r.Streams == 0 || r.RSSPeak == 0 {
+// CPUPerEvent is the server's CPU time per delivered delta.
+func (r *loadResult) CPUPerEvent() time.Duration {
+	if r.Events == 0 {
 		return 0
 	}
-	return float64(r.RSSPeak-r.RSSBase) / float64(r.Streams)
+	return r.CPU / time.Duration(r.Events)
+}
+
+// RSSPerStream is the server's RSS growth per stream while all of them
+// were open (else at the peak).
+func (r *loadResult) RSSPerStream() float64 {
+	top := r.RSSActive
+	if top == 0 {
+		top = r.RSSPeak
+	}
+	if r.Streams == 0 || top == 0 {
+		return 0
+	}
+	return float64(top-r.RSSBase) / float64(r.Streams)
 }
 
 type streamResult struct {
@@ -75,9 +93,12 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	body, _ := json.Marshal(map[string]any{"prompt": spec.Prompt, "stream": true})
 
 	res := &loadResult{Streams: spec.Streams}
+	var cpu0 time.Duration
 	if pid > 0 {
 		res.RSSBase, _ = rssBytes(pid)
+		cpu0, _ = cpuOf(pid)
 	}
+	var opened, ended atomic.Int64 // streams that got their headers, streams that ended
 	sampleStop := make(chan struct{})
 	sampleDone := make(chan struct{})
 	var peakMu sync.Mutex
@@ -93,9 +114,13 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 			case <-sampleStop:
 				return
 			case <-t.C:
+				all := opened.Load() == int64(spec.Streams) && ended.Load() == 0
 				if v, err := rssBytes(pid); err == nil {
 					peakMu.Lock()
 					res.RSSPeak = max(res.RSSPeak, v)
+					if all && opened.Load() == int64(spec.Streams) && ended.Load() == 0 {
+						res.RSSActive = max(res.RSSActive, v)
+					}
 					peakMu.Unlock()
 				}
 			}
@@ -122,7 +147,8 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 					return
 				}
 			}
-			runStream(ctx, client, url, body, spec, &results[i], held, release)
+			runStream(ctx, client, url, body, spec, &results[i], held, release, &opened)
+			ended.Add(1)
 		}()
 	}
 	close(start)
@@ -158,6 +184,11 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	wg.Wait()
 	close(sampleStop)
 	<-sampleDone
+	if pid > 0 {
+		if c, err := cpuOf(pid); err == nil {
+			res.CPU = c - cpu0
+		}
+	}
 	var last time.Time
 	var lat, tth, ttfd []int64
 	for _, r := range results {
@@ -197,7 +228,7 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 }
 
 // runStream posts one streaming request and records what arrives.
-func runStream(ctx context.Context, client *http.Client, url string, body []byte, spec loadSpec, r *streamResult, held chan<- struct{}, release <-chan struct{}) {
+func runStream(ctx context.Context, client *http.Client, url string, body []byte, spec loadSpec, r *streamResult, held chan<- struct{}, release <-chan struct{}, opened *atomic.Int64) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer func() { r.end = time.Now() }()
@@ -216,6 +247,7 @@ func runStream(ctx context.Context, client *http.Client, url string, body []byte
 	}
 	defer resp.Body.Close()
 	r.tth = time.Since(t0)
+	opened.Add(1)
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		r.err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
@@ -304,8 +336,8 @@ func readSSE(body io.Reader, fn func(name string, data []byte) bool) error {
 // runs are the rounds of one case on one server.
 type runs []*loadResult
 
-// stat returns the median over the rounds of f (the lower middle for an
-// even count), and its minimum and maximum.
+// stat returns the median over the rounds of f, and its minimum and
+// maximum.
 func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 	if len(rs) == 0 {
 		return 0, 0, 0
@@ -315,7 +347,12 @@ func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 		v[i] = f(r)
 	}
 	slices.Sort(v)
-	return v[(len(v)-1)/2], v[0], v[len(v)-1]
+	n := len(v)
+	med = v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return med, v[0], v[n-1]
 }
 
 // dur is stat for durations.

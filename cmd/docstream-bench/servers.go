@@ -201,3 +201,29 @@ func rssBytes(pid int) (int64, error) {
 	}
 	return 0, errors.New("no VmRSS")
 }
+
+// cpuOf returns the user + system CPU time a process has used, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, Linux's fixed USER_HZ of 100).
+// Children are not counted.
+func cpuOf(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may contain spaces; fields count from the
+	// last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("bad /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat")
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
