@@ -226,8 +226,18 @@ func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer
 	return b.String(), nil
 }
 
-// setStreamHeaders writes the SSE response headers and commits the response.
-func (s *Server) setStreamHeaders(c echo.Context, run *Run) {
+// streamer writes one SSE response: its headers, write deadlines that a
+// stalled reader runs into, flushes and heartbeats.
+type streamer struct {
+	s     *Server
+	w     *echo.Response
+	rc    *http.ResponseController
+	armed time.Time
+}
+
+// startStream writes the SSE response headers for a run and commits the
+// response.
+func (s *Server) startStream(c echo.Context, run *Run) *streamer {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -238,6 +248,65 @@ func (s *Server) setStreamHeaders(c echo.Context, run *Run) {
 		h.Set("X-Docstream-Conversation-Id", conv)
 	}
 	c.Response().WriteHeader(http.StatusOK)
+	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
+	st.deadline()
+	return st
+}
+
+// deadline gives the next writes the write timeout. Moving the deadline is a
+// timer update; one set less than 1/64 of the timeout ago is kept, so a busy
+// stream does not pay for it on every event.
+func (st *streamer) deadline() {
+	if wt := st.s.cfg.Server.WriteTimeout; wt > 0 {
+		if now := time.Now(); now.Sub(st.armed) >= wt/64 {
+			st.armed = now
+			_ = st.rc.SetWriteDeadline(now.Add(wt))
+		}
+	}
+}
+
+// follow sends the run's events after the given id as they come, flushing
+// once nothing more is waiting and writing a heartbeat comment on idle
+// intervals, until send says the stream is complete, the log closes, ctx
+// ends or a write fails.
+func (st *streamer) follow(ctx context.Context, run *Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
+	ticker := time.NewTicker(st.s.heartbeat())
+	defer ticker.Stop()
+	last := after
+	for {
+		frames, closed, more, _ := run.Log.Since(last)
+		if len(frames) > 0 {
+			st.deadline()
+			for _, f := range frames {
+				last = f.ID
+				complete, err := send(f)
+				if err != nil {
+					return
+				}
+				if complete {
+					_ = st.rc.Flush()
+					return
+				}
+			}
+			if st.rc.Flush() != nil {
+				return
+			}
+			continue
+		}
+		if closed {
+			return
+		}
+		select {
+		case <-more:
+		case <-ticker.C:
+			st.deadline()
+			if sse.WriteComment(st.w, beat) != nil || st.rc.Flush() != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // streamRun serves a run's events after the given id as SSE, live until done.
@@ -245,62 +314,16 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 	detach := run.Attach()
 	defer detach()
 	defer run.Launch() // a prepared run starts in any case
-	s.setStreamHeaders(c, run)
-	w := c.Response()
-	rc := http.NewResponseController(w.Writer)
-	ctx := c.Request().Context()
-	// Each write gets the write timeout. Moving the deadline is a timer
-	// update; one set less than 1/64 of the timeout ago is kept, so a busy
-	// stream does not pay for it on every event.
-	var armed time.Time
-	deadline := func() {
-		if wt := s.cfg.Server.WriteTimeout; wt > 0 {
-			if now := time.Now(); now.Sub(armed) >= wt/64 {
-				armed = now
-				_ = rc.SetWriteDeadline(now.Add(wt))
-			}
-		}
-	}
-	deadline()
-	if err := sse.WriteComment(w, "docstream "+run.ID); err != nil {
-		return nil
-	}
-	if err := rc.Flush(); err != nil {
+	st := s.startStream(c, run)
+	if sse.WriteComment(st.w, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
 		return nil
 	}
 	run.Launch()
-	beat := time.NewTicker(s.heartbeat())
-	defer beat.Stop()
-	last := after
-	for {
-		frames, closed, more, _ := run.Log.Since(last)
-		if len(frames) > 0 {
-			deadline()
-			for _, f := range frames {
-				if _, err := f.WriteTo(w); err != nil {
-					return nil
-				}
-				last = f.ID
-			}
-			if err := rc.Flush(); err != nil {
-				return nil
-			}
-			continue
-		}
-		if closed {
-			return nil
-		}
-		select {
-		case <-more:
-		case <-beat.C:
-			deadline()
-			if sse.WriteComment(w, "ping") != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	st.follow(c.Request().Context(), run, after, func(f sse.Frame) (bool, error) {
+		_, err := f.WriteTo(st.w)
+		return false, err
+	}, "ping")
+	return nil
 }
 
 func (s *Server) heartbeat() time.Duration {

@@ -227,16 +227,9 @@ func hasAssistant(msgs []ChatMessage) bool {
 func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, remember func(documents.Event), id string, created int64, model string, usage bool) error {
 	detach := run.Attach()
 	defer detach()
-	w := c.Response()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-Docstream-Response-Id", run.ID)
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w.Writer)
-	ctx := c.Request().Context()
+	defer run.Launch()
+	st := s.startStream(c, run)
+	w := st.w
 	chunk := func(d sse.ChunkDelta, finish *string) error {
 		b, err := json.Marshal(sse.Chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
 			Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
@@ -245,71 +238,40 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, rem
 		}
 		return sse.WriteData(w, b)
 	}
-	deadline := func() {
-		if s.cfg.Server.WriteTimeout > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Server.WriteTimeout))
-		}
-	}
-	deadline()
 	empty := ""
-	if chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || rc.Flush() != nil {
+	if chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
 		return nil
 	}
-	beat := time.NewTicker(s.heartbeat())
-	defer beat.Stop()
-	last := 0
-	for {
-		frames, closed, more, _ := run.Log.Since(last)
-		if len(frames) > 0 {
-			deadline()
-			for _, f := range frames {
-				last = f.ID
-				ev, err := sse.DecodeFrame(f)
-				if err != nil {
-					continue
-				}
-				remember(ev)
-				for _, p := range r.Event(ev) {
-					var d sse.ChunkDelta
-					switch {
-					case p.ToolCall != nil:
-						d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
-					case p.Reasoning != "":
-						rs := p.Reasoning
-						d.ReasoningContent = &rs
-					default:
-						ct := p.Content
-						d.Content = &ct
-					}
-					if chunk(d, nil) != nil {
-						return nil
-					}
-				}
-				if d, ok := ev.(documents.Done); ok {
-					s.finishCompletion(w, chunk, d, r, id, created, model, usage)
-					_ = rc.Flush()
-					return nil
-				}
-			}
-			if rc.Flush() != nil {
-				return nil
-			}
-			continue
+	run.Launch()
+	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
+		ev, err := sse.DecodeFrame(f)
+		if err != nil {
+			return false, nil
 		}
-		if closed {
-			return nil
-		}
-		select {
-		case <-more:
-		case <-beat.C:
-			deadline()
-			if sse.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
-				return nil
+		remember(ev)
+		for _, p := range r.Event(ev) {
+			var d sse.ChunkDelta
+			switch {
+			case p.ToolCall != nil:
+				d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
+			case p.Reasoning != "":
+				rs := p.Reasoning
+				d.ReasoningContent = &rs
+			default:
+				ct := p.Content
+				d.Content = &ct
 			}
-		case <-ctx.Done():
-			return nil
+			if err := chunk(d, nil); err != nil {
+				return false, err
+			}
 		}
-	}
+		if d, ok := ev.(documents.Done); ok {
+			s.finishCompletion(w, chunk, d, r, id, created, model, usage)
+			return true, nil
+		}
+		return false, nil
+	}, "keepalive")
+	return nil
 }
 
 // finishCompletion ends a chunk stream: the stop chunk (or an error object
