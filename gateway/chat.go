@@ -20,14 +20,8 @@ import (
 // handleChat serves POST /v1/chat: the SSE document stream, or the whole
 // ChatResponse as JSON.
 func (s *Server) handleChat(c echo.Context) error {
-	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
-	if err != nil {
-		s.reject(err)
-		return err
-	}
 	var req ChatRequest
-	if err := decodeStrict(body, &req, chatFields); err != nil {
-		s.reject(err)
+	if err := s.decodeBody(c, &req, chatFields); err != nil {
 		return err
 	}
 	spec, err := s.chatSpec(c.Request().Context(), &req)
@@ -50,6 +44,19 @@ func (s *Server) handleChat(c echo.Context) error {
 	}
 	run.Launch()
 	return s.waitRun(c, run)
+}
+
+// decodeBody reads and strictly decodes the request body into v (naming an
+// unknown field when known is set), counting a refusal.
+func (s *Server) decodeBody(c echo.Context, v any, known map[string]bool) error {
+	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
+	if err == nil {
+		err = decodeStrict(body, v, known)
+	}
+	if err != nil {
+		s.reject(err)
+	}
+	return err
 }
 
 // reject counts a request refused for bad input.

@@ -78,14 +78,8 @@ func fingerprint(msgs []ChatMessage, reply string, model string) string {
 
 // handleCompletions serves POST /v1/chat/completions.
 func (s *Server) handleCompletions(c echo.Context) error {
-	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
-	if err != nil {
-		s.reject(err)
-		return err
-	}
 	var req completionRequest
-	if err := decodeStrict(body, &req, nil); err != nil {
-		s.reject(err)
+	if err := s.decodeBody(c, &req, nil); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -142,6 +136,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 			src, _ := json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
 			creq.Source = src
 		}
+		var err error
 		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
 			return err
 		}
