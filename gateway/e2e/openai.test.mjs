@@ -8,89 +8,30 @@
 // DOCSTREAM_URL=http://127.0.0.1:8080 runs against a demo gateway that is
 // already running instead.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { streamText } from 'ai';
 import { createParser } from 'eventsource-parser';
 import OpenAI from 'openai';
+import { DemoServer } from './demo-server.mjs';
 
-let baseURL = process.env.DOCSTREAM_URL || '';
-let server = null;
-const serverLog = [];
 
 // ---- server -------------------------------------------------------------
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitHealthy(url, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    if (server && server.exitCode !== null) {
-      throw new Error(`docstream exited with code ${server.exitCode} before it was healthy:\n${serverLog.join('')}`);
-    }
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
-      last = `status ${res.status}`;
-    } catch (err) {
-      last = err.message;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`docstream was not healthy after ${timeoutMs} ms (${last}):\n${serverLog.join('')}`);
-}
+const demo = new DemoServer();
+let baseURL = '';
+const serverLog = demo.log;
 
 async function startServer() {
-  const bin = process.env.DOCSTREAM_BIN;
-  assert.ok(bin, 'DOCSTREAM_BIN must name the docstream binary (or DOCSTREAM_URL a running demo gateway)');
-  const addr = `127.0.0.1:${await freePort()}`;
-  server = spawn(bin, ['--demo', '--addr', addr], {
-    env: { ...process.env, DOCSTREAM_STORE_DRIVER: 'memory', DOCSTREAM_LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group, so that the agent processes end with it
-  });
-  const keep = (chunk) => {
-    serverLog.push(chunk.toString());
-    if (serverLog.length > 400) serverLog.splice(0, serverLog.length - 400);
-  };
-  server.stdout.on('data', keep);
-  server.stderr.on('data', keep);
-  baseURL = `http://${addr}`;
-  await waitHealthy(baseURL, 30_000);
+  await demo.start({ DOCSTREAM_LOG_FORMAT: 'json' });
+  baseURL = demo.url;
 }
 
-async function stopServer() {
-  if (!server || server.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  const signal = (sig) => {
-    try {
-      process.kill(-server.pid, sig);
-    } catch {
-      // already gone
-    }
-  };
-  signal('SIGTERM');
-  const timer = setTimeout(() => signal('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
+const stopServer = () => demo.stop();
 
 before(async () => {
-  if (!baseURL) await startServer();
+  await startServer();
 });
 
 after(async () => {

@@ -7,14 +7,13 @@
 // already running instead. CHROMIUM overrides /usr/bin/chromium. Screenshots
 // go to ./artifacts.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { DemoServer } from './demo-server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const artifacts = path.join(here, 'artifacts');
@@ -23,87 +22,28 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // The ten document types; a tour run produces every one except `error`.
 const TOUR_TYPES = ['text', 'code_block', 'code_reference', 'file_edit', 'tool_call', 'terminal_command', 'plan', 'clarification', 'todo_update'];
 
-let baseURL = process.env.DOCSTREAM_URL || '';
-let server = null;
-const serverLog = [];
 let context = null;
 let userDataDir = '';
 let tourPage = null;
 
 // ---- server -------------------------------------------------------------
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitHealthy(url, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    if (server && server.exitCode !== null) {
-      throw new Error(`docstream exited with code ${server.exitCode} before it was healthy:\n${serverLog.join('')}`);
-    }
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
-      last = `status ${res.status}`;
-    } catch (err) {
-      last = err.message;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`docstream was not healthy after ${timeoutMs} ms (${last}):\n${serverLog.join('')}`);
-}
+const demo = new DemoServer();
+let baseURL = '';
+const serverLog = demo.log;
 
 async function startServer() {
-  const bin = process.env.DOCSTREAM_BIN;
-  assert.ok(bin, 'DOCSTREAM_BIN must name the docstream binary (or DOCSTREAM_URL a running demo gateway)');
-  const port = await freePort();
-  const addr = `127.0.0.1:${port}`;
-  server = spawn(bin, ['--demo', '--addr', addr], {
-    env: { ...process.env, DOCSTREAM_STORE_DRIVER: 'memory' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group, so that the agent processes end with it
-  });
-  const keep = (chunk) => {
-    serverLog.push(chunk.toString());
-    if (serverLog.length > 400) serverLog.splice(0, serverLog.length - 400);
-  };
-  server.stdout.on('data', keep);
-  server.stderr.on('data', keep);
-  baseURL = `http://${addr}`;
-  await waitHealthy(baseURL, 30_000);
+  await demo.start({});
+  baseURL = demo.url;
 }
 
-async function stopServer() {
-  if (!server || server.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  const signal = (sig) => {
-    try {
-      process.kill(-server.pid, sig);
-    } catch {
-      // already gone
-    }
-  };
-  signal('SIGTERM');
-  const timer = setTimeout(() => signal('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
+const stopServer = () => demo.stop();
 
 // ---- browser ------------------------------------------------------------
 
 before(async () => {
   await mkdir(artifacts, { recursive: true });
-  if (!baseURL) await startServer();
+  await startServer();
   userDataDir = await mkdtemp(path.join(os.tmpdir(), 'docstream-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
