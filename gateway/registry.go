@@ -202,7 +202,9 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 	if limits.SpawnPerSecond > 0 {
 		sp = rate.Limit(limits.SpawnPerSecond)
 	}
-	burst := int(limits.SpawnPerSecond)
+	// A fifth of a second's worth of spawns may go at once: a burst of
+	// requests spreads its spawns instead of starting them together.
+	burst := int(limits.SpawnPerSecond / 5)
 	if burst < 1 {
 		burst = 1
 	}
