@@ -49,7 +49,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.smoke, "smoke", false, "a short run for CI: fails only on a gross regression of a ratio")
 	fs.StringVar(&o.corpusDir, "corpus", "../shared/fixtures/real", "directory of real agent transcripts (*.ndjson)")
 	fs.StringVar(&o.out, "out", "", "write the table here (default bench-results/latest.md, or bench-results/smoke.md with -smoke)")
-	fs.StringVar(&o.docs, "docs", "docs/performance.md", "after a complete full run, also replace the results block of this markdown file (\"\" for none)")
+	fs.StringVar(&o.docs, "docs", "README.md,docs/performance.md", "after a complete full run, also replace the results block of these markdown files (comma-separated; \"\" for none)")
 	fs.IntVar(&o.genMiB, "gen-mib", 64, "size of the generated transcript in MiB")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this docstream binary instead of building ./cmd/docstream")
 	fs.StringVar(&o.against, "against", "", "compare with this docstream binary instead of the bare relay (before/after a change)")
@@ -99,12 +99,15 @@ func run(args []string) int {
 	}
 	// Only a complete full run replaces the committed results.
 	full := !o.smoke && o.only == "" && o.against == "" && o.rounds == 0 && o.gatewayBin == ""
-	if _, err := os.Stat(o.docs); o.docs != "" && full && err == nil {
-		if err := updateDocs(o.docs, text); err != nil {
+	for _, doc := range strings.Split(o.docs, ",") {
+		if _, err := os.Stat(doc); doc == "" || !full || err != nil {
+			continue
+		}
+		if err := updateDocs(doc, text); err != nil {
 			fmt.Fprintln(os.Stderr, "docstream-bench:", err)
 			return 1
 		}
-		fmt.Fprintln(os.Stderr, "updated", o.docs)
+		fmt.Fprintln(os.Stderr, "updated", doc)
 	}
 	if o.smoke {
 		if fails := rep.smokeFailures(); len(fails) > 0 {
