@@ -35,7 +35,7 @@ func (s *Server) handleChat(c echo.Context) error {
 	}
 	// A stream's headers go out before the run starts (streamRun launches
 	// it), so that they never wait behind the agent's spawn.
-	run, err := s.reg.Prepare(spec)
+	run, err := s.prepare(spec)
 	if err != nil {
 		return err
 	}
@@ -44,6 +44,20 @@ func (s *Server) handleChat(c echo.Context) error {
 	}
 	run.Launch()
 	return s.waitRun(c, run)
+}
+
+// prepare admits and registers a run. A cloud agent launched for a run
+// that is then refused is stopped again.
+func (s *Server) prepare(spec *RunSpec) (*Run, error) {
+	run, err := s.reg.Prepare(spec)
+	if err != nil && spec.Cloud != nil && !spec.Cloud.FollowUp && s.cloud != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if serr := s.cloud.Stop(ctx, spec.Cloud.AgentID); serr != nil {
+			s.log.Warn().Err(serr).Str("agent", spec.Cloud.AgentID).Msg("stopping a cloud agent whose run was refused")
+		}
+	}
+	return run, err
 }
 
 // decodeBody reads and strictly decodes the request body into v (naming an

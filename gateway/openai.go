@@ -163,7 +163,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 			_ = s.store.PutFingerprint(context.Background(), fingerprint(thread, reply.Content(), model), *d.ConversationID)
 		}
 	}
-	run, err := s.reg.Start(spec)
+	run, err := s.prepare(spec)
 	if err != nil {
 		return err
 	}
@@ -172,6 +172,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if req.Stream {
 		return s.streamCompletion(c, run, renderer, remember, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
+	run.Launch()
 	detach := run.Attach()
 	defer detach()
 	select {

@@ -97,7 +97,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			spec, err := s.chatSpec(ctx, &req)
 			var run *Run
 			if err == nil {
-				run, err = s.reg.Start(spec)
+				run, err = s.prepare(spec)
 			}
 			if err != nil {
 				if sendErr(asHTTPError(err)) != nil {
@@ -105,6 +105,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				continue
 			}
+			run.Launch()
 			mu.Lock()
 			current = run
 			mu.Unlock()
