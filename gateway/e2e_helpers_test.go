@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"iter"
 	"net/http"
 	"os"
@@ -49,28 +47,7 @@ func e2eMarker(prefix string) string {
 // e2eDo sends a request with an optional JSON body and headers (name, value, …).
 func (s *testServer) e2eDo(t testing.TB, method, path string, body any, headers ...string) *http.Response {
 	t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, s.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
+	req := newRequest(t, method, s.URL+path, body, headers...)
 	resp, err := e2eClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -117,37 +117,7 @@ func (h *hdServer) starts(t *testing.T) []map[string]any {
 // an io.Reader or a value to encode as JSON.
 func (h *hdServer) request(t *testing.T, method, path string, body any, headers ...string) *http.Response {
 	t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	case []byte:
-		r = bytes.NewReader(b)
-	case io.Reader:
-		r = b
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, h.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+hdClientKey)
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
-			req.Header.Del(headers[i])
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
+	req := newRequest(t, method, h.URL+path, body, append([]string{"Authorization", "Bearer " + hdClientKey}, headers...)...)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -184,31 +184,48 @@ func (s *testServer) kill() {
 // Logs returns what the server has logged.
 func (s *testServer) Logs() string { return s.out.String() }
 
-// post sends a JSON body and returns the response.
-func (s *testServer) post(t testing.TB, path string, body any, headers ...string) *http.Response {
+// newRequest builds a request whose body is nil, a string, []byte, an
+// io.Reader or a value encoded as JSON; headers are name, value pairs, and
+// an empty value removes the header.
+func newRequest(t testing.TB, method, url string, body any, headers ...string) *http.Request {
 	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
+	case nil:
 	case string:
 		r = strings.NewReader(b)
 	case []byte:
 		r = bytes.NewReader(b)
+	case io.Reader:
+		r = b
 	default:
-		j, err := json.Marshal(body)
+		j, err := json.Marshal(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(http.MethodPost, s.URL+path, r)
+	req, err := http.NewRequest(method, url, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// post sends a JSON body and returns the response.
+func (s *testServer) post(t testing.TB, path string, body any, headers ...string) *http.Response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(newRequest(t, http.MethodPost, s.URL+path, body, headers...))
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
