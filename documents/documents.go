@@ -7,6 +7,7 @@ package documents
 
 import (
 	"github.com/go-json-experiment/json/jsontext"
+	"strconv"
 )
 
 // Type names one of the ten document types.
@@ -292,27 +293,5 @@ func DocID(n int) string {
 		b[6] = byte('0' + n%10)
 		return string(b)
 	}
-	return "doc_" + itoa(n)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
+	return "doc_" + strconv.Itoa(n)
 }

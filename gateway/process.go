@@ -222,9 +222,8 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		}
 	}()
 	exited := make(chan struct{})
-	var waitErr error
 	go func() {
-		waitErr = cmd.Wait()
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
 		close(exited)
 	}()
 
@@ -382,7 +381,6 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 	if readErr != nil && end.Reason == "" && !seg.Done() {
 		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
 	}
-	_ = waitErr
 	return end
 }
 

@@ -35,8 +35,6 @@ type RunSpec struct {
 	Thinking       bool
 	IncludeRaw     bool
 	Cloud          *CloudSpec
-	// OnDone, if set, is called with the final response.
-	OnDone func(documents.ChatResponse)
 }
 
 // Backend runs agents.
@@ -412,9 +410,6 @@ func (r *Run) finish(d documents.Done) {
 	close(r.done)
 	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
 		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
-	if r.Spec.OnDone != nil {
-		r.Spec.OnDone(resp)
-	}
 }
 
 func (g *Registry) saveConversation(r *Run) {

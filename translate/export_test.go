@@ -2,6 +2,7 @@ package translate
 
 import (
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -37,7 +38,7 @@ func (r *lexRecorder) add(kind, s string) {
 
 func (r *lexRecorder) proseText(s string) { r.add("prose:", s) }
 func (r *lexRecorder) openFence(f fence) {
-	r.add("open:", strings.Repeat(string(f.char), f.length)+" indent="+itoa(f.indent)+" info="+f.info)
+	r.add("open:", strings.Repeat(string(f.char), f.length)+" indent="+strconv.Itoa(f.indent)+" info="+f.info)
 }
 func (r *lexRecorder) fenceText(s string) { r.add("code:", s) }
 func (r *lexRecorder) closeFence()        { r.add("close", "") }

@@ -180,9 +180,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		for i, q := range a.Questions {
 			opts := make([]documents.Option, 0, len(q.Options))
 			for j, o := range q.Options {
-				opts = append(opts, documents.Option{ID: firstNonEmpty(o.ID, itoa(j+1)), Label: firstNonEmpty(o.Label, o.Text, o.ID)})
+				opts = append(opts, documents.Option{ID: firstNonEmpty(o.ID, strconv.Itoa(j+1)), Label: firstNonEmpty(o.Label, o.Text, o.ID)})
 			}
-			qs = append(qs, documents.Question{ID: firstNonEmpty(q.ID, "q"+itoa(i+1)), Text: firstNonEmpty(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
+			qs = append(qs, documents.Question{ID: firstNonEmpty(q.ID, "q"+strconv.Itoa(i+1)), Text: firstNonEmpty(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
 		}
 		if a.Title != "" {
 			t := a.Title
@@ -347,5 +347,3 @@ func lineRange(before, old string) (int, int) {
 	start := strings.Count(before[:i], "\n") + 1
 	return start, start + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
