@@ -116,7 +116,7 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 // decodeStrict decodes a JSON object body, naming the first unknown field
 // (when known is set) and the first malformed part.
 func decodeStrict(body []byte, v any, known map[string]bool) error {
-	body = bytes.TrimSpace(body)
+	body = bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	if len(body) == 0 {
 		return errBadRequest("bad_json", "the request body is empty; send a JSON object")
 	}
