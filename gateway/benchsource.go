@@ -39,14 +39,7 @@ func (b *CLIBackend) runBuiltin(ctx context.Context, spec *RunSpec, seg *transla
 		w.Close()
 	}()
 	unhook := context.AfterFunc(ctx, func() { r.Close() })
-	dec := translate.NewDecoder(r, b.cfg.MaxLineBytes)
-	for !seg.Done() {
-		ev, err := dec.Next()
-		if err != nil {
-			break
-		}
-		seg.Feed(ev)
-	}
+	_ = readAgent(translate.NewDecoder(r, b.cfg.MaxLineBytes), seg, nil, start)
 	unhook()
 	stopGen()
 	r.Close()

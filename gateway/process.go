@@ -168,23 +168,64 @@ func (b *CLIBackend) SupportsDebug(ctx context.Context) bool {
 // it ended. ctx ends the run: its cause (see stopCause) says why.
 func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
 	start := time.Now()
-	elapsed := func() int64 { return time.Since(start).Milliseconds() }
 	if err := b.Ready(); err != nil {
 		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: elapsed()}
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
 	}
 	if b.binary == BuiltinBench {
 		return b.runBuiltin(ctx, spec, seg)
 	}
+	p, err := b.spawn(ctx, spec, start)
+	if err != nil {
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	return p.run(seg)
+}
+
+// agentProc is one running agent process group. Its state lives on the
+// heap, and its watchdogs are timers rather than goroutines, so that a run
+// waiting on a quiet agent holds little more than its reading goroutine.
+type agentProc struct {
+	b      *CLIBackend
+	ctx    context.Context
+	start  time.Time
+	cmd    *exec.Cmd
+	pgid   int
+	out    *pipeReader
+	stdout *os.File
+	stderr *os.File
+	tail   *tail
+
+	stderrDone chan struct{}
+	exited     chan struct{}
+	watchDone  chan struct{} // closed when the output is read
+	stopOnce   sync.Once
+
+	reasonMu  sync.Mutex
+	reason    documents.StopReason
+	reasonMsg string
+	// lastLine is when the last line was read, as time since start: the
+	// idle timer re-arms from it when it fires, so that reading a line
+	// does not touch a timer.
+	lastLine atomic.Int64
+	idleD    time.Duration
+	idle     *time.Timer
+	total    *time.Timer
+	unhook   func() bool // stops the cancellation hook
+}
+
+// spawn starts the agent in its own process group with its stdout and
+// stderr on pipes and its watchdogs armed.
+func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, start time.Time) (*agentProc, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err), Elapsed: elapsed()}
+		return nil, fmt.Errorf("creating a pipe: %w", err)
 	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		stdoutR.Close()
 		stdoutW.Close()
-		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err), Elapsed: elapsed()}
+		return nil, fmt.Errorf("creating a pipe: %w", err)
 	}
 	cmd := exec.Command(b.binary, b.Args(spec)...)
 	cmd.Dir = spec.Workspace
@@ -202,186 +243,207 @@ func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segm
 		stdoutR.Close()
 		stderrR.Close()
 		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: elapsed()}
+		return nil, err
 	}
-	pgid := cmd.Process.Pid
-	b.recordGroup(pgid)
-	defer b.forgetGroup(pgid)
-	out := &pipeReader{f: stdoutR}
-	tail := newTail(b.cfg.StderrTailBytes)
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		buf := make([]byte, 4<<10) // stderr is small; a tail is kept
-		for {
-			n, err := stderrR.Read(buf)
-			tail.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
-		close(exited)
-	}()
+	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid,
+		out: &pipeReader{f: stdoutR}, stdout: stdoutR, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
+		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
+	b.recordGroup(p.pgid)
+	go p.drainStderr()
+	go p.wait()
+	p.watch()
+	return p, nil
+}
 
-	// stop ends the process group: SIGTERM (or SIGKILL), then SIGKILL after
-	// the grace, then the pipes are closed so no reader hangs.
-	watchDone := make(chan struct{}) // closed when the output is read
-	var stopOnce sync.Once
-	stop := func(kill bool) {
-		stopOnce.Do(func() {
-			go func() {
-				sig := syscall.SIGTERM
-				if kill {
-					sig = syscall.SIGKILL
-				}
-				_ = syscall.Kill(-pgid, sig)
-				select {
-				case <-exited:
-				case <-time.After(b.cfg.KillGrace):
-				}
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-				select {
-				case <-exited:
-				case <-time.After(b.cfg.KillGrace):
-				}
-				// Whatever still holds the pipes (a child outside the group)
-				// must not keep the run open; what the agent wrote before it
-				// ended is still read first.
-				out.waitBlocked(200*time.Millisecond, watchDone)
-				stdoutR.Close()
-				stderrR.Close()
-			}()
+// drainStderr reads the agent's stderr to its end, keeping the tail.
+func (p *agentProc) drainStderr() {
+	defer close(p.stderrDone)
+	// stderr is small and only its tail is kept; the buffer is on the heap,
+	// so that this goroutine keeps the smallest stack.
+	buf := p.tail.readBuf()
+	for {
+		n, err := p.stderr.Read(buf)
+		p.tail.Write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait reaps the agent. When the leader is gone while its output is still
+// open (children keep the pipes), the group gets a short linger, then it
+// is ended.
+func (p *agentProc) wait() {
+	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
+	close(p.exited)
+	select {
+	case <-p.watchDone:
+		return
+	default:
+	}
+	time.AfterFunc(p.b.cfg.LingerAfterResult, func() {
+		select {
+		case <-p.watchDone:
+		default:
+			p.stop(false)
+		}
+	})
+}
+
+// watch arms the watchdogs: the run's context, its total time and the
+// agent's silence. They are disarmed once the output is read.
+func (p *agentProc) watch() {
+	p.unhook = context.AfterFunc(p.ctx, func() {
+		r, msg, kill := stopCause(p.ctx)
+		p.setReason(r, msg)
+		p.stop(kill)
+	})
+	if d := p.b.cfg.RunTimeout; d > 0 {
+		p.total = time.AfterFunc(d, func() {
+			p.setReason(documents.StopTimeout, fmt.Sprintf("the run exceeded its time limit of %s", d))
+			p.stop(false)
 		})
 	}
-
-	var reason documents.StopReason
-	var reasonMsg string
-	var reasonMu sync.Mutex
-	setReason := func(r documents.StopReason, msg string) {
-		reasonMu.Lock()
-		if reason == "" {
-			reason, reasonMsg = r, msg
-		}
-		reasonMu.Unlock()
+	p.idleD = p.b.cfg.IdleTimeout
+	if p.idleD <= 0 {
+		p.idleD = 24 * time.Hour
 	}
-	// lastLine is when the last line was read, as time since start: the
-	// idle timer re-arms from it when it fires, so that reading a line
-	// does not have to wake this goroutine.
-	var lastLine atomic.Int64
-	lastLine.Store(int64(time.Since(start)))
-	go func() {
-		var total <-chan time.Time
-		if b.cfg.RunTimeout > 0 {
-			t := time.NewTimer(b.cfg.RunTimeout)
-			defer t.Stop()
-			total = t.C
-		}
-		idleD := b.cfg.IdleTimeout
-		if idleD <= 0 {
-			idleD = 24 * time.Hour
-		}
-		idle := time.NewTimer(idleD)
-		defer idle.Stop()
-		for {
-			select {
-			case <-watchDone:
-				return
-			case <-ctx.Done():
-				r, msg, kill := stopCause(ctx)
-				setReason(r, msg)
-				stop(kill)
-				return
-			case <-total:
-				setReason(documents.StopTimeout, fmt.Sprintf("the run exceeded its time limit of %s", b.cfg.RunTimeout))
-				stop(false)
-				return
-			case <-idle.C:
-				if silent := time.Since(start) - time.Duration(lastLine.Load()); silent < idleD {
-					idle.Reset(idleD - silent)
-					continue
-				}
-				setReason(documents.StopTimeout, fmt.Sprintf("the agent wrote nothing for %s", idleD))
-				stop(false)
-				return
-			case <-exited:
-				// The leader is gone; children that keep the pipes open get
-				// a short linger, then the group is ended.
-				select {
-				case <-watchDone:
-					return
-				case <-time.After(b.cfg.LingerAfterResult):
-					stop(false)
-					return
-				case <-ctx.Done():
-					r, msg, kill := stopCause(ctx)
-					setReason(r, msg)
-					stop(kill)
-					return
-				}
-			}
-		}
-	}()
+	p.lastLine.Store(int64(time.Since(p.start)))
+	p.idle = time.AfterFunc(p.idleD, p.idleFired)
+}
 
-	dec := translate.NewDecoder(out, b.cfg.MaxLineBytes)
-	var readErr error
-	for {
-		ev, err := dec.Next()
-		if err != nil {
-			if !errors.Is(err, os.ErrClosed) && !errors.Is(err, io.EOF) {
-				readErr = err
-			}
-			break
-		}
-		lastLine.Store(int64(time.Since(start)))
-		seg.Feed(ev)
-		if seg.Done() {
-			break
-		}
+// idleFired ends a run whose agent wrote nothing for the idle timeout, or
+// re-arms the timer from the last line.
+func (p *agentProc) idleFired() {
+	select {
+	case <-p.watchDone:
+		return
+	default:
 	}
-	close(watchDone)
+	if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < p.idleD {
+		p.idle.Reset(p.idleD - silent)
+		return
+	}
+	p.setReason(documents.StopTimeout, fmt.Sprintf("the agent wrote nothing for %s", p.idleD))
+	p.stop(false)
+}
+
+// disarm stops the watchdogs once the output is read.
+func (p *agentProc) disarm() {
+	close(p.watchDone)
+	p.unhook()
+	p.idle.Stop()
+	if p.total != nil {
+		p.total.Stop()
+	}
+}
+
+func (p *agentProc) setReason(r documents.StopReason, msg string) {
+	p.reasonMu.Lock()
+	if p.reason == "" {
+		p.reason, p.reasonMsg = r, msg
+	}
+	p.reasonMu.Unlock()
+}
+
+// stop ends the process group: SIGTERM (or SIGKILL), then SIGKILL after
+// the grace, then the pipes are closed so no reader hangs.
+func (p *agentProc) stop(kill bool) {
+	p.stopOnce.Do(func() { go p.kill(kill) })
+}
+
+func (p *agentProc) kill(kill bool) {
+	grace := p.b.cfg.KillGrace
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-p.pgid, sig)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+	}
+	// Whatever still holds the pipes (a child outside the group) must not
+	// keep the run open; what the agent wrote before it ended is still read
+	// first.
+	p.out.waitBlocked(200*time.Millisecond, p.watchDone)
+	p.stdout.Close()
+	p.stderr.Close()
+}
+
+// run reads the agent's output into seg, ends the process group and says
+// how the run ended.
+func (p *agentProc) run(seg *translate.Segmenter) translate.End {
+	defer p.b.forgetGroup(p.pgid)
+	readErr := readAgent(translate.NewDecoder(p.out, p.b.cfg.MaxLineBytes), seg, &p.lastLine, p.start)
+	p.disarm()
+	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
+	defer linger.Stop()
 	if seg.Done() {
 		// The result ends the run even if the process lingers.
 		select {
-		case <-exited:
-		case <-time.After(b.cfg.LingerAfterResult):
+		case <-p.exited:
+		case <-linger.C:
 		}
-		stop(false)
+		p.stop(false)
 	} else {
 		// The output ended: give the process a moment to exit by itself.
 		select {
-		case <-exited:
-		case <-time.After(b.cfg.LingerAfterResult):
-			stop(false)
+		case <-p.exited:
+		case <-linger.C:
+			p.stop(false)
 		}
 	}
-	<-exited
+	<-p.exited
 	// WaitDelay only kills the leader; end the whole group in any case.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	stop(true)
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.stop(true)
 	select {
-	case <-stderrDone:
-	case <-time.After(b.cfg.KillGrace + time.Second):
-		stderrR.Close()
+	case <-p.stderrDone:
+	case <-time.After(p.b.cfg.KillGrace + time.Second):
+		p.stderr.Close()
 	}
-	stdoutR.Close()
+	p.stdout.Close()
 
-	end := translate.End{Stderr: tail.String(), Elapsed: elapsed()}
-	reasonMu.Lock()
-	end.Reason, end.Message = reason, reasonMsg
-	reasonMu.Unlock()
-	if st := cmd.ProcessState; st != nil {
+	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
+	p.reasonMu.Lock()
+	end.Reason, end.Message = p.reason, p.reasonMsg
+	p.reasonMu.Unlock()
+	if st := p.cmd.ProcessState; st != nil {
 		code, sig := exitStatus(st)
-		b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig).Inc()
+		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig).Inc()
 		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
 	}
 	if readErr != nil && end.Reason == "" && !seg.Done() {
 		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
 	}
 	return end
+}
+
+// readAgent feeds the agent's lines to seg until its output ends or seg has
+// the result, noting in lastLine when each line was read (as time since
+// start; nil notes nothing). It returns a read error other than the end of
+// the output.
+func readAgent(dec *translate.Decoder, seg *translate.Segmenter, lastLine *atomic.Int64, start time.Time) error {
+	for !seg.Done() {
+		ev, err := dec.Next()
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if lastLine != nil {
+			lastLine.Store(int64(time.Since(start)))
+		}
+		seg.Feed(ev)
+	}
+	return nil
 }
 
 // exitStatus returns the exit code (-1 when killed) and the signal name.
@@ -428,6 +490,7 @@ type tail struct {
 	mu   sync.Mutex
 	max  int
 	buf  []byte
+	rbuf []byte
 	lost bool
 }
 
@@ -436,6 +499,12 @@ func newTail(max int) *tail {
 		max = 16 << 10
 	}
 	return &tail{max: max}
+}
+
+// readBuf returns a buffer on the heap to read into.
+func (t *tail) readBuf() []byte {
+	t.rbuf = make([]byte, 1<<10)
+	return t.rbuf
 }
 
 func (t *tail) Write(p []byte) {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -117,8 +116,7 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	r       *bufio.Reader // nil once the input has ended
-	pooled  bool          // r came from readers
+	r       *lineReader // nil once the input has ended
 	max     int
 	buf     []byte
 	line    int
@@ -133,42 +131,32 @@ type Decoder struct {
 // one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported
 // as a KindOversize event.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	return newDecoder(r, maxLine, readBufSize)
+	return newDecoder(r, maxLine, firstBufSize, readBufSize)
 }
 
-// readBufSize is the size of a Decoder's read buffer. Lines longer than
-// the buffer are assembled in Decoder.buf.
-const readBufSize = 64 << 10
+// A Decoder's read buffer starts at firstBufSize bytes, enough for most
+// agent lines, so that a quiet run holds little memory, and grows to
+// readBufSize when lines or bursts need it. Lines longer than the buffer
+// are assembled in Decoder.buf.
+const (
+	firstBufSize = 4 << 10
+	readBufSize  = 64 << 10
+)
 
-// readers keeps the read buffers of Decoders that reached the end of their
-// input, so that a run of a few kilobytes does not allocate 64 KiB.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
-
-// newDecoder is NewDecoder with a read buffer of bufSize bytes.
-func newDecoder(r io.Reader, maxLine, bufSize int) *Decoder {
+// newDecoder is NewDecoder with a read buffer of size bytes growing to max.
+// It is not inlined, so that the Decoder is on the heap and not in the
+// frame of the goroutine that reads with it, whose stack a quiet run keeps.
+//
+//go:noinline
+func newDecoder(r io.Reader, maxLine, size, max int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	d := &Decoder{max: maxLine}
-	if bufSize == readBufSize {
-		d.r = readers.Get().(*bufio.Reader)
-		d.r.Reset(r)
-		d.pooled = true
-	} else {
-		d.r = bufio.NewReaderSize(r, bufSize)
-	}
-	return d
+	return &Decoder{max: maxLine, r: newLineReader(r, size, max)}
 }
 
-// release returns a pooled read buffer at the end of the input.
-func (d *Decoder) release() {
-	if d.pooled {
-		d.r.Reset(nil)
-		readers.Put(d.r)
-		d.pooled = false
-	}
-	d.r = nil
-}
+// release drops the read buffer at the end of the input.
+func (d *Decoder) release() { d.r = nil }
 
 // Line returns the number of lines read so far.
 func (d *Decoder) Line() int { return d.line }

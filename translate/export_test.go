@@ -9,7 +9,7 @@ import (
 // NewDecoderSize is NewDecoder with a read buffer of bufSize bytes (at least
 // 16), so that tests can send short lines through the long-line path.
 func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
-	return newDecoder(r, maxLine, bufSize)
+	return newDecoder(r, maxLine, bufSize, bufSize)
 }
 
 // LexChunks feeds one message to the lexer in the given chunks and returns

@@ -1,0 +1,139 @@
+package translate
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+)
+
+// readAll reads r with a lineReader and returns the lines, the long lines
+// joined from their ErrBufferFull pieces, and checks every piece.
+func readAllLines(t *testing.T, lr *lineReader, max int) []string {
+	t.Helper()
+	var lines []string
+	var cur []byte
+	for {
+		chunk, err := lr.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			if len(chunk) != max {
+				t.Fatalf("a full buffer returned %d bytes, want %d", len(chunk), max)
+			}
+			cur = append(cur, chunk...)
+			continue
+		case err == nil:
+			if chunk[len(chunk)-1] != '\n' {
+				t.Fatalf("a line without its newline: %q", chunk)
+			}
+		}
+		cur = append(cur, chunk...)
+		if len(cur) > 0 {
+			lines = append(lines, string(cur))
+		}
+		cur = nil
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return lines
+		}
+	}
+}
+
+func TestLineReaderGrowsAndSplits(t *testing.T) {
+	var in bytes.Buffer
+	want := []string{}
+	for i, n := range []int{0, 10, 4095, 4096, 4097, 9000, 70000, 3, 200000} {
+		line := string(bytes.Repeat([]byte{'a' + byte(i)}, n)) + "\n"
+		in.WriteString(line)
+		want = append(want, line)
+	}
+	in.WriteString("tail without newline")
+	want = append(want, "tail without newline")
+	for name, r := range map[string]io.Reader{
+		"whole":    bytes.NewReader(in.Bytes()),
+		"one byte": iotest.OneByteReader(bytes.NewReader(in.Bytes())),
+		"half":     iotest.HalfReader(bytes.NewReader(in.Bytes())),
+	} {
+		lr := newLineReader(r, 16, 64<<10)
+		got := readAllLines(t, lr, 64<<10)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d lines, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: line %d has %d bytes, want %d", name, i, len(got[i]), len(want[i]))
+			}
+		}
+		if len(lr.buf) != 64<<10 {
+			t.Errorf("%s: the buffer is %d bytes after a 70000-byte line, want the maximum", name, len(lr.buf))
+		}
+	}
+}
+
+func TestLineReaderStaysSmallForShortLines(t *testing.T) {
+	var in bytes.Buffer
+	for i := 0; i < 1000; i++ {
+		in.WriteString(`{"type":"assistant","message":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
+	}
+	// One line at a time, as an agent writes them.
+	lr := newLineReader(iotest.OneByteReader(&in), firstBufSize, readBufSize)
+	if n := len(readAllLines(t, lr, readBufSize)); n != 1000 {
+		t.Fatalf("%d lines", n)
+	}
+	if len(lr.buf) != firstBufSize {
+		t.Errorf("the buffer grew to %d bytes for short lines read one at a time", len(lr.buf))
+	}
+}
+
+func TestLineReaderGrowsForBursts(t *testing.T) {
+	var in bytes.Buffer
+	for i := 0; i < 5000; i++ {
+		in.WriteString(`{"type":"assistant","message":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
+	}
+	// A reader that fills whatever it is given: a backlog.
+	lr := newLineReader(&in, firstBufSize, readBufSize)
+	if n := len(readAllLines(t, lr, readBufSize)); n != 5000 {
+		t.Fatalf("%d lines", n)
+	}
+	if len(lr.buf) != readBufSize {
+		t.Errorf("the buffer is %d bytes after a backlog, want %d", len(lr.buf), readBufSize)
+	}
+}
+
+// FuzzLineReader checks that a lineReader returns the same lines as
+// bufio.Reader whatever the sizes and the read pattern.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), uint8(1), uint8(3))
+	f.Add(bytes.Repeat([]byte("xyz\n"), 100), uint8(16), uint8(0))
+	f.Fuzz(func(t *testing.T, in []byte, size, growth uint8) {
+		first := int(size%64) + 1
+		max := first << (growth % 5)
+		lr := newLineReader(iotest.HalfReader(bytes.NewReader(in)), first, max)
+		got := readAllLines(t, lr, max)
+		want := readAllLines(t, &lineReader{rd: bytes.NewReader(in), buf: make([]byte, max), max: max}, max)
+		// bufio.Reader as the reference for whole lines.
+		var ref []string
+		br := bufio.NewReader(bytes.NewReader(in))
+		for {
+			s, err := br.ReadString('\n')
+			if s != "" {
+				ref = append(ref, s)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if len(got) != len(ref) || len(want) != len(ref) {
+			t.Fatalf("%d / %d lines, bufio %d", len(got), len(want), len(ref))
+		}
+		for i := range ref {
+			if got[i] != ref[i] || want[i] != ref[i] {
+				t.Fatalf("line %d: %q / %q, bufio %q", i, got[i], want[i], ref[i])
+			}
+		}
+	})
+}
