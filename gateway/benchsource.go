@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -23,32 +26,31 @@ import (
 // without the CPU and memory of child processes.
 const BuiltinBench = "builtin:bench"
 
-// runBuiltin is Run for BuiltinBench: the same decoder and segmenter, fed by
-// WriteBenchLines through a pipe. ctx ends the run as it ends an agent.
-func (b *CLIBackend) runBuiltin(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
-	start := time.Now()
+// startBuiltin is Start for BuiltinBench: the same pump, decoder and
+// segmenter, fed by WriteBenchLines through a pipe. ctx ends the run as it
+// ends an agent.
+func (b *CLIBackend) startBuiltin(ctx context.Context, spec *RunSpec, seg *translate.Segmenter, start time.Time, done func(translate.End)) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err)}
+		done(translate.End{Err: fmt.Errorf("creating a pipe: %w", err)})
+		return
 	}
-	genCtx, stopGen := context.WithCancel(ctx)
-	genDone := make(chan struct{})
-	go func() {
-		defer close(genDone)
-		_ = WriteBenchLines(genCtx, w, spec.Prompt, spec.Workspace)
-		w.Close()
-	}()
-	unhook := context.AfterFunc(ctx, func() { r.Close() })
-	_ = readAgent(translate.NewDecoder(r, b.cfg.MaxLineBytes), seg, nil, start)
-	unhook()
-	stopGen()
-	r.Close()
-	<-genDone
-	end := translate.End{Elapsed: time.Since(start).Milliseconds(), Exited: true}
-	if !seg.Done() && ctx.Err() != nil {
-		end.Reason, end.Message, _ = stopCause(ctx)
-	}
-	return end
+	stopGen, genDone := StartBenchSource(w, spec.Prompt, spec.Workspace)
+	var unhook func() bool
+	var pump *outputPump
+	pump = newOutputPump(r, seg, b.cfg.MaxLineBytes, start, b.parker, func(error) {
+		unhook()
+		stopGen()
+		pump.close()
+		<-genDone
+		end := translate.End{Elapsed: time.Since(start).Milliseconds(), Exited: true}
+		if !seg.Done() && ctx.Err() != nil {
+			end.Reason, end.Message, _ = stopCause(ctx)
+		}
+		done(end)
+	})
+	unhook = context.AfterFunc(ctx, pump.close)
+	pump.run()
 }
 
 // WriteBenchLines writes what `docstream agent-sim` writes for the prompt
@@ -59,84 +61,249 @@ func (b *CLIBackend) runBuiltin(ctx context.Context, spec *RunSpec, seg *transla
 // the first delta follows the user echo at once. It stops early when ctx
 // ends or a write fails.
 func WriteBenchLines(ctx context.Context, w io.Writer, prompt, cwd string) error {
-	n, every := parseBenchPrompt(prompt)
-	session, request := benchID(), benchID()
-	start := time.Now()
-	buf := make([]byte, 0, 512)
-	write := func() error {
+	src := newBenchSource(w, prompt, cwd)
+	var timer *time.Timer
+	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		buf = append(buf, '\n')
-		_, err := w.Write(buf)
-		return err
-	}
-	quote := func(b []byte, s string) []byte {
-		b, _ = jsontext.AppendQuote(b, s)
-		return b
-	}
-	buf = append(buf, `{"type":"system","subtype":"init","apiKeySource":"login","cwd":`...)
-	buf = quote(buf, cwd)
-	buf = append(buf, `,"session_id":"`+session+`","model":"Auto","permissionMode":"default"}`...)
-	if err := write(); err != nil {
-		return err
-	}
-	buf = append(buf[:0], `{"type":"user","message":{"role":"user","content":[{"type":"text","text":`...)
-	buf = quote(buf, prompt)
-	buf = append(buf, `}]},"session_id":"`+session+`"}`...)
-	if err := write(); err != nil {
-		return err
-	}
-	var text strings.Builder
-	var timer *time.Timer
-	for i := 0; i < n; i++ {
-		if every > 0 && i > 0 {
-			d := time.Until(start.Add(time.Duration(i) * every))
-			if d > 0 {
-				if timer == nil {
-					timer = time.NewTimer(d)
-					defer timer.Stop()
-				} else {
-					timer.Reset(d)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-timer.C:
-				}
+		if d := time.Until(src.next); d > 0 {
+			if timer == nil {
+				timer = time.NewTimer(d)
+				defer timer.Stop()
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
 			}
 		}
-		now := time.Now()
-		buf = append(buf[:0], `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"[ts:`...)
-		mark := len(buf) - len("[ts:")
-		buf = strconv.AppendInt(buf, now.UnixNano(), 10)
-		buf = append(buf, "] "...)
-		text.Write(buf[mark:])
-		buf = append(buf, `"}]},"session_id":"`+session+`","timestamp_ms":`...)
-		buf = strconv.AppendInt(buf, now.UnixMilli(), 10)
-		buf = append(buf, '}')
-		if err := write(); err != nil {
+		more, err := src.step()
+		if err != nil || !more {
 			return err
 		}
 	}
-	all := text.String()
+}
+
+// StartBenchSource writes the lines of WriteBenchLines into w and closes
+// it, in the background, until stop is called or a write fails; done is
+// closed when it has ended. Paced sources (every=…) are all written by one
+// goroutine, so that the in-process agents of the no-child mode cost the
+// server a pipe and a little state each, as a child process would cost it
+// nothing; unpaced ones get a goroutine each.
+func StartBenchSource(w io.WriteCloser, prompt, cwd string) (stop func(), done <-chan struct{}) {
+	ch := make(chan struct{})
+	if _, every := parseBenchPrompt(prompt); every <= 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			defer close(ch)
+			_ = WriteBenchLines(ctx, w, prompt, cwd)
+			w.Close()
+		}()
+		return cancel, ch
+	}
+	benchClockOnce.Do(func() {
+		benchClock = &clock{add: make(chan *benchSource, 64)}
+		go benchClock.run()
+	})
+	src := newBenchSource(w, prompt, cwd)
+	src.done = ch
+	benchClock.add <- src
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			src.cancelled.Store(true)
+			benchClock.add <- src
+		})
+	}, ch
+}
+
+// benchSource is the state of one bench transcript being written.
+type benchSource struct {
+	w                io.Writer
+	prompt, cwd      string
+	n                int
+	every            time.Duration
+	session, request string
+	start, next      time.Time
+	step             func() (more bool, err error)
+	i                int // deltas written
+	text             strings.Builder
+	buf              []byte
+	done             chan struct{}
+	cancelled        atomic.Bool
+	index            int  // in the clock's heap, -1 when not in it
+	ended            bool // the clock closed it
+}
+
+func newBenchSource(w io.Writer, prompt, cwd string) *benchSource {
+	s := &benchSource{w: w, prompt: prompt, cwd: cwd, session: benchID(), request: benchID(), start: time.Now(), index: -1}
+	s.n, s.every = parseBenchPrompt(prompt)
+	s.next = s.start
+	s.step = s.head
+	return s
+}
+
+func (s *benchSource) write() error {
+	s.buf = append(s.buf, '\n')
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	return err
+}
+
+func (s *benchSource) quote(v string) {
+	s.buf, _ = jsontext.AppendQuote(s.buf, v)
+}
+
+// head writes system/init, the user echo and the first delta.
+func (s *benchSource) head() (bool, error) {
+	s.buf = append(s.buf, `{"type":"system","subtype":"init","apiKeySource":"login","cwd":`...)
+	s.quote(s.cwd)
+	s.buf = append(s.buf, `,"session_id":"`+s.session+`","model":"Auto","permissionMode":"default"}`...)
+	if err := s.write(); err != nil {
+		return false, err
+	}
+	s.buf = append(s.buf, `{"type":"user","message":{"role":"user","content":[{"type":"text","text":`...)
+	s.quote(s.prompt)
+	s.buf = append(s.buf, `}]},"session_id":"`+s.session+`"}`...)
+	if err := s.write(); err != nil {
+		return false, err
+	}
+	s.step = s.delta
+	return s.delta()
+}
+
+// delta writes the next timestamped delta, or the tail after the last.
+func (s *benchSource) delta() (bool, error) {
+	if s.i >= s.n {
+		return s.tail()
+	}
+	now := time.Now()
+	s.buf = append(s.buf, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"[ts:`...)
+	mark := len(s.buf) - len("[ts:")
+	s.buf = strconv.AppendInt(s.buf, now.UnixNano(), 10)
+	s.buf = append(s.buf, "] "...)
+	s.text.Write(s.buf[mark:])
+	s.buf = append(s.buf, `"}]},"session_id":"`+s.session+`","timestamp_ms":`...)
+	s.buf = strconv.AppendInt(s.buf, now.UnixMilli(), 10)
+	s.buf = append(s.buf, '}')
+	if err := s.write(); err != nil {
+		return false, err
+	}
+	s.i++
+	if s.every > 0 {
+		s.next = s.start.Add(time.Duration(s.i) * s.every)
+	}
+	if s.i >= s.n {
+		return s.tail()
+	}
+	return true, nil
+}
+
+// tail writes the final flush and the result.
+func (s *benchSource) tail() (bool, error) {
+	all := s.text.String()
 	if all != "" {
-		buf = append(buf[:0], `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":`...)
-		buf = quote(buf, all)
-		buf = append(buf, `}]},"session_id":"`+session+`"}`...)
-		if err := write(); err != nil {
-			return err
+		s.buf = append(s.buf, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":`...)
+		s.quote(all)
+		s.buf = append(s.buf, `}]},"session_id":"`+s.session+`"}`...)
+		if err := s.write(); err != nil {
+			return false, err
 		}
 	}
-	ms := strconv.FormatInt(time.Since(start).Milliseconds(), 10)
-	buf = append(buf[:0], `{"type":"result","subtype":"success","duration_ms":`+ms+`,"duration_api_ms":`+ms+`,"is_error":false,"result":`...)
-	buf = quote(buf, all)
-	buf = append(buf, `,"session_id":"`+session+`","request_id":"`+request+`","usage":{"inputTokens":`...)
-	buf = strconv.AppendInt(buf, int64(8192+(len(prompt)+3)/4), 10)
-	buf = append(buf, `,"outputTokens":`...)
-	buf = strconv.AppendInt(buf, int64((len(all)+3)/4), 10)
-	buf = append(buf, `,"cacheReadTokens":4096,"cacheWriteTokens":0}}`...)
-	return write()
+	ms := strconv.FormatInt(time.Since(s.start).Milliseconds(), 10)
+	s.buf = append(s.buf, `{"type":"result","subtype":"success","duration_ms":`+ms+`,"duration_api_ms":`+ms+`,"is_error":false,"result":`...)
+	s.quote(all)
+	s.buf = append(s.buf, `,"session_id":"`+s.session+`","request_id":"`+s.request+`","usage":{"inputTokens":`...)
+	s.buf = strconv.AppendInt(s.buf, int64(8192+(len(s.prompt)+3)/4), 10)
+	s.buf = append(s.buf, `,"outputTokens":`...)
+	s.buf = strconv.AppendInt(s.buf, int64((len(all)+3)/4), 10)
+	s.buf = append(s.buf, `,"cacheReadTokens":4096,"cacheWriteTokens":0}}`...)
+	return false, s.write()
+}
+
+var (
+	benchClockOnce sync.Once
+	benchClock     *clock
+)
+
+// clock writes every paced bench source from one goroutine, each line at
+// its time.
+type clock struct {
+	add   chan *benchSource
+	queue sourceHeap
+}
+
+func (c *clock) run() {
+	timer := time.NewTimer(time.Hour)
+	var scratch []byte
+	for {
+		var wake <-chan time.Time
+		if len(c.queue) > 0 {
+			timer.Reset(time.Until(c.queue[0].next))
+			wake = timer.C
+		}
+		select {
+		case src := <-c.add:
+			switch {
+			case src.ended:
+			case src.cancelled.Load():
+				if src.index >= 0 {
+					heap.Remove(&c.queue, src.index)
+				}
+				c.end(src)
+			case src.index < 0:
+				heap.Push(&c.queue, src)
+			}
+		case <-wake:
+		}
+		for len(c.queue) > 0 && !c.queue[0].next.After(time.Now()) {
+			src := c.queue[0]
+			src.buf = scratch[:0]
+			more, err := src.step()
+			scratch, src.buf = src.buf, nil
+			if err != nil || !more {
+				heap.Pop(&c.queue)
+				c.end(src)
+				continue
+			}
+			heap.Fix(&c.queue, 0)
+		}
+	}
+}
+
+// end closes a finished or cancelled source.
+func (c *clock) end(src *benchSource) {
+	src.ended = true
+	if wc, ok := src.w.(io.Closer); ok {
+		wc.Close()
+	}
+	close(src.done)
+}
+
+// sourceHeap orders sources by the time of their next line.
+type sourceHeap []*benchSource
+
+func (h sourceHeap) Len() int           { return len(h) }
+func (h sourceHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h sourceHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *sourceHeap) Push(x any) {
+	s := x.(*benchSource)
+	s.index = len(*h)
+	*h = append(*h, s)
+}
+func (h *sourceHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	s.index = -1
+	*h = old[:len(old)-1]
+	return s
 }
 
 // parseBenchPrompt reads "bench:<n>" (default 100) and "every=<duration>"

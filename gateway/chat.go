@@ -30,7 +30,7 @@ func (s *Server) handleChat(c echo.Context) error {
 		return err
 	}
 	stream := req.Stream != nil && *req.Stream
-	if q := c.QueryParam("stream"); q != "" {
+	if q := queryValue(c.Request().URL.RawQuery, "stream"); q != "" {
 		stream, _ = strconv.ParseBool(q)
 	}
 	// A stream's headers go out before the run starts (streamRun launches

@@ -376,9 +376,11 @@ func TestConcurrencyCap(t *testing.T) {
 	}
 	running, runID := open("fault:hang-mid")
 	defer running.Body.Close()
-	// Wait until the first run holds the slot (its agent is up).
+	// Wait until the first run holds the slot: its agent is up and has
+	// recorded its start (a process that is seen but not yet logged could
+	// be killed below before it logs).
 	deadline := time.Now().Add(10 * time.Second)
-	for len(h.agentProcesses()) == 0 {
+	for len(h.agentProcesses()) == 0 || len(h.starts(t)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the first run's agent never started")
 		}

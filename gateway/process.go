@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +32,10 @@ type CLIBackend struct {
 	// that agents left by a crash of the gateway are ended at its next start.
 	pidDir string
 
+	// parker holds the output of quiet agents (nil: none, every run keeps
+	// its goroutine).
+	parker parker
+
 	probeOnce sync.Once
 	hasDebug  bool
 }
@@ -52,6 +54,7 @@ func NewCLIBackend(cfg AgentConfig, environ []string, m *Metrics, demo bool) *CL
 		}
 	}
 	b.env = agentEnv(environ, cfg)
+	b.parker = defaultParker()
 	return b
 }
 
@@ -167,19 +170,31 @@ func (b *CLIBackend) SupportsDebug(ctx context.Context) bool {
 // Run runs the agent for spec, feeding its output to seg, and returns how
 // it ended. ctx ends the run: its cause (see stopCause) says why.
 func (b *CLIBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
+	ch := make(chan translate.End, 1)
+	b.Start(ctx, spec, seg, func(end translate.End) { ch <- end })
+	return <-ch
+}
+
+// Start runs the agent for spec like Run, but returns as soon as the agent
+// is quiet: its output is read on whichever goroutine has input for it, and
+// done is called once, on one of them, with how the run ended.
+func (b *CLIBackend) Start(ctx context.Context, spec *RunSpec, seg *translate.Segmenter, done func(translate.End)) {
 	start := time.Now()
 	if err := b.Ready(); err != nil {
 		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+		done(translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()})
+		return
 	}
 	if b.binary == BuiltinBench {
-		return b.runBuiltin(ctx, spec, seg)
+		b.startBuiltin(ctx, spec, seg, start, done)
+		return
 	}
-	p, err := b.spawn(ctx, spec, start)
+	p, err := b.spawn(ctx, spec, seg, start, done)
 	if err != nil {
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+		done(translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()})
+		return
 	}
-	return p.run(seg)
+	p.pump.run()
 }
 
 // agentProc is one running agent process group. Its state lives on the
@@ -191,10 +206,10 @@ type agentProc struct {
 	start  time.Time
 	cmd    *exec.Cmd
 	pgid   int
-	out    *pipeReader
-	stdout *os.File
+	pump   *outputPump
 	stderr *os.File
 	tail   *tail
+	done   func(translate.End)
 
 	stderrDone chan struct{}
 	exited     chan struct{}
@@ -204,19 +219,17 @@ type agentProc struct {
 	reasonMu  sync.Mutex
 	reason    documents.StopReason
 	reasonMsg string
-	// lastLine is when the last line was read, as time since start: the
-	// idle timer re-arms from it when it fires, so that reading a line
-	// does not touch a timer.
-	lastLine atomic.Int64
-	idleD    time.Duration
-	idle     *time.Timer
-	total    *time.Timer
-	unhook   func() bool // stops the cancellation hook
+	// The idle timer re-arms from the pump's lastLine when it fires, so
+	// that reading a line does not touch a timer.
+	idleD  time.Duration
+	idle   *time.Timer
+	total  *time.Timer
+	unhook func() bool // stops the cancellation hook
 }
 
 // spawn starts the agent in its own process group with its stdout and
-// stderr on pipes and its watchdogs armed.
-func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, start time.Time) (*agentProc, error) {
+// stderr on pipes and its watchdogs armed; its pump is not yet running.
+func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Segmenter, start time.Time, done func(translate.End)) (*agentProc, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating a pipe: %w", err)
@@ -246,8 +259,9 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, start time.Time) 
 		return nil, err
 	}
 	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid,
-		out: &pipeReader{f: stdoutR}, stdout: stdoutR, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
+		stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
+	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, p.outputEnded)
 	b.recordGroup(p.pgid)
 	go p.drainStderr()
 	go p.wait()
@@ -308,7 +322,6 @@ func (p *agentProc) watch() {
 	if p.idleD <= 0 {
 		p.idleD = 24 * time.Hour
 	}
-	p.lastLine.Store(int64(time.Since(p.start)))
 	p.idle = time.AfterFunc(p.idleD, p.idleFired)
 }
 
@@ -320,7 +333,7 @@ func (p *agentProc) idleFired() {
 		return
 	default:
 	}
-	if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < p.idleD {
+	if silent := time.Since(p.start) - time.Duration(p.pump.lastLine.Load()); silent < p.idleD {
 		p.idle.Reset(p.idleD - silent)
 		return
 	}
@@ -371,16 +384,16 @@ func (p *agentProc) kill(kill bool) {
 	// Whatever still holds the pipes (a child outside the group) must not
 	// keep the run open; what the agent wrote before it ended is still read
 	// first.
-	p.out.waitBlocked(200*time.Millisecond, p.watchDone)
-	p.stdout.Close()
+	p.pump.out.waitBlocked(200*time.Millisecond, p.watchDone)
+	p.pump.close()
 	p.stderr.Close()
 }
 
-// run reads the agent's output into seg, ends the process group and says
-// how the run ended.
-func (p *agentProc) run(seg *translate.Segmenter) translate.End {
+// outputEnded follows the end of the agent's output (or its result): it
+// ends the process group and says how the run ended.
+func (p *agentProc) outputEnded(readErr error) {
 	defer p.b.forgetGroup(p.pgid)
-	readErr := readAgent(translate.NewDecoder(p.out, p.b.cfg.MaxLineBytes), seg, &p.lastLine, p.start)
+	seg := p.pump.seg
 	p.disarm()
 	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
 	defer linger.Stop()
@@ -408,7 +421,7 @@ func (p *agentProc) run(seg *translate.Segmenter) translate.End {
 	case <-time.After(p.b.cfg.KillGrace + time.Second):
 		p.stderr.Close()
 	}
-	p.stdout.Close()
+	p.pump.close()
 
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
 	p.reasonMu.Lock()
@@ -422,28 +435,7 @@ func (p *agentProc) run(seg *translate.Segmenter) translate.End {
 	if readErr != nil && end.Reason == "" && !seg.Done() {
 		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
 	}
-	return end
-}
-
-// readAgent feeds the agent's lines to seg until its output ends or seg has
-// the result, noting in lastLine when each line was read (as time since
-// start; nil notes nothing). It returns a read error other than the end of
-// the output.
-func readAgent(dec *translate.Decoder, seg *translate.Segmenter, lastLine *atomic.Int64, start time.Time) error {
-	for !seg.Done() {
-		ev, err := dec.Next()
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if lastLine != nil {
-			lastLine.Store(int64(time.Since(start)))
-		}
-		seg.Feed(ev)
-	}
-	return nil
+	p.done(end)
 }
 
 // exitStatus returns the exit code (-1 when killed) and the signal name.
@@ -452,37 +444,6 @@ func exitStatus(st *os.ProcessState) (int, string) {
 		return -1, ws.Signal().String()
 	}
 	return st.ExitCode(), ""
-}
-
-// pipeReader reads the agent's stdout and tracks whether a Read is waiting.
-type pipeReader struct {
-	f       *os.File
-	waiting atomic.Bool
-	reads   atomic.Int64
-}
-
-func (p *pipeReader) Read(b []byte) (int, error) {
-	p.waiting.Store(true)
-	n, err := p.f.Read(b)
-	p.waiting.Store(false)
-	p.reads.Add(1)
-	return n, err
-}
-
-// waitBlocked returns once one Read has waited for at least d (the pipe is
-// empty and still held open), or when done is closed.
-func (p *pipeReader) waitBlocked(d time.Duration, done <-chan struct{}) {
-	for {
-		w, n := p.waiting.Load(), p.reads.Load()
-		select {
-		case <-done:
-			return
-		case <-time.After(d):
-		}
-		if w && p.waiting.Load() && p.reads.Load() == n {
-			return
-		}
-	}
 }
 
 // tail keeps the last bytes written to it.

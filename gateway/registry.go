@@ -283,8 +283,14 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 // Launch starts a prepared run; later calls do nothing.
 func (r *Run) Launch() { r.launch() }
 
+// starter is a Backend that does not hold a goroutine while its agent is
+// quiet: Start returns once the agent is quiet (or done), and done is
+// called once, from any goroutine, with how the run ended.
+type starter interface {
+	Start(ctx context.Context, spec *RunSpec, seg *translate.Segmenter, done func(translate.End))
+}
+
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
-	defer g.wg.Done()
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
@@ -293,9 +299,23 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)
-	if ok {
-		g.metrics.RunsInFlight.Inc()
-		end = backend.Run(ctx, spec, seg)
+	if !ok {
+		g.ended(r, seg, end, false)
+		return
+	}
+	g.metrics.RunsInFlight.Inc()
+	if st, ok := backend.(starter); ok {
+		st.Start(ctx, spec, seg, func(end translate.End) { g.ended(r, seg, end, true) })
+		return
+	}
+	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
+}
+
+// ended closes a run's documents with how it ended and gives back its slot
+// when it held one.
+func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
+	defer g.wg.Done()
+	if ran {
 		g.metrics.RunsInFlight.Dec()
 		<-g.slots
 	}

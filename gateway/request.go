@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -102,7 +103,16 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		drain()
 		return nil, tooLarge
 	}
-	b, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+	var b []byte
+	var err error
+	if n := req.ContentLength; n >= 0 {
+		// The length is known: one allocation of that size; a body that
+		// says more is cut there, one that ends early is an error.
+		b = make([]byte, n)
+		_, err = io.ReadFull(req.Body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
+	}
 	if err != nil {
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}
@@ -266,4 +276,22 @@ func flattenHistory(msgs []ChatMessage, maxBytes int) string {
 	}
 	b.WriteString(last)
 	return b.String()
+}
+
+// queryValue returns the first value of name in a raw query string without
+// parsing the whole query into a map that the request would keep.
+func queryValue(raw, name string) string {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(k); err != nil || k != name {
+			continue
+		}
+		if v, err := url.QueryUnescape(v); err == nil {
+			return v
+		}
+		return ""
+	}
+	return ""
 }

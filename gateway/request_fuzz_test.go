@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -390,5 +391,19 @@ func TestMalformedHashedKeyRefused(t *testing.T) {
 		return ""
 	}); err != nil {
 		t.Errorf("a valid digest was refused: %v", err)
+	}
+}
+
+func TestQueryValue(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{
+		{"", ""}, {"stream=true", "true"}, {"a=1&stream=false&stream=true", "false"},
+		{"stream", ""}, {"str%65am=1", "1"}, {"stream=%zz", ""}, {"x=stream", ""}, {"streams=1", ""},
+	} {
+		if got := queryValue(c.raw, "stream"); got != c.want {
+			t.Errorf("queryValue(%q) = %q, want %q", c.raw, got, c.want)
+		}
+		if want := func() string { v, _ := url.ParseQuery(c.raw); return v.Get("stream") }(); c.raw != "stream=%zz" && want != c.want {
+			t.Errorf("url.ParseQuery(%q) says %q, the table %q", c.raw, want, c.want)
+		}
 	}
 }

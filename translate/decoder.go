@@ -117,13 +117,16 @@ type ToolCall struct {
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
 	r       *lineReader // nil once the input has ended
+	long    bool        // a line longer than the buffer is being read
+	size    int         // its length so far
+	over    bool        // it is longer than max
 	max     int
 	buf     []byte
 	line    int
 	names   nameSet
 	sessRaw []byte
 	session string
-	w       wire
+	w       *wire             // scratch for one line, dropped while idle
 	mcid    map[string]string // interned model_call_id values
 }
 
@@ -157,6 +160,22 @@ func newDecoder(r io.Reader, maxLine, size, max int) *Decoder {
 
 // release drops the read buffer at the end of the input.
 func (d *Decoder) release() { d.r = nil }
+
+// ErrPending is what a reader returns when it has no input for now but may
+// have more later (say, a pipe read whose deadline passed). Next returns it
+// as it is, keeps the line read so far, and may be called again.
+var ErrPending = errors.New("translate: no input for now")
+
+// Idle gives the read buffer back while no input is buffered (after Next
+// returned ErrPending), so that a quiet reader holds no buffer; the next
+// call to Next takes one again.
+func (d *Decoder) Idle() {
+	if d.r != nil && !d.long && d.r.idle() && d.w != nil {
+		*d.w = wire{}
+		wires.Put(d.w)
+		d.w = nil
+	}
+}
 
 // Line returns the number of lines read so far.
 func (d *Decoder) Line() int { return d.line }
@@ -197,45 +216,50 @@ func (d *Decoder) Next() (Event, error) {
 }
 
 // readLine returns the next line without its newline and its full length.
-// An over-long line is consumed but not kept.
+// An over-long line is consumed but not kept. ErrPending in the middle of
+// a long line keeps what was read of it.
 func (d *Decoder) readLine() ([]byte, int, error) {
-	chunk, err := d.r.ReadSlice('\n')
-	if err == nil {
-		return chunk[:len(chunk)-1], len(chunk) - 1, nil
-	}
-	if err != bufio.ErrBufferFull {
-		if err == io.EOF && len(chunk) > 0 {
-			return chunk, len(chunk), nil
+	if !d.long {
+		chunk, err := d.r.ReadSlice('\n')
+		if err == nil {
+			return chunk[:len(chunk)-1], len(chunk) - 1, nil
 		}
-		return nil, 0, err
+		if err != bufio.ErrBufferFull {
+			if err == io.EOF && len(chunk) > 0 {
+				return chunk, len(chunk), nil
+			}
+			return nil, 0, err
+		}
+		d.buf = append(d.buf[:0], chunk...)
+		d.long, d.size, d.over = true, len(chunk), false
 	}
-	d.buf = append(d.buf[:0], chunk...)
-	size := len(chunk)
-	over := false
 	for {
-		chunk, err = d.r.ReadSlice('\n')
+		chunk, err := d.r.ReadSlice('\n')
+		if err == ErrPending {
+			return nil, 0, err
+		}
 		n := len(chunk)
 		if err == nil {
 			n--
 			chunk = chunk[:n]
 		}
-		size += n
-		if !over {
-			if size > d.max {
-				over = true
+		d.size += n
+		if !d.over {
+			if d.size > d.max {
+				d.over = true
 				d.buf = d.buf[:0]
 			} else {
 				d.buf = append(d.buf, chunk...)
 			}
 		}
 		switch {
-		case err == nil:
-			return d.buf, size, nil
 		case err == bufio.ErrBufferFull:
 			continue
-		case errors.Is(err, io.EOF):
-			return d.buf, size, nil
+		case err == nil || errors.Is(err, io.EOF):
+			d.long = false
+			return d.buf, d.size, nil
 		default:
+			d.long = false
 			return nil, 0, err
 		}
 	}

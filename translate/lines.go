@@ -3,7 +3,9 @@ package translate
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"sync"
 )
 
 // lineReader is a buffered reader of newline-terminated lines whose buffer
@@ -11,19 +13,46 @@ import (
 // a read fills it, so that a quiet run holds a few kilobytes and a busy one
 // reads in large blocks.
 type lineReader struct {
-	rd   io.Reader
-	buf  []byte
-	r, w int // buf[r:w] is read but not yet returned
-	max  int
-	err  error
-	full bool // the last read filled the buffer
+	rd      io.Reader
+	buf     []byte // nil while idle (see idle)
+	r, w    int    // buf[r:w] is read but not yet returned
+	first   int
+	max     int
+	err     error
+	full    bool // the last read filled the buffer
+	pending bool // the last read returned ErrPending
 }
 
 // newLineReader returns a lineReader starting with size bytes and growing to
 // max bytes.
 func newLineReader(rd io.Reader, size, max int) *lineReader {
-	size = min(size, max)
-	return &lineReader{rd: rd, buf: make([]byte, size), max: max}
+	return &lineReader{rd: rd, first: min(size, max), max: max}
+}
+
+// firstBufs keeps first-size buffers that idle lineReaders gave back, for
+// the next reader that needs one.
+var firstBufs = sync.Pool{New: func() any { return new([firstBufSize]byte) }}
+
+// take gives the reader its first buffer.
+func (b *lineReader) take() {
+	if b.first == firstBufSize {
+		b.buf = firstBufs.Get().(*[firstBufSize]byte)[:]
+	} else {
+		b.buf = make([]byte, b.first)
+	}
+}
+
+// idle gives the buffer back when nothing is buffered; the next read takes
+// a first-size buffer again. It reports whether it did.
+func (b *lineReader) idle() bool {
+	if b.r != b.w || b.buf == nil {
+		return false
+	}
+	if len(b.buf) == firstBufSize {
+		firstBufs.Put((*[firstBufSize]byte)(b.buf))
+	}
+	b.buf, b.r, b.w, b.full = nil, 0, 0, false
+	return true
 }
 
 // Buffered returns how many bytes are read but not yet returned.
@@ -34,6 +63,9 @@ func (b *lineReader) Buffered() int { return b.w - b.r }
 // bufio.ErrBufferFull with the whole buffer when a line is longer than the
 // largest buffer, and what is left before the error at the end of the input.
 func (b *lineReader) ReadSlice(delim byte) ([]byte, error) {
+	if b.buf == nil {
+		b.take()
+	}
 	scanned := 0
 	for {
 		if i := bytes.IndexByte(b.buf[b.r+scanned:b.w], delim); i >= 0 {
@@ -48,6 +80,10 @@ func (b *lineReader) ReadSlice(delim byte) ([]byte, error) {
 			err := b.err
 			b.err = nil
 			return line, err
+		}
+		if b.pending {
+			b.pending = false
+			return nil, ErrPending
 		}
 		if scanned == len(b.buf) {
 			if !b.grow() {
@@ -91,6 +127,10 @@ func (b *lineReader) fill() {
 			panic("translate: reader returned a negative count")
 		}
 		b.w += n
+		if errors.Is(err, ErrPending) {
+			b.pending = true
+			return
+		}
 		if err != nil {
 			b.err = err
 			return
@@ -101,9 +141,4 @@ func (b *lineReader) fill() {
 		}
 	}
 	b.err = io.ErrNoProgress
-}
-
-// Reset discards the buffer and reads from rd.
-func (b *lineReader) Reset(rd io.Reader) {
-	b.rd, b.r, b.w, b.err, b.full = rd, 0, 0, nil, false
 }

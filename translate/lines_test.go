@@ -137,3 +137,66 @@ func FuzzLineReader(f *testing.F) {
 		}
 	})
 }
+
+// pendingReader returns its input a few bytes at a time, with ErrPending
+// before every piece, as a pipe read with a deadline does.
+type pendingReader struct {
+	in      []byte
+	step    int
+	pending bool
+}
+
+func (p *pendingReader) Read(b []byte) (int, error) {
+	if len(p.in) == 0 {
+		return 0, io.EOF
+	}
+	if p.pending = !p.pending; p.pending {
+		return 0, ErrPending
+	}
+	n := copy(b, p.in[:min(p.step, len(p.in))])
+	p.in = p.in[n:]
+	return n, nil
+}
+
+func TestDecoderResumesAfterPending(t *testing.T) {
+	line := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + string(bytes.Repeat([]byte("x"), 300)) + `"}]},"session_id":"s"}`
+	in := []byte(`{"type":"system","subtype":"init","session_id":"s","model":"m"}` + "\n" + line + "\n\n" + line + "\n" + `{"type":"result","subtype":"success","result":"r","session_id":"s"}`)
+	plain := decodeAll(t, NewDecoder(bytes.NewReader(in), 0), false)
+	for _, bufSize := range []int{16, 64, 4096} {
+		for _, step := range []int{1, 7, 100} {
+			dec := NewDecoderSize(&pendingReader{in: in, step: step}, 0, bufSize)
+			got := decodeAll(t, dec, true)
+			if len(got) != len(plain) {
+				t.Fatalf("buffer %d, step %d: %d events, want %d", bufSize, step, len(got), len(plain))
+			}
+			for i := range plain {
+				if got[i] != plain[i] {
+					t.Errorf("buffer %d, step %d: event %d is %q, want %q", bufSize, step, i, got[i], plain[i])
+				}
+			}
+		}
+	}
+}
+
+// decodeAll returns each event's kind and line; with idle set it gives the
+// buffer back at every ErrPending.
+func decodeAll(t *testing.T, dec *Decoder, idle bool) []string {
+	t.Helper()
+	var out []string
+	for {
+		ev, err := dec.Next()
+		if err == ErrPending {
+			if idle {
+				dec.Idle()
+			}
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev.Kind.String()+" "+string(ev.Raw))
+	}
+}

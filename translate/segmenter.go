@@ -110,7 +110,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 	if opts.Model == "" {
 		opts.Model = "auto"
 	}
-	s := &Segmenter{opts: opts, emit: emit, tools: map[string]*toolState{}, turns: map[string]struct{}{}}
+	s := &Segmenter{opts: opts, emit: emit}
 	s.lex = newLexer(s)
 	return s
 }
@@ -165,6 +165,9 @@ func (s *Segmenter) Feed(ev Event) {
 		s.rawEvent(ev)
 	}
 	if ev.ModelCallID != "" {
+		if s.turns == nil {
+			s.turns = map[string]struct{}{}
+		}
 		s.turns[ev.ModelCallID] = struct{}{}
 	}
 	switch ev.Kind {

@@ -34,6 +34,9 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	s.toolCount++
 	st.docID = s.openDoc(st.docType, startMetaJSON(st, args))
 	if st.callID != "" {
+		if s.tools == nil {
+			s.tools = map[string]*toolState{}
+		}
 		s.tools[st.callID] = st
 	}
 	s.toolOrder = append(s.toolOrder, st)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -43,6 +44,9 @@ type wire struct {
 // decodeOpts tolerates what agents emit: duplicate names and invalid UTF-8.
 var decodeOpts = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
+// wires keeps the scratch of idle Decoders.
+var wires = sync.Pool{New: func() any { return new(wire) }}
+
 // decode classifies one non-empty line.
 func (d *Decoder) decode(line []byte) Event {
 	ev := Event{Raw: line, Size: len(line)}
@@ -50,12 +54,15 @@ func (d *Decoder) decode(line []byte) Event {
 		ev.Kind = KindNotJSON
 		return ev
 	}
-	d.w = wire{}
+	if d.w == nil {
+		d.w = wires.Get().(*wire)
+	}
+	*d.w = wire{}
 	if !d.members(line, 0) {
 		ev.Kind = KindNotJSON
 		return ev
 	}
-	w := &d.w
+	w := d.w
 	ev.Type, ev.Subtype = w.typ, w.sub
 	ev.SessionID = w.session
 	ev.ModelCallID = w.modelCallID
@@ -109,7 +116,7 @@ func (d *Decoder) decode(line []byte) Event {
 }
 
 func (d *Decoder) toolEvent(ev *Event) {
-	w := &d.w
+	w := d.w
 	switch {
 	case w.typ == "tool-call-started" || (w.typ == "tool_call" && w.sub == "started"):
 		ev.Kind = KindToolStarted
@@ -160,7 +167,7 @@ func (d *Decoder) members(val []byte, depth int) bool {
 
 // member records one member of the line or of its payload.
 func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
-	w := &d.w
+	w := d.w
 	switch string(name) {
 	case "type":
 		w.typ = internType(v)

@@ -130,14 +130,8 @@ func (rl *relay) start(ctx context.Context, prompt string) (io.ReadCloser, func(
 		return nil, nil, err
 	}
 	if rl.cfg.Agent == gateway.BuiltinBench {
-		gctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = gateway.WriteBenchLines(gctx, pw, prompt, rl.cfg.Workspace)
-			pw.Close()
-		}()
-		return pr, func() { cancel(); pr.Close(); <-done }, nil
+		stop, done := gateway.StartBenchSource(pw, prompt, rl.cfg.Workspace)
+		return pr, func() { stop(); pr.Close(); <-done }, nil
 	}
 	cmd := exec.Command(rl.cfg.Agent, agentArgs(rl.cfg.Prefix, rl.cfg.Workspace, prompt)...)
 	cmd.Dir = rl.cfg.Workspace

@@ -1,0 +1,181 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docstream/docstream/translate"
+)
+
+// quietAfter is how long an agent's output may be silent before its run
+// stops holding a goroutine and a read buffer: agents stream in bursts and
+// then think or run tools for seconds, and a parked run costs a registration
+// instead of a goroutine stack.
+const quietAfter = 25 * time.Millisecond
+
+// parker waits for the files of quiet runs without a goroutine per file.
+type parker interface {
+	// park calls wake, on a new goroutine, once f is readable, unless
+	// cancel(tok) comes first.
+	park(f *os.File, wake func()) (tok uint32, err error)
+	// cancel forgets tok and reports whether its wake was still to come.
+	cancel(tok uint32) bool
+}
+
+// outputReader reads an agent's output pipe. While lines keep coming a read
+// blocks as usual; once the pipe has been silent for quiet, a read returns
+// translate.ErrPending so that the reader can park. It tracks whether a
+// read is waiting for input.
+type outputReader struct {
+	f       *os.File
+	quiet   time.Duration // 0: reads block until there is input
+	armed   time.Time     // when the read deadline was last moved
+	waiting atomic.Bool
+	reads   atomic.Int64
+}
+
+func (o *outputReader) Read(b []byte) (int, error) {
+	if o.quiet > 0 {
+		// Moving the deadline is a timer update: one moved less than a
+		// quarter of the window ago is kept, so the window is ¾ to all of
+		// quiet.
+		if now := time.Now(); now.Sub(o.armed) >= o.quiet/4 {
+			o.armed = now
+			_ = o.f.SetReadDeadline(now.Add(o.quiet))
+		}
+	}
+	o.waiting.Store(true)
+	n, err := o.f.Read(b)
+	o.waiting.Store(false)
+	o.reads.Add(1)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		o.armed = time.Time{}
+		o.waiting.Store(true) // parked: still waiting for input
+		return n, translate.ErrPending
+	}
+	return n, err
+}
+
+// waitBlocked returns once one Read has waited for at least d (the pipe is
+// empty and still held open), or when done is closed.
+func (o *outputReader) waitBlocked(d time.Duration, done <-chan struct{}) {
+	for {
+		w, n := o.waiting.Load(), o.reads.Load()
+		select {
+		case <-done:
+			return
+		case <-time.After(d):
+		}
+		if w && o.waiting.Load() && o.reads.Load() == n {
+			return
+		}
+	}
+}
+
+// outputPump feeds an agent's output to its segmenter on whichever
+// goroutine has input for it: the run's own goroutine while the agent
+// writes, none while it is quiet (the parker wakes it), so that a quiet
+// run holds neither a goroutine nor a read buffer.
+type outputPump struct {
+	out   *outputReader
+	dec   *translate.Decoder
+	seg   *translate.Segmenter
+	start time.Time
+	// lastLine is when the last line was read, as time since start.
+	lastLine atomic.Int64
+	parker   parker
+	// ended is called once, on the goroutine that read the end of the
+	// output (or the result), with the read error, if any.
+	ended func(err error)
+
+	mu     sync.Mutex
+	parked uint32 // the parker's token while parked
+	closed bool
+}
+
+// newOutputPump returns a pump reading f into seg. With no parker the pump
+// keeps its goroutine while the agent is quiet.
+func newOutputPump(f *os.File, seg *translate.Segmenter, maxLine int, start time.Time, pk parker, ended func(error)) *outputPump {
+	out := &outputReader{f: f}
+	if pk != nil {
+		out.quiet = quietAfter
+	}
+	p := &outputPump{out: out, dec: translate.NewDecoder(out, maxLine), seg: seg, start: start, parker: pk, ended: ended}
+	p.lastLine.Store(int64(time.Since(start)))
+	return p
+}
+
+// run reads until the output ends or the agent goes quiet; then it parks
+// and returns, and the parker runs it again when there is input.
+func (p *outputPump) run() {
+	for {
+		err := p.feed()
+		if !errors.Is(err, translate.ErrPending) {
+			p.ended(err)
+			return
+		}
+		p.dec.Idle()
+		if p.park() {
+			return
+		}
+	}
+}
+
+// feed hands lines to the segmenter until the output ends, the segmenter
+// has the result, or there is no input for now (translate.ErrPending). It
+// returns read errors other than the end of the output.
+func (p *outputPump) feed() error {
+	for !p.seg.Done() {
+		ev, err := p.dec.Next()
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		p.lastLine.Store(int64(time.Since(p.start)))
+		p.seg.Feed(ev)
+	}
+	return nil
+}
+
+// park hands the pipe to the parker; false means the pump must go on
+// reading itself (the pipe was closed, or it cannot be parked).
+func (p *outputPump) park() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	tok, err := p.parker.park(p.out.f, p.wake)
+	if err != nil {
+		return false
+	}
+	p.parked = tok
+	return true
+}
+
+// wake runs a parked pump again.
+func (p *outputPump) wake() {
+	p.mu.Lock()
+	p.parked = 0
+	p.mu.Unlock()
+	p.run()
+}
+
+// close closes the pipe; a parked pump is run again to read what is left
+// and the end.
+func (p *outputPump) close() {
+	_ = p.out.f.Close()
+	p.mu.Lock()
+	tok := p.parked
+	p.parked, p.closed = 0, true
+	p.mu.Unlock()
+	if tok != 0 && p.parker.cancel(tok) {
+		go p.run()
+	}
+}
