@@ -15,7 +15,7 @@ import (
 // stops holding a goroutine and a read buffer: agents stream in bursts and
 // then think or run tools for seconds, and a parked run costs a registration
 // instead of a goroutine stack.
-const quietAfter = 25 * time.Millisecond
+const quietAfter = 100 * time.Millisecond
 
 // parker waits for the files of quiet runs without a goroutine per file.
 type parker interface {
