@@ -20,11 +20,7 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz:
-	@for t in FuzzDecoder FuzzSegmenter FuzzLexer FuzzLineReader; do \
-		if grep -q "func $$t" translate/*_test.go; then \
-			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) ./translate || exit 1; fi; done
-	@for p in ./sse ./gateway; do for t in $$(grep -ho 'func Fuzz[A-Za-z]*' $$p/*_test.go 2>/dev/null | sed 's/func //'); do \
-		$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$p || exit 1; done; done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) bash .ci/fuzz ./translate ./sse ./gateway
 
 conformance:
 	@if [ -d $(SHARED)/conformance ]; then \

@@ -142,7 +142,7 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 // readBufSize when lines or bursts need it. Lines longer than the buffer
 // are assembled in Decoder.buf.
 const (
-	firstBufSize = 4 << 10
+	firstBufSize = 2 << 10
 	readBufSize  = 64 << 10
 )
 

@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/translate"
+)
+
+// pumpRun reads a pipe into a segmenter through an outputPump and folds
+// what it emits.
+type pumpRun struct {
+	mu    sync.Mutex
+	b     documents.Builder
+	w     *os.File
+	pump  *outputPump
+	ended chan error
+}
+
+func startPumpRun(t *testing.T, pk parker) *pumpRun {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &pumpRun{w: w, ended: make(chan error, 1)}
+	seg := translate.NewSegmenter(translate.Options{ResponseID: "chat_test"}, func(ev documents.Event) {
+		pr.mu.Lock()
+		pr.b.Add(ev)
+		pr.mu.Unlock()
+	})
+	pr.pump = newOutputPump(r, seg, 0, time.Now(), pk, func(err error) {
+		seg.Close(translate.End{})
+		pr.ended <- err
+	})
+	t.Cleanup(func() { w.Close(); pr.pump.close() })
+	return pr
+}
+
+func (pr *pumpRun) write(t *testing.T, s string) {
+	t.Helper()
+	if _, err := pr.w.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (pr *pumpRun) text() string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	var out []string
+	for _, d := range pr.b.Response().Documents {
+		if d.Content != nil {
+			out = append(out, *d.Content)
+		}
+	}
+	return strings.Join(out, "|")
+}
+
+const (
+	pumpInit   = `{"type":"system","subtype":"init","session_id":"s1","model":"m"}` + "\n"
+	pumpDelta  = `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Hello, parked world."}]},"session_id":"s1","timestamp_ms":1}` + "\n"
+	pumpResult = `{"type":"result","subtype":"success","is_error":false,"result":"Hello, parked world.","session_id":"s1"}` + "\n"
+)
+
+// TestPumpParksAndResumes: a quiet agent's pump returns (it holds no
+// goroutine), keeps the half-written line, and the parker runs it again
+// when the agent writes the rest.
+func TestPumpParksAndResumes(t *testing.T) {
+	pk := defaultParker()
+	if pk == nil {
+		t.Skip("no epoll here")
+	}
+	pr := startPumpRun(t, pk)
+	pr.write(t, pumpInit+pumpDelta[:40])
+	returned := make(chan struct{})
+	go func() { pr.pump.run(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pump of a quiet agent did not park")
+	}
+	pr.pump.mu.Lock()
+	parked := pr.pump.parked != 0
+	pr.pump.mu.Unlock()
+	if !parked {
+		t.Fatal("the pump returned without parking")
+	}
+	// Quiet for several windows: still parked, nothing ended.
+	time.Sleep(3 * quietAfter)
+	select {
+	case err := <-pr.ended:
+		t.Fatalf("the run ended while the agent was quiet: %v", err)
+	default:
+	}
+	pr.write(t, pumpDelta[40:])
+	time.Sleep(3 * quietAfter) // parks again after the delta
+	pr.write(t, pumpResult)
+	select {
+	case err := <-pr.ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parked pump was not woken by the agent's output")
+	}
+	if got := pr.text(); got != "Hello, parked world." {
+		t.Errorf("documents %q, want the delta once", got)
+	}
+}
+
+// TestPumpCloseWhileParked: closing the output of a parked run (a cancel,
+// a watchdog) runs it to its end at once.
+func TestPumpCloseWhileParked(t *testing.T) {
+	pk := defaultParker()
+	if pk == nil {
+		t.Skip("no epoll here")
+	}
+	pr := startPumpRun(t, pk)
+	pr.write(t, pumpInit)
+	pr.pump.run() // returns once parked
+	pr.pump.close()
+	select {
+	case err := <-pr.ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing a parked pump did not end it")
+	}
+}
+
+// TestPumpWithoutParker: with no parker a read blocks as before and the
+// output is read to its end on the calling goroutine.
+func TestPumpWithoutParker(t *testing.T) {
+	pr := startPumpRun(t, nil)
+	go func() {
+		pr.write(t, pumpInit)
+		time.Sleep(2 * quietAfter)
+		pr.write(t, pumpDelta+pumpResult)
+	}()
+	pr.pump.run()
+	if err := <-pr.ended; err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.text(); got != "Hello, parked world." {
+		t.Errorf("documents %q", got)
+	}
+}
