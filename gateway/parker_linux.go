@@ -5,11 +5,13 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // epollParker waits for the files of quiet runs with one goroutine and one
 // epoll instance: a parked file is registered one-shot, and when it becomes
-// readable (or hangs up) its wake function runs on a new goroutine.
+// readable (or hangs up) its wake function is called.
 type epollParker struct {
 	epfd int
 	mu   sync.Mutex
@@ -37,7 +39,8 @@ func defaultParker() parker {
 	return theParker
 }
 
-// park registers f; wake runs once f is readable, unless cancel comes first.
+// park registers f; wake is called once f is readable, unless cancel comes
+// first.
 func (p *epollParker) park(f *os.File, wake func()) (uint32, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -97,8 +100,22 @@ func (p *epollParker) loop() {
 			delete(p.wake, tok)
 			p.mu.Unlock()
 			if wake != nil {
-				go wake()
+				wake()
 			}
 		}
 	}
+}
+
+// pipeEmpty reports whether nothing is waiting to be read from f (true
+// when that cannot be told).
+func pipeEmpty(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true
+	}
+	n := 0
+	cerr := rc.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) // FIONREAD
+	})
+	return cerr != nil || err != nil || n == 0
 }

@@ -19,8 +19,8 @@ const quietAfter = 100 * time.Millisecond
 
 // parker waits for the files of quiet runs without a goroutine per file.
 type parker interface {
-	// park calls wake, on a new goroutine, once f is readable, unless
-	// cancel(tok) comes first.
+	// park calls wake, from the parker's goroutine, once f is readable,
+	// unless cancel(tok) comes first; wake must return at once.
 	park(f *os.File, wake func()) (tok uint32, err error)
 	// cancel forgets tok and reports whether its wake was still to come.
 	cancel(tok uint32) bool
@@ -60,8 +60,10 @@ func (o *outputReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// waitBlocked returns once one Read has waited for at least d (the pipe is
-// empty and still held open), or when done is closed.
+// waitBlocked returns once one Read has waited for at least d and nothing
+// is left in the pipe (it is empty and still held open), or when done is
+// closed. A reader that was woken but has not run yet does not count as
+// blocked: what the agent wrote is read before the pipe is closed.
 func (o *outputReader) waitBlocked(d time.Duration, done <-chan struct{}) {
 	for {
 		w, n := o.waiting.Load(), o.reads.Load()
@@ -70,7 +72,7 @@ func (o *outputReader) waitBlocked(d time.Duration, done <-chan struct{}) {
 			return
 		case <-time.After(d):
 		}
-		if w && o.waiting.Load() && o.reads.Load() == n {
+		if w && o.waiting.Load() && o.reads.Load() == n && pipeEmpty(o.f) {
 			return
 		}
 	}
@@ -159,12 +161,16 @@ func (p *outputPump) park() bool {
 	return true
 }
 
-// wake runs a parked pump again.
+// wake is called by the parker once the pipe is readable. The pump stops
+// counting as waiting at once, so that a watchdog about to close the pipe
+// for an empty one (see waitBlocked) waits for the pump to read what came,
+// and it runs again on a new goroutine.
 func (p *outputPump) wake() {
+	p.out.waiting.Store(false)
 	p.mu.Lock()
 	p.parked = 0
 	p.mu.Unlock()
-	p.run()
+	go p.run()
 }
 
 // close closes the pipe; a parked pump is run again to read what is left

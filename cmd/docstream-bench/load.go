@@ -76,6 +76,7 @@ type streamResult struct {
 	done      bool
 	err       error
 	end       time.Time
+	errDoc    string // the last event that carried an errorCode, clipped
 }
 
 // runLoad drives spec against the server at url and samples the RSS of pid
@@ -212,7 +213,11 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 			res.OK++
 		default:
 			if len(res.Errors) < 5 {
-				res.Errors = append(res.Errors, fmt.Sprintf("stream ended after %d of %d deltas (end seen: %v)", len(r.lat), spec.Events, r.done))
+				msg := fmt.Sprintf("stream ended after %d of %d deltas (end seen: %v)", len(r.lat), spec.Events, r.done)
+				if r.errDoc != "" {
+					msg += "; error: " + r.errDoc
+				}
+				res.Errors = append(res.Errors, msg)
 			}
 		}
 	}
@@ -274,6 +279,9 @@ func runStream(ctx context.Context, client *http.Client, url string, body []byte
 		}
 		if isDone(name, data) {
 			r.done = true
+		}
+		if bytes.Contains(data, []byte(`"errorCode"`)) {
+			r.errDoc = string(data[:min(len(data), 300)])
 		}
 		return true
 	})
