@@ -128,7 +128,6 @@ type benchSource struct {
 	every            time.Duration
 	session, request string
 	start, next      time.Time
-	step             func() (more bool, err error)
 	i                int // deltas written
 	text             strings.Builder
 	buf              []byte
@@ -142,8 +141,16 @@ func newBenchSource(w io.Writer, prompt, cwd string) *benchSource {
 	s := &benchSource{w: w, prompt: prompt, cwd: cwd, session: benchID(), request: benchID(), start: time.Now(), index: -1}
 	s.n, s.every = parseBenchPrompt(prompt)
 	s.next = s.start
-	s.step = s.head
 	return s
+}
+
+// step writes what is due: the head first, then one delta at a time, the
+// tail after the last; more is false once the tail is written.
+func (s *benchSource) step() (more bool, err error) {
+	if s.i == 0 {
+		return s.head()
+	}
+	return s.delta()
 }
 
 func (s *benchSource) write() error {
@@ -171,7 +178,6 @@ func (s *benchSource) head() (bool, error) {
 	if err := s.write(); err != nil {
 		return false, err
 	}
-	s.step = s.delta
 	return s.delta()
 }
 

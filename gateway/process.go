@@ -208,6 +208,7 @@ type agentProc struct {
 	pgid   int
 	pump   *outputPump
 	stderr *os.File
+	errBuf []byte // stderr is read into it, on the heap so that its reader keeps the smallest stack
 	tail   *tail
 	done   func(translate.End)
 
@@ -259,7 +260,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		return nil, err
 	}
 	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid,
-		stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes), done: done,
+		stderr: stderrR, errBuf: make([]byte, 1<<10), tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, p.outputEnded)
 	b.recordGroup(p.pgid)
@@ -272,12 +273,9 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 // drainStderr reads the agent's stderr to its end, keeping the tail.
 func (p *agentProc) drainStderr() {
 	defer close(p.stderrDone)
-	// stderr is small and only its tail is kept; the buffer is on the heap,
-	// so that this goroutine keeps the smallest stack.
-	buf := p.tail.readBuf()
 	for {
-		n, err := p.stderr.Read(buf)
-		p.tail.Write(buf[:n])
+		n, err := p.stderr.Read(p.errBuf)
+		p.tail.Write(p.errBuf[:n])
 		if err != nil {
 			return
 		}
@@ -451,7 +449,6 @@ type tail struct {
 	mu   sync.Mutex
 	max  int
 	buf  []byte
-	rbuf []byte
 	lost bool
 }
 
@@ -460,12 +457,6 @@ func newTail(max int) *tail {
 		max = 16 << 10
 	}
 	return &tail{max: max}
-}
-
-// readBuf returns a buffer on the heap to read into.
-func (t *tail) readBuf() []byte {
-	t.rbuf = make([]byte, 1<<10)
-	return t.rbuf
 }
 
 func (t *tail) Write(p []byte) {

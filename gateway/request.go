@@ -103,16 +103,7 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		drain()
 		return nil, tooLarge
 	}
-	var b []byte
-	var err error
-	if n := req.ContentLength; n >= 0 {
-		// The length is known: one allocation of that size; a body that
-		// says more is cut there, one that ends early is an error.
-		b = make([]byte, n)
-		_, err = io.ReadFull(req.Body, b)
-	} else {
-		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
-	}
+	b, err := io.ReadAll(io.LimitReader(req.Body, max+1))
 	if err != nil {
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}

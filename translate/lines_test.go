@@ -9,7 +9,7 @@ import (
 	"testing/iotest"
 )
 
-// readAll reads r with a lineReader and returns the lines, the long lines
+// readAllLines reads lr to its end and returns the lines, the long lines
 // joined from their ErrBufferFull pieces, and checks every piece.
 func readAllLines(t *testing.T, lr *lineReader, max int) []string {
 	t.Helper()
