@@ -42,6 +42,7 @@ type ServerConfig struct {
 	MaxPromptBytes    int           `yaml:"max_prompt_bytes"`
 	TrustedProxies    []string      `yaml:"trusted_proxies"`
 	CORSOrigins       []string      `yaml:"cors_origins"`
+	HeapFloorBytes    int64         `yaml:"heap_floor_bytes"`
 }
 
 // AuthConfig configures client authentication and per-key limits.
@@ -130,7 +131,7 @@ func DefaultConfig() Config {
 		Server: ServerConfig{
 			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: 128 << 10,
-			TrustedProxies: []string{}, CORSOrigins: []string{"*"},
+			HeapFloorBytes: 32 << 20, TrustedProxies: []string{}, CORSOrigins: []string{"*"},
 		},
 		Auth:   AuthConfig{APIKeys: []string{}, RatePerMinute: 120, Burst: 30},
 		Limits: LimitsConfig{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
@@ -186,6 +187,8 @@ func (c *Config) Validate() error {
 		return errors.New("limits.max_concurrent_runs must be at least 1")
 	case c.Server.MaxBodyBytes < 1024:
 		return errors.New("server.max_body_bytes must be at least 1024")
+	case c.Server.HeapFloorBytes < 0:
+		return errors.New("server.heap_floor_bytes must not be negative")
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth

@@ -74,6 +74,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if len(cfg.Auth.APIKeys) == 0 {
 		log.Warn().Msg("auth is off: no API keys are configured (auth.api_keys / DOCSTREAM_AUTH_API_KEYS); anyone who reaches the port can run the agent")
 	}
+	defer startHeapFloor(uint64(cfg.Server.HeapFloorBytes))()
 	store, err := OpenStore(ctx, cfg.Store)
 	if err != nil {
 		return err
