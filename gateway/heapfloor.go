@@ -69,15 +69,18 @@ func (h *heapFloor) adjust() {
 }
 
 // floorPercent is the GOGC that makes the heap goal of a live heap at least
-// floor, and never less than base.
+// floor, and never less than base. The runtime's own minimum goal, 4 MiB
+// scaled by GOGC/100, must not pass the floor either: a tiny live heap gets
+// the GOGC whose minimum goal is the floor.
 func floorPercent(live, floor uint64, base int) int {
-	if live == 0 {
-		live = 1 << 20
-	}
 	if live >= floor {
 		return base
 	}
-	p := (float64(floor)/float64(live) - 1) * 100
+	limit := float64(floor) / (4 << 20) * 100
+	p := limit
+	if live > 0 {
+		p = min(limit, (float64(floor)/float64(live)-1)*100)
+	}
 	if p > math.MaxInt32 {
 		p = math.MaxInt32
 	}

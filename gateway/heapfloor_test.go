@@ -14,12 +14,14 @@ func TestFloorPercent(t *testing.T) {
 		base, want  int
 	}{
 		{live: 4 * mib, floor: 32 * mib, base: 100, want: 700}, // goal 4×8 = 32 MiB
+		{live: 1 * mib, floor: 32 * mib, base: 100, want: 800}, // the minimum goal 4 MiB×8 is the floor
 		{live: 16 * mib, floor: 32 * mib, base: 100, want: 100},
 		{live: 12 * mib, floor: 32 * mib, base: 100, want: 166},
 		{live: 64 * mib, floor: 32 * mib, base: 100, want: 100},
 		{live: 64 * mib, floor: 32 * mib, base: 300, want: 300},
 		{live: 8 * mib, floor: 32 * mib, base: 500, want: 500}, // a higher GOGC is kept
-		{live: 0, floor: 32 * mib, base: 100, want: 3100},      // unknown: as for 1 MiB
+		{live: 0, floor: 32 * mib, base: 100, want: 800},       // unknown: the minimum goal is the floor
+		{live: 1 * mib, floor: 2 * mib, base: 100, want: 100},  // a floor under the minimum goal changes nothing
 	} {
 		if got := floorPercent(c.live, c.floor, c.base); got != c.want {
 			t.Errorf("floorPercent(%d MiB, %d MiB, %d) = %d, want %d", c.live/mib, c.floor/mib, c.base, got, c.want)

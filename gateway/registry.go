@@ -275,7 +275,6 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	g.mu.Lock()
 	g.runs[r.ID] = r
 	g.mu.Unlock()
-	g.saveTurn(r, r.Response())
 	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
 	return r, nil
 }
@@ -291,6 +290,9 @@ type starter interface {
 }
 
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
+	// The turn is stored here rather than in Prepare, so that a stream's
+	// headers do not wait for it; until then the registry answers for it.
+	g.saveTurn(r, r.Response())
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
