@@ -51,6 +51,7 @@ var contractMetrics = map[string]struct {
 	"docstream_agent_spawn_failures_total":     {dto.MetricType_COUNTER, nil},
 	"docstream_rejected_requests_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_stream_subscribers":             {dto.MetricType_GAUGE, nil},
+	"docstream_stream_direct_frames_total":     {dto.MetricType_COUNTER, nil},
 }
 
 // targetLabels are attached by Prometheus (or the Prometheus Operator) at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -254,6 +255,8 @@ type streamer struct {
 	w     *echo.Response
 	rc    *http.ResponseController
 	armed time.Time
+	// conn is the client's connection, when the server recorded it.
+	conn net.Conn
 }
 
 // startStream writes the SSE response headers for a run and commits the
@@ -270,6 +273,7 @@ func (s *Server) startStream(c echo.Context, run *Run) *streamer {
 	}
 	c.Response().WriteHeader(http.StatusOK)
 	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
+	st.conn, _ = c.Request().Context().Value(connKey{}).(net.Conn)
 	st.deadline()
 	return st
 }
@@ -340,6 +344,9 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 		return nil
 	}
 	run.Launch()
+	if st.followDirect(c.Request().Context(), run, after, "ping") {
+		return nil
+	}
 	st.follow(c.Request().Context(), run, after, func(f sse.Frame) (bool, error) {
 		_, err := f.WriteTo(st.w)
 		return false, err

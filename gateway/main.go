@@ -120,6 +120,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,
+		ConnContext:       withConn,
 	}
 	log.Info().Str("addr", ln.Addr().String()).Str("agent", srv.cli.Binary()).Bool("demo", cfg.Demo).
 		Str("store", cfg.Store.Driver).Msg("docstream listening")

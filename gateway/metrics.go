@@ -26,6 +26,7 @@ type Metrics struct {
 	SpawnFailures   prometheus.Counter
 	Rejected        *prometheus.CounterVec
 	Subscribers     prometheus.Gauge
+	DirectFrames    prometheus.Counter
 }
 
 // Outcomes are the values of docstream_runs_total's outcome label.
@@ -63,9 +64,11 @@ func NewMetrics() *Metrics {
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
 			Help: "Requests refused before any work, by reason."}, []string{"reason"}),
 		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
+		DirectFrames: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_stream_direct_frames_total",
+			Help: "SSE frames written to a caught-up stream by the run as it produced them, without waking the stream."}),
 	}
 	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
-		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers,
+		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers, m.DirectFrames,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {
 		m.Runs.WithLabelValues(o)

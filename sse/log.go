@@ -22,6 +22,18 @@ type Log struct {
 	closed   bool
 	wake     chan struct{}
 	waiting  bool // wake was handed out by Since: Append must close it
+	sink     Sink
+}
+
+// Sink takes a log's events on the goroutine that appends them, so that a
+// subscriber that keeps up is not woken for each one.
+type Sink interface {
+	// Deliver is offered each frame just appended, in order, and reports
+	// whether it took it. It must not block.
+	Deliver(f Frame) bool
+	// Kick says that there is more to read with Read: a frame Deliver did
+	// not take, or the end of the log. It must not block.
+	Kick()
 }
 
 // NewLog returns an empty log that keeps at most maxEvents events and
@@ -30,21 +42,22 @@ func NewLog(maxEvents, maxBytes int) *Log {
 	return &Log{first: 1, next: 1, maxN: maxEvents, maxBytes: maxBytes, wake: make(chan struct{})}
 }
 
-// Append encodes ev, stores it with the next id and wakes the subscribers.
-// It returns the id, or 0 when the log is closed or ev cannot be encoded.
+// Append encodes ev, stores it with the next id and wakes the subscribers;
+// the sink, if any, is offered the frame. It returns the id, or 0 when the
+// log is closed or ev cannot be encoded.
 func (l *Log) Append(ev documents.Event) int {
 	data, err := Encode(ev)
 	if err != nil {
 		return 0
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return 0
 	}
-	id := l.next
+	f := Frame{ID: l.next, Name: ev.Name(), Data: data}
 	l.next++
-	l.frames = append(l.frames, Frame{ID: id, Name: ev.Name(), Data: data})
+	l.frames = append(l.frames, f)
 	l.bytes += len(data)
 	for len(l.frames) > 1 && ((l.maxN > 0 && len(l.frames) > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
 		l.bytes -= len(l.frames[0].Data)
@@ -59,7 +72,12 @@ func (l *Log) Append(ev documents.Event) int {
 		l.wake = make(chan struct{})
 		l.waiting = false
 	}
-	return id
+	sink := l.sink
+	l.mu.Unlock()
+	if sink != nil && !sink.Deliver(f) {
+		sink.Kick()
+	}
+	return f.ID
 }
 
 // Close marks the log complete: no more events follow.
@@ -69,7 +87,22 @@ func (l *Log) Close() {
 	if !l.closed {
 		l.closed = true
 		close(l.wake)
+		if l.sink != nil {
+			l.sink.Kick()
+		}
 	}
+}
+
+// SetSink makes s the log's sink, or removes the sink when s is nil. A log
+// has at most one: SetSink reports false when another one is set.
+func (l *Log) SetSink(s Sink) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s != nil && l.sink != nil {
+		return false
+	}
+	l.sink = s
+	return true
 }
 
 // Since returns the events with ids greater than after, whether the log is
@@ -78,6 +111,22 @@ func (l *Log) Close() {
 func (l *Log) Since(after int) (frames []Frame, closed bool, more <-chan struct{}, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	frames, ok = l.after(after)
+	l.waiting = true
+	return frames, l.closed, l.wake, ok
+}
+
+// Read returns what Since returns but the channel, for a sink, which is
+// kicked instead.
+func (l *Log) Read(after int) (frames []Frame, closed bool, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	frames, ok = l.after(after)
+	return frames, l.closed, ok
+}
+
+// after returns the frames with ids greater than after; l.mu is held.
+func (l *Log) after(after int) (frames []Frame, ok bool) {
 	if after < 0 {
 		after = 0
 	}
@@ -89,8 +138,7 @@ func (l *Log) Since(after int) (frames []Frame, closed bool, more <-chan struct{
 	if i < len(l.frames) {
 		frames = l.frames[i:len(l.frames):len(l.frames)]
 	}
-	l.waiting = true
-	return frames, l.closed, l.wake, ok
+	return frames, ok
 }
 
 // Last returns the id of the last event appended, 0 when there is none.

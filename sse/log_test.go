@@ -85,3 +85,150 @@ func TestLogSubscribers(t *testing.T) {
 	l.Close()
 	wg.Wait()
 }
+
+// testSink records what a log offers it; it takes frames while accept says so.
+type testSink struct {
+	mu        sync.Mutex
+	accept    bool
+	delivered []int
+	offered   []int
+	kicks     int
+}
+
+func (s *testSink) Deliver(f Frame) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offered = append(s.offered, f.ID)
+	if s.accept {
+		s.delivered = append(s.delivered, f.ID)
+	}
+	return s.accept
+}
+
+func (s *testSink) Kick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kicks++
+}
+
+func TestLogSink(t *testing.T) {
+	l := NewLog(0, 0)
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "before"})
+	s := &testSink{accept: true}
+	if !l.SetSink(s) {
+		t.Fatal("SetSink on a log without a sink refused")
+	}
+	if l.SetSink(&testSink{}) {
+		t.Fatal("a second sink was accepted")
+	}
+	// Frames appended before the sink was set are read, not offered.
+	if frames, closed, ok := l.Read(0); len(frames) != 1 || frames[0].ID != 1 || closed || !ok {
+		t.Fatalf("Read(0) = %+v, %v, %v", frames, closed, ok)
+	}
+	_, _, more, _ := l.Since(1) // another subscriber waits as before
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "a"})
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "b"})
+	select {
+	case <-more:
+	default:
+		t.Error("a subscriber waiting with Since was not woken")
+	}
+	s.mu.Lock()
+	if got := s.delivered; len(got) != 2 || got[0] != 2 || got[1] != 3 || s.kicks != 0 {
+		t.Errorf("delivered %v, kicks %d; want [2 3] and no kick", got, s.kicks)
+	}
+	s.accept = false
+	s.mu.Unlock()
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "c"})
+	s.mu.Lock()
+	if s.kicks != 1 || s.offered[len(s.offered)-1] != 4 {
+		t.Errorf("a refused frame: offered %v, kicks %d; want 4 offered and one kick", s.offered, s.kicks)
+	}
+	s.mu.Unlock()
+	if frames, _, _ := l.Read(3); len(frames) != 1 || frames[0].ID != 4 {
+		t.Errorf("Read(3) after a refusal = %+v", frames)
+	}
+	l.Close()
+	s.mu.Lock()
+	if s.kicks != 2 {
+		t.Errorf("Close kicked the sink %d times in all, want 2", s.kicks)
+	}
+	s.mu.Unlock()
+	if _, closed, _ := l.Read(4); !closed {
+		t.Error("Read after Close: not closed")
+	}
+	if !l.SetSink(nil) || !l.SetSink(&testSink{}) {
+		t.Error("after SetSink(nil) another sink must be accepted")
+	}
+}
+
+// TestLogSinkOrder appends from one goroutine while a sink takes every
+// other frame and a reader catches up on the rest: together they see every
+// id once, in order.
+func TestLogSinkOrder(t *testing.T) {
+	l := NewLog(0, 0)
+	var mu sync.Mutex
+	seen := []int{}
+	last := 0
+	kick := make(chan struct{}, 1)
+	sink := &funcSink{
+		deliver: func(f Frame) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if f.ID != last+1 || f.ID%2 == 0 {
+				return false
+			}
+			seen = append(seen, f.ID)
+			last = f.ID
+			return true
+		},
+		kick: func() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		},
+	}
+	l.SetSink(sink)
+	const n = 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			mu.Lock()
+			frames, closed, _ := l.Read(last)
+			for _, f := range frames {
+				seen = append(seen, f.ID)
+				last = f.ID
+			}
+			mu.Unlock()
+			if closed && len(frames) == 0 {
+				return
+			}
+			if len(frames) == 0 {
+				<-kick
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
+	}
+	l.Close()
+	<-done
+	if len(seen) != n {
+		t.Fatalf("saw %d frames, want %d", len(seen), n)
+	}
+	for i, id := range seen {
+		if id != i+1 {
+			t.Fatalf("frame %d has id %d", i, id)
+		}
+	}
+}
+
+type funcSink struct {
+	deliver func(Frame) bool
+	kick    func()
+}
+
+func (s *funcSink) Deliver(f Frame) bool { return s.deliver(f) }
+func (s *funcSink) Kick()                { s.kick() }

@@ -1,0 +1,76 @@
+package gateway_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// TestDirectDelivery streams a paced run to two clients at once: the first
+// takes frames straight from the run as they are produced, the second is
+// woken for them as before, and both get the same complete stream.
+func TestDirectDelivery(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2ePaced)
+	const n = 40
+	before := s.e2eMetrics(t)
+	first := s.e2eOpen(t, map[string]any{"prompt": fmt.Sprintf("long:%d", n)})
+	id := first.Resp.Header.Get("X-Docstream-Response-Id")
+	second := s.e2eReattach(t, id, 0, false)
+	a, b := first.Rest(), second.Rest()
+	if !slices.Equal(a, b) {
+		t.Fatalf("the two streams differ: %d and %d events", len(a), len(b))
+	}
+	got := fold(t, a) // ids 1..n without gap or repeat, one done, last
+	if got.Status != documents.StatusCompleted {
+		t.Fatalf("status %s", got.Status)
+	}
+	e2eCheckParagraphs(t, got, n)
+	after := s.e2eMetrics(t)
+	direct := after["docstream_stream_direct_frames_total"] - before["docstream_stream_direct_frames_total"]
+	if direct <= 0 || direct > float64(len(a)) {
+		t.Errorf("%v frames went out directly of the %d of a paced run's first stream; want some, at most all", direct, len(a))
+	}
+	t.Logf("%v of %d frames written directly", direct, len(a))
+}
+
+// TestDirectDeliveryStalledClient stops reading the stream that takes
+// frames straight from the run, with a tiny receive buffer: the run must
+// not wait for it. A second client gets the whole stream long before the
+// stalled one's write timeout, and the stalled one is dropped after it.
+func TestDirectDeliveryStalledClient(t *testing.T) {
+	t.Parallel()
+	const writeTimeout = 20 * time.Second
+	s := startE2E(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT="+writeTimeout.String())
+	conn, err := hdDial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"prompt":"long:1500","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	head := make([]byte, 1024)
+	n, err := conn.Read(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := hdHeader(string(head[:n]), "X-Docstream-Response-Id")
+	if id == "" {
+		t.Fatalf("no response id in %q", head[:n])
+	}
+	start := time.Now()
+	all := s.e2eReattach(t, id, 0, false).Rest()
+	took := time.Since(start)
+	got := fold(t, all)
+	if got.Status != documents.StatusCompleted || !strings.Contains(hdText(got), "Paragraph 1500 of 1500") {
+		t.Fatalf("the second client's stream ended %s without the last paragraph", got.Status)
+	}
+	if took > writeTimeout/2 {
+		t.Errorf("the run took %v with a stalled client attached; it waited for the client (write timeout %v)", took, writeTimeout)
+	}
+	t.Logf("the second client had the whole run after %v", took)
+}
