@@ -344,13 +344,13 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 		return nil
 	}
 	run.Launch()
-	if st.followDirect(c.Request().Context(), run, after, "ping") {
-		return nil
-	}
-	st.follow(c.Request().Context(), run, after, func(f sse.Frame) (bool, error) {
+	send := func(f sse.Frame) (bool, error) {
 		_, err := f.WriteTo(st.w)
 		return false, err
-	}, "ping")
+	}
+	if !st.followDirect(c.Request().Context(), run, after, send, frameSize, "ping") {
+		st.follow(c.Request().Context(), run, after, send, "ping")
+	}
 	return nil
 }
 

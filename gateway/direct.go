@@ -34,12 +34,15 @@ type directSink struct {
 	st   *streamer
 	room sendRoom
 	kick chan struct{}
+	send func(sse.Frame) (complete bool, err error)
+	size func(sse.Frame) int // at least what send writes for a frame
 
 	// mu is held while the response is written, by either goroutine.
-	mu    sync.Mutex
-	last  int   // the id of the last frame written
-	err   error // the first write error: the stream is over
-	ended bool  // the handler is done with the response
+	mu       sync.Mutex
+	last     int   // the id of the last frame written
+	err      error // the first write error: the stream is over
+	complete bool  // send said the stream is complete
+	ended    bool  // the handler is done with the response
 }
 
 // Deliver writes f if it is the next frame, nobody is writing, and the
@@ -49,22 +52,29 @@ func (d *directSink) Deliver(f sse.Frame) bool {
 		return false
 	}
 	defer d.mu.Unlock()
-	if d.ended || d.err != nil || f.ID != d.last+1 || !d.room.take(frameSize(f)) {
+	if d.ended || d.over() || f.ID != d.last+1 || !d.room.take(d.size(f)) {
 		return false
 	}
 	d.st.deadline()
-	if _, err := f.WriteTo(d.st.w); err != nil {
-		d.err = err
-		return false
+	d.write(f)
+	if d.err == nil {
+		d.err = d.st.rc.Flush()
 	}
-	d.last = f.ID
-	if err := d.st.rc.Flush(); err != nil {
-		d.err = err
-		return false
+	if d.over() {
+		return false // the stream's goroutine, kicked, ends the stream
 	}
 	d.st.s.metrics.DirectFrames.Inc()
 	return true
 }
+
+// write sends one frame; d.mu is held.
+func (d *directSink) write(f sse.Frame) {
+	d.complete, d.err = d.send(f)
+	d.last = f.ID
+}
+
+// over reports whether nothing more is to be written; d.mu is held.
+func (d *directSink) over() bool { return d.err != nil || d.complete }
 
 // Kick wakes the stream's goroutine.
 func (d *directSink) Kick() {
@@ -77,10 +87,12 @@ func (d *directSink) Kick() {
 // frameSize is about what f takes on the wire, with its chunk framing.
 func frameSize(f sse.Frame) int { return len(f.Data) + len(f.Name) + 64 }
 
-// followDirect is follow for an SSE stream of a run's frames when the
-// connection's send room can be known: the stream becomes its run's log's
-// sink. It reports false, having sent nothing, when it cannot be used.
-func (st *streamer) followDirect(ctx context.Context, run *Run, after int, beat string) bool {
+// followDirect is follow for a stream whose connection's send room can be
+// known: the stream becomes its run's log's sink, and the run writes the
+// frames that find the stream caught up (see directSink). size bounds what
+// send writes for a frame. It reports false, having sent nothing, when it
+// cannot be used.
+func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send func(sse.Frame) (complete bool, err error), size func(sse.Frame) int, beat string) bool {
 	if st.conn == nil {
 		return false
 	}
@@ -88,7 +100,7 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, beat 
 	if room == nil {
 		return false
 	}
-	d := &directSink{st: st, room: room, kick: make(chan struct{}, 1), last: max(after, 0)}
+	d := &directSink{st: st, room: room, kick: make(chan struct{}, 1), send: send, size: size, last: max(after, 0)}
 	if !run.Log.SetSink(d) {
 		return false // another stream of this run has it
 	}
@@ -103,21 +115,20 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, beat 
 	for {
 		d.mu.Lock()
 		frames, closed, _ := run.Log.Read(d.last)
-		if len(frames) > 0 && d.err == nil {
+		if len(frames) > 0 && !d.over() {
 			st.deadline()
 			for _, f := range frames {
-				if _, d.err = f.WriteTo(st.w); d.err != nil {
+				if d.write(f); d.over() {
 					break
 				}
-				d.last = f.ID
 			}
 			if d.err == nil {
 				d.err = st.rc.Flush()
 			}
 		}
-		err := d.err
+		over := d.over()
 		d.mu.Unlock()
-		if err != nil || (closed && len(frames) == 0) {
+		if over || (closed && len(frames) == 0) {
 			return true
 		}
 		if len(frames) > 0 {

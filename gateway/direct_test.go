@@ -74,3 +74,25 @@ func TestDirectDeliveryStalledClient(t *testing.T) {
 	}
 	t.Logf("the second client had the whole run after %v", took)
 }
+
+// TestDirectDeliveryOpenAI streams a paced run as chat.completion.chunk
+// frames: they too are written by the run once the stream has caught up,
+// and the reply streamed is the reply the run stored.
+func TestDirectDeliveryOpenAI(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, e2ePaced)
+	before := s.e2eMetrics(t)
+	const n = 30
+	text, id := s.e2eComplete(t, []map[string]any{{"role": "user", "content": fmt.Sprintf("long:%d", n)}}, true)
+	if !strings.Contains(text, fmt.Sprintf("Paragraph %d of %d", n, n)) {
+		t.Fatalf("the streamed reply lacks the last paragraph: %q", text)
+	}
+	final := s.e2eWaitFinal(t, id, 10*time.Second)
+	if stored := hdText(final); strings.TrimSpace(stored) != strings.TrimSpace(text) {
+		t.Errorf("the streamed reply (%d bytes) differs from the run's text (%d bytes)", len(text), len(stored))
+	}
+	after := s.e2eMetrics(t)
+	if direct := after["docstream_stream_direct_frames_total"] - before["docstream_stream_direct_frames_total"]; direct <= 0 {
+		t.Errorf("no frame of a paced completion stream was written directly")
+	}
+}

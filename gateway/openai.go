@@ -239,7 +239,7 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, rem
 		return nil
 	}
 	run.Launch()
-	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
+	send := func(f sse.Frame) (bool, error) {
 		ev, err := sse.DecodeFrame(f)
 		if err != nil {
 			return false, nil
@@ -266,9 +266,17 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, rem
 			return true, nil
 		}
 		return false, nil
-	}, "keepalive")
+	}
+	if !st.followDirect(c.Request().Context(), run, 0, send, chunkSize, "keepalive") {
+		st.follow(c.Request().Context(), run, 0, send, "keepalive")
+	}
 	return nil
 }
+
+// chunkSize bounds what the chunks rendered from one frame take on the
+// wire: each piece is wrapped in a chat.completion.chunk object, and done
+// adds the stop and usage chunks and [DONE].
+func chunkSize(f sse.Frame) int { return 4*len(f.Data) + 2048 }
 
 // finishCompletion ends a chunk stream: the stop chunk (or an error object
 // when the run failed), the usage chunk when asked for, and [DONE].
