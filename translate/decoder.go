@@ -158,8 +158,17 @@ func newDecoder(r io.Reader, maxLine, size, max int) *Decoder {
 	return &Decoder{max: maxLine, r: newLineReader(r, size, max)}
 }
 
-// release drops the read buffer at the end of the input.
-func (d *Decoder) release() { d.r = nil }
+// release gives the read buffer and the decoding scratch back at the end of
+// the input.
+func (d *Decoder) release() {
+	d.r.release()
+	d.r = nil
+	if d.w != nil {
+		*d.w = wire{}
+		wires.Put(d.w)
+		d.w = nil
+	}
+}
 
 // ErrPending is what a reader returns when it has no input for now but may
 // have more later (say, a pipe read whose deadline passed). Next returns it

@@ -14,8 +14,9 @@ import (
 // reads in large blocks.
 type lineReader struct {
 	rd      io.Reader
-	buf     []byte // nil while idle (see idle)
-	r, w    int    // buf[r:w] is read but not yet returned
+	held    *lineBuf // the buffer, nil while idle (see idle)
+	buf     []byte   // held.b
+	r, w    int      // buf[r:w] is read but not yet returned
 	first   int
 	max     int
 	err     error
@@ -29,17 +30,44 @@ func newLineReader(rd io.Reader, size, max int) *lineReader {
 	return &lineReader{rd: rd, first: min(size, max), max: max}
 }
 
-// firstBufs keeps first-size buffers that idle lineReaders gave back, for
-// the next reader that needs one.
-var firstBufs = sync.Pool{New: func() any { return new([firstBufSize]byte) }}
+// lineBuf holds a read buffer while it is in a pool.
+type lineBuf struct{ b []byte }
+
+// bufPools keep the buffers that lineReaders gave back, for the next reader
+// that needs one of that size: pool i holds buffers of firstBufSize<<i
+// bytes, up to the largest read buffer.
+var bufPools [6]sync.Pool
+
+// getBuf returns a buffer of size bytes; its contents are undefined.
+func getBuf(size int) *lineBuf {
+	if i := poolIndex(size); i >= 0 {
+		if lb, _ := bufPools[i].Get().(*lineBuf); lb != nil {
+			return lb
+		}
+	}
+	return &lineBuf{b: make([]byte, size)}
+}
+
+// putBuf gives a buffer back; sizes without a pool are left to the GC.
+func putBuf(lb *lineBuf) {
+	if i := poolIndex(len(lb.b)); i >= 0 {
+		bufPools[i].Put(lb)
+	}
+}
+
+func poolIndex(size int) int {
+	for i := range bufPools {
+		if firstBufSize<<i == size {
+			return i
+		}
+	}
+	return -1
+}
 
 // take gives the reader its first buffer.
 func (b *lineReader) take() {
-	if b.first == firstBufSize {
-		b.buf = firstBufs.Get().(*[firstBufSize]byte)[:]
-	} else {
-		b.buf = make([]byte, b.first)
-	}
+	b.held = getBuf(b.first)
+	b.buf = b.held.b
 }
 
 // idle gives the buffer back when nothing is buffered; the next read takes
@@ -48,11 +76,17 @@ func (b *lineReader) idle() bool {
 	if b.r != b.w || b.buf == nil {
 		return false
 	}
-	if len(b.buf) == firstBufSize {
-		firstBufs.Put((*[firstBufSize]byte)(b.buf))
-	}
-	b.buf, b.r, b.w, b.full = nil, 0, 0, false
+	b.release()
 	return true
+}
+
+// release gives the buffer back whatever it holds: the lines it returned
+// are no longer valid.
+func (b *lineReader) release() {
+	if b.held != nil {
+		putBuf(b.held)
+	}
+	b.held, b.buf, b.r, b.w, b.full = nil, nil, 0, 0, false
 }
 
 // Buffered returns how many bytes are read but not yet returned.
@@ -101,10 +135,11 @@ func (b *lineReader) grow() bool {
 	if len(b.buf) >= b.max {
 		return false
 	}
-	nb := make([]byte, min(2*len(b.buf), b.max))
-	b.w = copy(nb, b.buf[b.r:b.w])
+	nb := getBuf(min(2*len(b.buf), b.max))
+	b.w = copy(nb.b, b.buf[b.r:b.w])
 	b.r = 0
-	b.buf = nb
+	putBuf(b.held)
+	b.held, b.buf = nb, nb.b
 	return true
 }
 

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -199,4 +202,51 @@ func decodeAll(t *testing.T, dec *Decoder, idle bool) []string {
 		}
 		out = append(out, ev.Kind.String()+" "+string(ev.Raw))
 	}
+}
+
+// TestDecoderGivesBuffersBack decodes inputs one after the other and at the
+// same time, so that buffers grown and given back at the end of one input
+// are read into by the next: every decoder sees exactly its own lines.
+func TestDecoderGivesBuffersBack(t *testing.T) {
+	input := func(k, n int) []byte {
+		var b bytes.Buffer
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"input %d line %d %s"}]}}`+"\n", k, i, strings.Repeat("x", (i*37)%3000))
+		}
+		return b.Bytes()
+	}
+	check := func(t *testing.T, k int) {
+		in := input(k, 60)
+		d := NewDecoder(iotest.HalfReader(bytes.NewReader(in)), 0)
+		for i := 0; ; i++ {
+			ev, err := d.Next()
+			if err == io.EOF {
+				if i != 60 {
+					t.Errorf("input %d: %d lines, want 60", k, i)
+				}
+				if d.r != nil || d.w != nil {
+					t.Errorf("input %d: the decoder kept its buffers after the end", k)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("input %d line %d ", k, i); !strings.HasPrefix(ev.Text, want) || len(ev.Text) != len(want)+(i*37)%3000 {
+				t.Fatalf("input %d line %d: got %.40q…", k, i, ev.Text)
+			}
+		}
+	}
+	for k := 0; k < 5; k++ {
+		check(t, k)
+	}
+	var wg sync.WaitGroup
+	for k := 5; k < 13; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			check(t, k)
+		}()
+	}
+	wg.Wait()
 }
