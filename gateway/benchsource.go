@@ -38,7 +38,7 @@ func (b *CLIBackend) startBuiltin(ctx context.Context, spec *RunSpec, seg *trans
 	stopGen, genDone := StartBenchSource(w, spec.Prompt, spec.Workspace)
 	var unhook func() bool
 	var pump *outputPump
-	pump = newOutputPump(r, seg, b.cfg.MaxLineBytes, start, b.parker, func(error) {
+	pump = newOutputPump(r, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, func(error) {
 		unhook()
 		stopGen()
 		pump.close()

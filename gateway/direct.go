@@ -43,11 +43,12 @@ type directSink struct {
 	err      error // the first write error: the stream is over
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
+	dirty    bool  // written but not flushed
 }
 
 // Deliver writes f if it is the next frame, nobody is writing, and the
-// connection takes it without blocking.
-func (d *directSink) Deliver(f sse.Frame) bool {
+// connection takes it without blocking; it flushes when asked to.
+func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
 	if !d.mu.TryLock() {
 		return false
 	}
@@ -57,14 +58,35 @@ func (d *directSink) Deliver(f sse.Frame) bool {
 	}
 	d.st.deadline()
 	d.write(f)
-	if d.err == nil {
-		d.err = d.st.rc.Flush()
+	d.dirty = true
+	if flush || d.over() {
+		d.flush()
 	}
 	if d.over() {
 		return false // the stream's goroutine, kicked, ends the stream
 	}
 	d.st.s.metrics.DirectFrames.Inc()
 	return true
+}
+
+// Flush sends what Deliver wrote. When the stream's goroutine is writing,
+// it flushes at the end of its batch.
+func (d *directSink) Flush() {
+	if !d.mu.TryLock() {
+		return
+	}
+	defer d.mu.Unlock()
+	if !d.ended {
+		d.flush()
+	}
+}
+
+// flush flushes the response if it holds unflushed frames; d.mu is held.
+func (d *directSink) flush() {
+	if d.dirty && d.err == nil {
+		d.err = d.st.rc.Flush()
+	}
+	d.dirty = false
 }
 
 // write sends one frame; d.mu is held.
@@ -122,10 +144,9 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 					break
 				}
 			}
-			if d.err == nil {
-				d.err = st.rc.Flush()
-			}
+			d.dirty = true
 		}
+		d.flush()
 		over := d.over()
 		d.mu.Unlock()
 		if over || (closed && len(frames) == 0) {

@@ -90,6 +90,9 @@ type outputPump struct {
 	// lastLine is when the last line was read, as time since start.
 	lastLine atomic.Int64
 	parker   parker
+	// hold is told before each line whether another whole line is
+	// already read.
+	hold func(more bool)
 	// ended is called once, on the goroutine that read the end of the
 	// output (or the result), with the read error, if any.
 	ended func(err error)
@@ -101,12 +104,15 @@ type outputPump struct {
 
 // newOutputPump returns a pump reading f into seg. With no parker the pump
 // keeps its goroutine while the agent is quiet.
-func newOutputPump(f *os.File, seg *translate.Segmenter, maxLine int, start time.Time, pk parker, ended func(error)) *outputPump {
+func newOutputPump(f *os.File, seg *translate.Segmenter, maxLine int, start time.Time, pk parker, hold func(bool), ended func(error)) *outputPump {
 	out := &outputReader{f: f}
 	if pk != nil {
 		out.quiet = quietAfter
 	}
-	p := &outputPump{out: out, dec: translate.NewDecoder(out, maxLine), seg: seg, start: start, parker: pk, ended: ended}
+	if hold == nil {
+		hold = func(bool) {}
+	}
+	p := &outputPump{out: out, dec: translate.NewDecoder(out, maxLine), seg: seg, start: start, parker: pk, hold: hold, ended: ended}
 	p.lastLine.Store(int64(time.Since(start)))
 	return p
 }
@@ -131,6 +137,7 @@ func (p *outputPump) run() {
 // has the result, or there is no input for now (translate.ErrPending). It
 // returns read errors other than the end of the output.
 func (p *outputPump) feed() error {
+	defer p.hold(false)
 	for !p.seg.Done() {
 		ev, err := p.dec.Next()
 		if err != nil {
@@ -140,6 +147,7 @@ func (p *outputPump) feed() error {
 			return err
 		}
 		p.lastLine.Store(int64(time.Since(p.start)))
+		p.hold(p.dec.HasLine())
 		p.seg.Feed(ev)
 	}
 	return nil

@@ -33,7 +33,7 @@ func startPumpRun(t *testing.T, pk parker) *pumpRun {
 		pr.b.Add(ev)
 		pr.mu.Unlock()
 	})
-	pr.pump = newOutputPump(r, seg, 0, time.Now(), pk, func(err error) {
+	pr.pump = newOutputPump(r, seg, 0, time.Now(), pk, nil, func(err error) {
 		seg.Close(translate.End{})
 		pr.ended <- err
 	})

@@ -35,6 +35,11 @@ type RunSpec struct {
 	Thinking       bool
 	IncludeRaw     bool
 	Cloud          *CloudSpec
+	// Hold, set by the registry, is told by a backend before it hands the
+	// segmenter a line whether another whole line of the agent's output is
+	// already read: streams then flush once per burst instead of once per
+	// event.
+	Hold func(more bool)
 }
 
 // Backend runs agents.
@@ -272,6 +277,7 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
 		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+	spec.Hold = r.Log.Hold
 	g.mu.Lock()
 	g.runs[r.ID] = r
 	g.mu.Unlock()

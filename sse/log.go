@@ -23,14 +23,18 @@ type Log struct {
 	wake     chan struct{}
 	waiting  bool // wake was handed out by Since: Append must close it
 	sink     Sink
+	held     bool // more events are on their way: the sink need not flush
 }
 
 // Sink takes a log's events on the goroutine that appends them, so that a
 // subscriber that keeps up is not woken for each one.
 type Sink interface {
 	// Deliver is offered each frame just appended, in order, and reports
-	// whether it took it. It must not block.
-	Deliver(f Frame) bool
+	// whether it took it. flush is false while more frames are on their
+	// way (see Hold). It must not block.
+	Deliver(f Frame, flush bool) bool
+	// Flush sends what Deliver took without flushing. It must not block.
+	Flush()
 	// Kick says that there is more to read with Read: a frame Deliver did
 	// not take, or the end of the log. It must not block.
 	Kick()
@@ -72,12 +76,26 @@ func (l *Log) Append(ev documents.Event) int {
 		l.wake = make(chan struct{})
 		l.waiting = false
 	}
-	sink := l.sink
+	sink, flush := l.sink, !l.held
 	l.mu.Unlock()
-	if sink != nil && !sink.Deliver(f) {
+	if sink != nil && !sink.Deliver(f, flush) {
 		sink.Kick()
 	}
 	return f.ID
+}
+
+// Hold says whether more events are on their way at once (the producer has
+// more input read): while held, the sink is not asked to flush each frame,
+// and releasing the hold flushes it.
+func (l *Log) Hold(more bool) {
+	l.mu.Lock()
+	was := l.held
+	l.held = more
+	sink := l.sink
+	l.mu.Unlock()
+	if was && !more && sink != nil {
+		sink.Flush()
+	}
 }
 
 // Close marks the log complete: no more events follow.

@@ -92,17 +92,29 @@ type testSink struct {
 	accept    bool
 	delivered []int
 	offered   []int
+	unflushed []int // delivered without a flush since the last Flush
 	kicks     int
+	flushes   int
 }
 
-func (s *testSink) Deliver(f Frame) bool {
+func (s *testSink) Deliver(f Frame, flush bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offered = append(s.offered, f.ID)
 	if s.accept {
 		s.delivered = append(s.delivered, f.ID)
+		if !flush {
+			s.unflushed = append(s.unflushed, f.ID)
+		}
 	}
 	return s.accept
+}
+
+func (s *testSink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushes++
+	s.unflushed = nil
 }
 
 func (s *testSink) Kick() {
@@ -159,6 +171,32 @@ func TestLogSink(t *testing.T) {
 	}
 	if !l.SetSink(nil) || !l.SetSink(&testSink{}) {
 		t.Error("after SetSink(nil) another sink must be accepted")
+	}
+}
+
+// TestLogHold checks that frames appended while the producer holds are
+// delivered without a flush, and that releasing the hold flushes once.
+func TestLogHold(t *testing.T) {
+	l := NewLog(0, 0)
+	s := &testSink{accept: true}
+	l.SetSink(s)
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "a"}) // flushed
+	l.Hold(true)
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "b"})
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "c"})
+	l.Hold(true) // still more
+	s.mu.Lock()
+	if got := s.unflushed; len(got) != 2 || got[0] != 2 || got[1] != 3 || s.flushes != 0 {
+		t.Errorf("while held: unflushed %v, flushes %d; want [2 3] and none", got, s.flushes)
+	}
+	s.mu.Unlock()
+	l.Hold(false)
+	l.Hold(false) // not held: no second flush
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "d"})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unflushed) != 0 || s.flushes != 1 || len(s.delivered) != 4 {
+		t.Errorf("after the hold: unflushed %v, flushes %d, delivered %v; want none, 1, 4 frames", s.unflushed, s.flushes, s.delivered)
 	}
 }
 
@@ -230,5 +268,6 @@ type funcSink struct {
 	kick    func()
 }
 
-func (s *funcSink) Deliver(f Frame) bool { return s.deliver(f) }
-func (s *funcSink) Kick()                { s.kick() }
+func (s *funcSink) Deliver(f Frame, _ bool) bool { return s.deliver(f) }
+func (s *funcSink) Flush()                       {}
+func (s *funcSink) Kick()                        { s.kick() }

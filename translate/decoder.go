@@ -198,6 +198,12 @@ func (d *Decoder) Buffered() int {
 	return d.r.Buffered()
 }
 
+// HasLine reports whether a whole line is read and waiting, so that Next
+// returns without reading.
+func (d *Decoder) HasLine() bool {
+	return d.r != nil && !d.long && d.r.hasLine()
+}
+
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
 // are skipped. Other read errors are returned as they are.
 func (d *Decoder) Next() (Event, error) {

@@ -89,6 +89,11 @@ func (b *lineReader) release() {
 	b.held, b.buf, b.r, b.w, b.full = nil, nil, 0, 0, false
 }
 
+// hasLine reports whether a whole line is read but not yet returned.
+func (b *lineReader) hasLine() bool {
+	return bytes.IndexByte(b.buf[b.r:b.w], '\n') >= 0
+}
+
 // Buffered returns how many bytes are read but not yet returned.
 func (b *lineReader) Buffered() int { return b.w - b.r }
 

@@ -250,3 +250,34 @@ func TestDecoderGivesBuffersBack(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestDecoderHasLine(t *testing.T) {
+	pr, pw := io.Pipe()
+	d := NewDecoder(pr, 0)
+	go func() {
+		pw.Write([]byte("{\"type\":\"user\"}\n{\"type\":\"user\"}\n{\"type\":"))
+		pw.Write([]byte("\"user\"}\n"))
+		pw.Close()
+	}()
+	if d.HasLine() {
+		t.Fatal("HasLine before any read")
+	}
+	if _, err := d.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasLine() {
+		t.Error("a second whole line is buffered, HasLine says no")
+	}
+	if _, err := d.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if d.HasLine() {
+		t.Error("only part of a line is buffered, HasLine says yes")
+	}
+	if _, err := d.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Next(); err != io.EOF || d.HasLine() {
+		t.Errorf("at the end: %v, HasLine %v", err, d.HasLine())
+	}
+}
