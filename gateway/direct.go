@@ -47,9 +47,11 @@ type directSink struct {
 }
 
 // Deliver writes f if it is the next frame, nobody is writing, and the
-// connection takes it without blocking; it flushes when asked to.
+// connection takes it without blocking. Frames of a burst (flush false) are
+// left to the stream's goroutine, which writes them while the run goes on
+// decoding the burst.
 func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
-	if !d.mu.TryLock() {
+	if !flush || !d.mu.TryLock() {
 		return false
 	}
 	defer d.mu.Unlock()
