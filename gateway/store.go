@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -92,15 +93,16 @@ func interruptedResponse(b []byte) []byte {
 
 // MemoryStore is a Store in memory, for --demo and tests.
 type MemoryStore struct {
-	mu    sync.Mutex
-	convs map[string]Conversation
-	turns map[string]Turn
-	fps   map[string]string
+	mu     sync.Mutex
+	convs  map[string]Conversation
+	turns  map[string]Turn
+	byConv map[string][]string // the response ids of each conversation's turns
+	fps    map[string]string
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{convs: map[string]Conversation{}, turns: map[string]Turn{}, fps: map[string]string{}}
+	return &MemoryStore{convs: map[string]Conversation{}, turns: map[string]Turn{}, byConv: map[string][]string{}, fps: map[string]string{}}
 }
 
 // PutConversation creates or updates a conversation.
@@ -126,13 +128,11 @@ func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, 
 	if !ok {
 		return c, nil, ErrNotFound
 	}
-	var ts []Turn
-	for _, t := range m.turns {
-		if t.ConversationID == id {
-			ts = append(ts, t)
-		}
+	ts := make([]Turn, 0, len(m.byConv[id]))
+	for _, rid := range m.byConv[id] {
+		ts = append(ts, m.turns[rid])
 	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
 	return c, ts, nil
 }
 
@@ -140,6 +140,16 @@ func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, 
 func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	old, ok := m.turns[t.ResponseID]
+	if ok && old.ConversationID != t.ConversationID {
+		ids := m.byConv[old.ConversationID]
+		if i := slices.Index(ids, t.ResponseID); i >= 0 {
+			m.byConv[old.ConversationID] = slices.Delete(ids, i, i+1)
+		}
+	}
+	if !ok || old.ConversationID != t.ConversationID {
+		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
+	}
 	m.turns[t.ResponseID] = t
 	return nil
 }
