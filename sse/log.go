@@ -11,11 +11,18 @@ import (
 // and wait for more on the returned channel. The oldest events are dropped
 // once the log holds more than its event or byte limit. It is safe for
 // concurrent use.
+//
+// The events' data is kept in a few large chunks rather than one
+// allocation each, and the index of the events holds no pointers: a log of
+// many events costs the garbage collector little to allocate and to scan.
 type Log struct {
 	mu       sync.Mutex
-	frames   []Frame
-	first    int // id of frames[0]
-	next     int // id of the next frame
+	ents     []entry  // the kept events, oldest first
+	chunks   [][]byte // their data; chunks[i] is chunk number chunk0+i
+	chunk0   int
+	names    []string // the event names, by entry.name
+	first    int      // id of ents[0]
+	next     int      // id of the next frame
 	bytes    int
 	maxN     int
 	maxBytes int
@@ -25,6 +32,20 @@ type Log struct {
 	sink     Sink
 	held     bool // more events are on their way: the sink need not flush
 }
+
+// entry is where one event's data lies in a log's chunks.
+type entry struct {
+	chunk    int32 // the chunk's number
+	off, end int32
+	name     uint8 // index into names
+}
+
+// Chunk sizes: a log's first chunk is small, so that an idle stream costs
+// little, and later ones grow with what the log holds.
+const (
+	minChunk = 512
+	maxChunk = 32 << 10
+)
 
 // Sink takes a log's events on the goroutine that appends them, so that a
 // subscriber that keeps up is not woken for each one.
@@ -50,23 +71,42 @@ func NewLog(maxEvents, maxBytes int) *Log {
 // the sink, if any, is offered the frame. It returns the id, or 0 when the
 // log is closed or ev cannot be encoded.
 func (l *Log) Append(ev documents.Event) int {
-	data, err := Encode(ev)
-	if err != nil {
-		return 0
+	size, fast := fastSize(ev)
+	var data []byte
+	if !fast {
+		var err error
+		if data, err = Encode(ev); err != nil {
+			return 0
+		}
+		size = len(data)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return 0
 	}
-	f := Frame{ID: l.next, Name: ev.Name(), Data: data}
+	c := l.room(size)
+	off := len(l.chunks[c])
+	if fast {
+		l.chunks[c] = appendFast(l.chunks[c], ev)
+	} else {
+		l.chunks[c] = append(l.chunks[c], data...)
+	}
+	end := len(l.chunks[c])
+	e := entry{chunk: int32(l.chunk0 + c), off: int32(off), end: int32(end), name: l.nameIndex(ev.Name())}
+	f := l.frame(l.next, e)
 	l.next++
-	l.frames = append(l.frames, f)
-	l.bytes += len(data)
-	for len(l.frames) > 1 && ((l.maxN > 0 && len(l.frames) > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
-		l.bytes -= len(l.frames[0].Data)
-		l.frames = l.frames[1:]
+	l.ents = append(l.ents, e)
+	l.bytes += end - off
+	for len(l.ents) > 1 && ((l.maxN > 0 && len(l.ents) > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
+		l.bytes -= int(l.ents[0].end - l.ents[0].off)
+		l.ents = l.ents[1:]
 		l.first++
+		for l.chunk0 < int(l.ents[0].chunk) {
+			l.chunks[0] = nil
+			l.chunks = l.chunks[1:]
+			l.chunk0++
+		}
 	}
 	// Only a channel that Since handed out can have a subscriber waiting on
 	// it; while nobody took the current one (a subscriber busy writing),
@@ -82,6 +122,42 @@ func (l *Log) Append(ev documents.Event) int {
 		sink.Kick()
 	}
 	return f.ID
+}
+
+// room returns the index of a chunk with room for about n more bytes,
+// starting a new one when the last is full; l.mu is held. A chunk is never
+// written over, only appended to: frames handed out stay valid.
+func (l *Log) room(n int) int {
+	if k := len(l.chunks); k > 0 {
+		if c := l.chunks[k-1]; cap(c)-len(c) >= n {
+			return k - 1
+		}
+	}
+	size := min(max(l.bytes/4, minChunk), maxChunk)
+	l.chunks = append(l.chunks, make([]byte, 0, max(size, n)))
+	return len(l.chunks) - 1
+}
+
+// nameIndex returns the index of an event name in l.names, adding it when
+// new; l.mu is held. A log sees a handful of names.
+func (l *Log) nameIndex(name string) uint8 {
+	for i, n := range l.names {
+		if n == name {
+			return uint8(i)
+		}
+	}
+	if len(l.names) == 256 {
+		return 0 // not reached: there are ten event names
+	}
+	l.names = append(l.names, name)
+	return uint8(len(l.names) - 1)
+}
+
+// frame returns the frame of an entry, its data capped so that nobody
+// appending to it writes over the next one; l.mu is held.
+func (l *Log) frame(id int, e entry) Frame {
+	c := l.chunks[int(e.chunk)-l.chunk0]
+	return Frame{ID: id, Name: l.names[e.name], Data: c[e.off:e.end:e.end]}
 }
 
 // Hold says whether more events are on their way at once (the producer has
@@ -149,12 +225,12 @@ func (l *Log) after(after int) (frames []Frame, ok bool) {
 		after = 0
 	}
 	ok = after+1 >= l.first
-	i := after + 1 - l.first
-	if i < 0 {
-		i = 0
-	}
-	if i < len(l.frames) {
-		frames = l.frames[i:len(l.frames):len(l.frames)]
+	i := max(after+1-l.first, 0)
+	if i < len(l.ents) {
+		frames = make([]Frame, 0, len(l.ents)-i)
+		for j, e := range l.ents[i:] {
+			frames = append(frames, l.frame(l.first+i+j, e))
+		}
 	}
 	return frames, ok
 }

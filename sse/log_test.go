@@ -1,6 +1,8 @@
 package sse
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -271,3 +273,72 @@ type funcSink struct {
 func (s *funcSink) Deliver(f Frame, _ bool) bool { return s.deliver(f) }
 func (s *funcSink) Flush()                       {}
 func (s *funcSink) Kick()                        { s.kick() }
+
+// TestLogChunks checks that the frames a log hands out are the events'
+// encodings, whatever their size and escaping, that a frame handed out
+// stays intact while the log grows and drops, and that dropped chunks are
+// let go.
+func TestLogChunks(t *testing.T) {
+	l := NewLog(50, 0)
+	var evs []documents.Event
+	for i := 0; i < 400; i++ {
+		var ev documents.Event
+		switch i % 5 {
+		case 0:
+			ev = documents.ContentDelta{DocumentID: "doc_001", Delta: strings.Repeat("\x01\"", i)} // escapes past the estimate
+		case 1:
+			ev = documents.ThinkingDelta{Delta: "step " + strconv.Itoa(i)}
+		case 2:
+			ev = documents.DocumentStart{ID: "doc_002", Type: documents.TypeText, Sequence: i}
+		case 3:
+			ev = documents.ContentDelta{DocumentID: "doc_002", Delta: strings.Repeat("y", 40<<10)} // larger than a chunk
+		default:
+			ev = documents.ContentDelta{DocumentID: "doc_003", Delta: "z"}
+		}
+		evs = append(evs, ev)
+	}
+	check := func(f Frame) {
+		t.Helper()
+		ev := evs[f.ID-1]
+		want, err := Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name != ev.Name() || string(f.Data) != string(want) {
+			t.Fatalf("frame %d: %s %.80q, want %s %.80q", f.ID, f.Name, f.Data, ev.Name(), want)
+		}
+		if cap(f.Data) != len(f.Data) {
+			t.Fatalf("frame %d: data has room after it (cap %d, len %d)", f.ID, cap(f.Data), len(f.Data))
+		}
+	}
+	var kept []Frame
+	for i, ev := range evs {
+		if id := l.Append(ev); id != i+1 {
+			t.Fatalf("id %d, want %d", id, i+1)
+		}
+		frames, _, _ := l.Read(i)
+		if len(frames) != 1 {
+			t.Fatalf("Read(%d) gave %d frames", i, len(frames))
+		}
+		check(frames[0])
+		if i%37 == 0 {
+			kept = append(kept, frames[0])
+		}
+	}
+	for _, f := range kept {
+		check(f)
+	}
+	frames, _, ok := l.Read(0)
+	if ok || len(frames) != 50 || frames[0].ID != 351 {
+		t.Fatalf("Read(0): %d frames from %d, ok %v", len(frames), frames[0].ID, ok)
+	}
+	for _, f := range frames {
+		check(f)
+	}
+	l.mu.Lock()
+	chunks := len(l.chunks)
+	l.mu.Unlock()
+	if chunks > 40 {
+		t.Errorf("the log holds %d chunks for 50 events: dropped ones are kept", chunks)
+	}
+}

@@ -29,23 +29,38 @@ var encodeOpts = jsontext.AllowInvalidUTF8(true)
 
 // Encode returns the JSON data of a document event.
 func Encode(ev documents.Event) ([]byte, error) {
-	// Deltas are most of a stream's events: they are encoded without
-	// reflection, to the bytes json.Marshal gives them.
+	if n, ok := fastSize(ev); ok {
+		return appendFast(make([]byte, 0, n), ev), nil
+	}
+	return json.Marshal(ev, encodeOpts)
+}
+
+// fastSize reports whether ev is encoded without reflection (deltas, most
+// of a stream's events) and about how many bytes that takes.
+func fastSize(ev documents.Event) (int, bool) {
 	switch e := ev.(type) {
 	case documents.ContentDelta:
-		b := make([]byte, 0, len(`{"documentId":"","delta":""}`)+len(e.DocumentID)+len(e.Delta)+len(e.Delta)/8)
+		return len(`{"documentId":"","delta":""}`) + len(e.DocumentID) + len(e.Delta) + len(e.Delta)/8, true
+	case documents.ThinkingDelta:
+		return len(`{"delta":""}`) + len(e.Delta) + len(e.Delta)/8, true
+	}
+	return 0, false
+}
+
+// appendFast appends the JSON data of an event fastSize accepts, the bytes
+// json.Marshal gives it.
+func appendFast(b []byte, ev documents.Event) []byte {
+	switch e := ev.(type) {
+	case documents.ContentDelta:
 		b = append(b, `{"documentId":`...)
 		b = appendString(b, e.DocumentID)
 		b = append(b, `,"delta":`...)
 		b = appendString(b, e.Delta)
-		return append(b, '}'), nil
 	case documents.ThinkingDelta:
-		b := make([]byte, 0, len(`{"delta":""}`)+len(e.Delta)+len(e.Delta)/8)
 		b = append(b, `{"delta":`...)
 		b = appendString(b, e.Delta)
-		return append(b, '}'), nil
 	}
-	return json.Marshal(ev, encodeOpts)
+	return append(b, '}')
 }
 
 // appendString appends s as a JSON string the way json.Marshal does with
