@@ -27,37 +27,102 @@ type parker interface {
 }
 
 // outputReader reads an agent's output pipe. While lines keep coming a read
-// blocks as usual; once the pipe has been silent for quiet, a read returns
-// translate.ErrPending so that the reader can park. It tracks whether a
-// read is waiting for input.
+// blocks as usual; once a read has waited for quiet (see quietWatch), it
+// returns translate.ErrPending so that the reader can park. It tracks
+// whether a read is waiting for input.
 type outputReader struct {
-	f       *os.File
-	quiet   time.Duration // 0: reads block until there is input
-	armed   time.Time     // when the read deadline was last moved
+	f     *os.File
+	quiet time.Duration // 0: reads block until there is input
+	// began is when the read now blocked began (monotonic), 0 when no read
+	// is blocked or it has been told to end.
+	began   atomic.Int64
+	expired bool // the last read ended at its deadline: clear it first
 	waiting atomic.Bool
 	reads   atomic.Int64
 }
 
 func (o *outputReader) Read(b []byte) (int, error) {
+	if o.expired {
+		o.expired = false
+		_ = o.f.SetReadDeadline(time.Time{})
+	}
 	if o.quiet > 0 {
-		// Moving the deadline is a timer update: one moved less than a
-		// quarter of the window ago is kept, so the window is ¾ to all of
-		// quiet.
-		if now := time.Now(); now.Sub(o.armed) >= o.quiet/4 {
-			o.armed = now
-			_ = o.f.SetReadDeadline(now.Add(o.quiet))
-		}
+		o.began.Store(mono())
 	}
 	o.waiting.Store(true)
 	n, err := o.f.Read(b)
+	o.began.Store(0)
 	o.waiting.Store(false)
 	o.reads.Add(1)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		o.armed = time.Time{}
+		o.expired = true
 		o.waiting.Store(true) // parked: still waiting for input
 		return n, translate.ErrPending
 	}
 	return n, err
+}
+
+// interrupt ends a read that has been blocked since began, if it still is.
+func (o *outputReader) interrupt(began int64) {
+	if o.began.CompareAndSwap(began, 0) {
+		_ = o.f.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// monoBase is the origin of mono.
+var monoBase = time.Now()
+
+// mono is the monotonic clock, in nanoseconds.
+func mono() int64 { return int64(time.Since(monoBase)) }
+
+// quietWatch ends the reads that have been blocked for their reader's
+// quiet time, checking every quarter of quietAfter. A read deadline per
+// read would cost a timer update for each; a reader costs the watch one
+// atomic load per check instead.
+type quietWatch struct {
+	mu      sync.Mutex
+	readers map[*outputReader]struct{}
+	running bool
+}
+
+var quiet = &quietWatch{readers: map[*outputReader]struct{}{}}
+
+// add watches o; the watch's goroutine runs while it watches any reader.
+func (w *quietWatch) add(o *outputReader) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.readers[o] = struct{}{}
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
+}
+
+// remove stops watching o.
+func (w *quietWatch) remove(o *outputReader) {
+	w.mu.Lock()
+	delete(w.readers, o)
+	w.mu.Unlock()
+}
+
+func (w *quietWatch) loop() {
+	t := time.NewTicker(quietAfter / 4)
+	defer t.Stop()
+	for range t.C {
+		now := mono()
+		w.mu.Lock()
+		if len(w.readers) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		for o := range w.readers {
+			if b := o.began.Load(); b != 0 && now-b >= int64(o.quiet) {
+				o.interrupt(b)
+			}
+		}
+		w.mu.Unlock()
+	}
 }
 
 // waitBlocked returns once one Read has waited for at least d and nothing
@@ -108,6 +173,7 @@ func newOutputPump(f *os.File, seg *translate.Segmenter, maxLine int, start time
 	out := &outputReader{f: f}
 	if pk != nil {
 		out.quiet = quietAfter
+		quiet.add(out)
 	}
 	if hold == nil {
 		hold = func(bool) {}
@@ -123,6 +189,7 @@ func (p *outputPump) run() {
 	for {
 		err := p.feed()
 		if !errors.Is(err, translate.ErrPending) {
+			quiet.remove(p.out)
 			p.ended(err)
 			return
 		}

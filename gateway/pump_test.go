@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -148,5 +149,54 @@ func TestPumpWithoutParker(t *testing.T) {
 	}
 	if got := pr.text(); got != "Hello, parked world." {
 		t.Errorf("documents %q", got)
+	}
+}
+
+// TestQuietWatch: a read blocked for the quiet time ends with
+// translate.ErrPending, the next read waits for input as before (the
+// deadline is cleared), a read that gets input in time is left alone, and
+// the watch's goroutine stops once it watches nothing.
+func TestQuietWatch(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	watch := &quietWatch{readers: map[*outputReader]struct{}{}}
+	o := &outputReader{f: r, quiet: quietAfter}
+	watch.add(o)
+	buf := make([]byte, 16)
+	start := time.Now()
+	if _, err := o.Read(buf); !errors.Is(err, translate.ErrPending) {
+		t.Fatalf("a read blocked past the quiet time: %v, want ErrPending", err)
+	}
+	if d := time.Since(start); d < quietAfter || d > 20*quietAfter {
+		t.Errorf("the blocked read ended after %v, want about %v", d, quietAfter)
+	}
+	// Input that comes well within the quiet time is read; the cleared
+	// deadline does not end the read early.
+	for i := 0; i < 5; i++ {
+		go func() {
+			time.Sleep(quietAfter / 2)
+			_, _ = w.Write([]byte("x"))
+		}()
+		if n, err := o.Read(buf); err != nil || n != 1 {
+			t.Fatalf("read %d: %d bytes, %v", i, n, err)
+		}
+	}
+	watch.remove(o)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		watch.mu.Lock()
+		running := watch.running
+		watch.mu.Unlock()
+		if !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the quiet watch still runs with nothing to watch")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
