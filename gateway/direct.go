@@ -43,15 +43,12 @@ type directSink struct {
 	err      error // the first write error: the stream is over
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
-	dirty    bool  // written but not flushed
 }
 
-// Deliver writes f if it is the next frame, nobody is writing, and the
-// connection takes it without blocking. Frames of a burst (flush false) are
-// left to the stream's goroutine, which writes them while the run goes on
-// decoding the burst.
-func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
-	if !flush || !d.mu.TryLock() {
+// Deliver writes and flushes f if it is the next frame, nobody is writing,
+// and the connection takes it without blocking.
+func (d *directSink) Deliver(f sse.Frame) bool {
+	if !d.mu.TryLock() {
 		return false
 	}
 	defer d.mu.Unlock()
@@ -60,10 +57,7 @@ func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
 	}
 	d.st.deadline()
 	d.write(f)
-	d.dirty = true
-	if flush || d.over() {
-		d.flush()
-	}
+	d.flush()
 	if d.over() {
 		return false // the stream's goroutine, kicked, ends the stream
 	}
@@ -71,24 +65,11 @@ func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
 	return true
 }
 
-// Flush sends what Deliver wrote. When the stream's goroutine is writing,
-// it flushes at the end of its batch.
-func (d *directSink) Flush() {
-	if !d.mu.TryLock() {
-		return
-	}
-	defer d.mu.Unlock()
-	if !d.ended {
-		d.flush()
-	}
-}
-
-// flush flushes the response if it holds unflushed frames; d.mu is held.
+// flush sends what was written; d.mu is held.
 func (d *directSink) flush() {
-	if d.dirty && d.err == nil {
+	if d.err == nil {
 		d.err = d.st.rc.Flush()
 	}
-	d.dirty = false
 }
 
 // write sends one frame; d.mu is held.
@@ -146,9 +127,8 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 					break
 				}
 			}
-			d.dirty = true
+			d.flush()
 		}
-		d.flush()
 		over := d.over()
 		d.mu.Unlock()
 		if over || (closed && len(frames) == 0) {
@@ -162,9 +142,8 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 		case <-ticker.C:
 			d.mu.Lock()
 			st.deadline()
-			if d.err = sse.WriteComment(st.w, beat); d.err == nil {
-				d.err = st.rc.Flush()
-			}
+			d.err = sse.WriteComment(st.w, beat)
+			d.flush()
 			d.mu.Unlock()
 		case <-ctx.Done():
 			return true

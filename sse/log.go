@@ -30,7 +30,7 @@ type Log struct {
 	wake     chan struct{}
 	waiting  bool // wake was handed out by Since: Append must close it
 	sink     Sink
-	held     bool // more events are on their way: the sink need not flush
+	held     bool // more events are on their way: the sink reads them itself
 }
 
 // entry is where one event's data lies in a log's chunks.
@@ -50,14 +50,12 @@ const (
 // Sink takes a log's events on the goroutine that appends them, so that a
 // subscriber that keeps up is not woken for each one.
 type Sink interface {
-	// Deliver is offered each frame just appended, in order, and reports
-	// whether it took it. flush is false while more frames are on their
-	// way (see Hold). It must not block.
-	Deliver(f Frame, flush bool) bool
-	// Flush sends what Deliver took without flushing. It must not block.
-	Flush()
-	// Kick says that there is more to read with Read: a frame Deliver did
-	// not take, or the end of the log. It must not block.
+	// Deliver is offered each frame just appended, in order, unless more
+	// frames are on their way at once (see Hold), and reports whether it
+	// took it. It must not block.
+	Deliver(f Frame) bool
+	// Kick says that there is more to read with Read: a frame that was not
+	// delivered, or the end of the log. It must not block.
 	Kick()
 }
 
@@ -116,9 +114,9 @@ func (l *Log) Append(ev documents.Event) int {
 		l.wake = make(chan struct{})
 		l.waiting = false
 	}
-	sink, flush := l.sink, !l.held
+	sink, held := l.sink, l.held
 	l.mu.Unlock()
-	if sink != nil && !sink.Deliver(f, flush) {
+	if sink != nil && (held || !sink.Deliver(f)) {
 		sink.Kick()
 	}
 	return f.ID
@@ -161,17 +159,13 @@ func (l *Log) frame(id int, e entry) Frame {
 }
 
 // Hold says whether more events are on their way at once (the producer has
-// more input read): while held, the sink is not asked to flush each frame,
-// and releasing the hold flushes it.
+// more input read). While held, appended frames are not offered to the
+// sink: it is kicked and reads them in one batch, written and flushed
+// together while the producer goes on.
 func (l *Log) Hold(more bool) {
 	l.mu.Lock()
-	was := l.held
 	l.held = more
-	sink := l.sink
 	l.mu.Unlock()
-	if was && !more && sink != nil {
-		sink.Flush()
-	}
 }
 
 // Close marks the log complete: no more events follow.

@@ -94,29 +94,17 @@ type testSink struct {
 	accept    bool
 	delivered []int
 	offered   []int
-	unflushed []int // delivered without a flush since the last Flush
 	kicks     int
-	flushes   int
 }
 
-func (s *testSink) Deliver(f Frame, flush bool) bool {
+func (s *testSink) Deliver(f Frame) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offered = append(s.offered, f.ID)
 	if s.accept {
 		s.delivered = append(s.delivered, f.ID)
-		if !flush {
-			s.unflushed = append(s.unflushed, f.ID)
-		}
 	}
 	return s.accept
-}
-
-func (s *testSink) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushes++
-	s.unflushed = nil
 }
 
 func (s *testSink) Kick() {
@@ -176,29 +164,32 @@ func TestLogSink(t *testing.T) {
 	}
 }
 
-// TestLogHold checks that frames appended while the producer holds are
-// delivered without a flush, and that releasing the hold flushes once.
+// TestLogHold checks that frames appended while the producer holds are not
+// offered to the sink, which is kicked to read them instead, and that
+// frames are offered again once the hold is released.
 func TestLogHold(t *testing.T) {
 	l := NewLog(0, 0)
 	s := &testSink{accept: true}
 	l.SetSink(s)
-	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "a"}) // flushed
+	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "a"}) // offered
 	l.Hold(true)
 	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "b"})
 	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "c"})
 	l.Hold(true) // still more
 	s.mu.Lock()
-	if got := s.unflushed; len(got) != 2 || got[0] != 2 || got[1] != 3 || s.flushes != 0 {
-		t.Errorf("while held: unflushed %v, flushes %d; want [2 3] and none", got, s.flushes)
+	if len(s.offered) != 1 || s.kicks != 2 {
+		t.Errorf("while held: offered %v, kicks %d; want [1] and 2 kicks", s.offered, s.kicks)
 	}
 	s.mu.Unlock()
+	if frames, _, _ := l.Read(1); len(frames) != 2 || frames[0].ID != 2 || frames[1].ID != 3 {
+		t.Errorf("the held frames are not there to read: %+v", frames)
+	}
 	l.Hold(false)
-	l.Hold(false) // not held: no second flush
 	l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "d"})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.unflushed) != 0 || s.flushes != 1 || len(s.delivered) != 4 {
-		t.Errorf("after the hold: unflushed %v, flushes %d, delivered %v; want none, 1, 4 frames", s.unflushed, s.flushes, s.delivered)
+	if got := s.delivered; len(got) != 2 || got[0] != 1 || got[1] != 4 || s.kicks != 2 {
+		t.Errorf("after the hold: delivered %v, kicks %d; want [1 4] and still 2 kicks", got, s.kicks)
 	}
 }
 
@@ -270,9 +261,8 @@ type funcSink struct {
 	kick    func()
 }
 
-func (s *funcSink) Deliver(f Frame, _ bool) bool { return s.deliver(f) }
-func (s *funcSink) Flush()                       {}
-func (s *funcSink) Kick()                        { s.kick() }
+func (s *funcSink) Deliver(f Frame) bool { return s.deliver(f) }
+func (s *funcSink) Kick()                { s.kick() }
 
 // TestLogChunks checks that the frames a log hands out are the events'
 // encodings, whatever their size and escaping, that a frame handed out
