@@ -17,6 +17,7 @@ type lineReader struct {
 	held    *lineBuf // the buffer, nil while idle (see idle)
 	buf     []byte   // held.b
 	r, w    int      // buf[r:w] is read but not yet returned
+	nl      int      // when > r, buf[r:nl] is the next line (hasLine found it)
 	first   int
 	max     int
 	err     error
@@ -86,12 +87,20 @@ func (b *lineReader) release() {
 	if b.held != nil {
 		putBuf(b.held)
 	}
-	b.held, b.buf, b.r, b.w, b.full = nil, nil, 0, 0, false
+	b.held, b.buf, b.r, b.w, b.nl, b.full = nil, nil, 0, 0, 0, false
 }
 
 // hasLine reports whether a whole line is read but not yet returned.
 func (b *lineReader) hasLine() bool {
-	return bytes.IndexByte(b.buf[b.r:b.w], '\n') >= 0
+	if b.nl > b.r {
+		return true
+	}
+	i := bytes.IndexByte(b.buf[b.r:b.w], '\n')
+	if i < 0 {
+		return false
+	}
+	b.nl = b.r + i + 1 // ReadSlice returns it without looking again
+	return true
 }
 
 // Buffered returns how many bytes are read but not yet returned.
@@ -104,6 +113,11 @@ func (b *lineReader) Buffered() int { return b.w - b.r }
 func (b *lineReader) ReadSlice(delim byte) ([]byte, error) {
 	if b.buf == nil {
 		b.take()
+	}
+	if b.nl > b.r && delim == '\n' {
+		line := b.buf[b.r:b.nl]
+		b.r = b.nl
+		return line, nil
 	}
 	scanned := 0
 	for {
@@ -142,7 +156,7 @@ func (b *lineReader) grow() bool {
 	}
 	nb := getBuf(min(2*len(b.buf), b.max))
 	b.w = copy(nb.b, b.buf[b.r:b.w])
-	b.r = 0
+	b.r, b.nl = 0, 0
 	putBuf(b.held)
 	b.held, b.buf = nb, nb.b
 	return true
@@ -158,7 +172,7 @@ func (b *lineReader) fill() {
 	}
 	if b.r > 0 {
 		b.w = copy(b.buf, b.buf[b.r:b.w])
-		b.r = 0
+		b.r, b.nl = 0, 0
 	}
 	free := len(b.buf) - b.w
 	for i := 0; i < 100; i++ {

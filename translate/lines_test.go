@@ -164,17 +164,19 @@ func (p *pendingReader) Read(b []byte) (int, error) {
 func TestDecoderResumesAfterPending(t *testing.T) {
 	line := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + string(bytes.Repeat([]byte("x"), 300)) + `"}]},"session_id":"s"}`
 	in := []byte(`{"type":"system","subtype":"init","session_id":"s","model":"m"}` + "\n" + line + "\n\n" + line + "\n" + `{"type":"result","subtype":"success","result":"r","session_id":"s"}`)
-	plain := decodeAll(t, NewDecoder(bytes.NewReader(in), 0), false)
+	plain := decodeAll(t, NewDecoder(bytes.NewReader(in), 0), false, false)
 	for _, bufSize := range []int{16, 64, 4096} {
-		for _, step := range []int{1, 7, 100} {
-			dec := NewDecoderSize(&pendingReader{in: in, step: step}, 0, bufSize)
-			got := decodeAll(t, dec, true)
-			if len(got) != len(plain) {
-				t.Fatalf("buffer %d, step %d: %d events, want %d", bufSize, step, len(got), len(plain))
-			}
-			for i := range plain {
-				if got[i] != plain[i] {
-					t.Errorf("buffer %d, step %d: event %d is %q, want %q", bufSize, step, i, got[i], plain[i])
+		for _, step := range []int{1, 7, 100, 1000} {
+			for _, probe := range []bool{false, true} {
+				dec := NewDecoderSize(&pendingReader{in: in, step: step}, 0, bufSize)
+				got := decodeAll(t, dec, true, probe)
+				if len(got) != len(plain) {
+					t.Fatalf("buffer %d, step %d, HasLine %v: %d events, want %d", bufSize, step, probe, len(got), len(plain))
+				}
+				for i := range plain {
+					if got[i] != plain[i] {
+						t.Errorf("buffer %d, step %d, HasLine %v: event %d is %q, want %q", bufSize, step, probe, i, got[i], plain[i])
+					}
 				}
 			}
 		}
@@ -182,11 +184,15 @@ func TestDecoderResumesAfterPending(t *testing.T) {
 }
 
 // decodeAll returns each event's kind and line; with idle set it gives the
-// buffer back at every ErrPending.
-func decodeAll(t *testing.T, dec *Decoder, idle bool) []string {
+// buffer back at every ErrPending, with probe set it asks HasLine before
+// every Next, as the gateway's pump does.
+func decodeAll(t *testing.T, dec *Decoder, idle, probe bool) []string {
 	t.Helper()
 	var out []string
 	for {
+		if probe {
+			dec.HasLine()
+		}
 		ev, err := dec.Next()
 		if err == ErrPending {
 			if idle {
