@@ -46,22 +46,8 @@ func TestDirectDeliveryStalledClient(t *testing.T) {
 	t.Parallel()
 	const writeTimeout = 20 * time.Second
 	s := startE2E(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT="+writeTimeout.String())
-	conn, err := hdDial(s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, id := hdStalledStream(t, s.Addr, "")
 	defer conn.Close()
-	body := `{"prompt":"long:1500","stream":true}`
-	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	head := make([]byte, 1024)
-	n, err := conn.Read(head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := hdHeader(string(head[:n]), "X-Docstream-Response-Id")
-	if id == "" {
-		t.Fatalf("no response id in %q", head[:n])
-	}
 	start := time.Now()
 	all := s.e2eReattach(t, id, 0, false).Rest()
 	took := time.Since(start)

@@ -581,22 +581,8 @@ func TestSlowClient(t *testing.T) {
 	t.Parallel()
 	h := hdStart(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=1s")
 	base := h.baseline(t)
-	conn, err := hdDial(h.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, id := hdStalledStream(t, h.Addr, "Authorization: Bearer "+hdClientKey+"\r\n")
 	defer conn.Close()
-	body := `{"prompt":"long:1500","stream":true}`
-	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", hdClientKey, len(body), body)
-	head := make([]byte, 1024)
-	n, err := conn.Read(head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := hdHeader(string(head[:n]), "X-Docstream-Response-Id")
-	if id == "" {
-		t.Fatalf("no response id in %q", head[:n])
-	}
 	// Stop reading. The gateway must give up on this client after its
 	// write timeout while the run goes on.
 	stalled := time.Now()
@@ -668,6 +654,31 @@ func hdDial(addr string) (net.Conn, error) {
 		})
 	}}
 	return d.Dial("tcp", addr)
+}
+
+// hdStalledStream starts a long:1500 stream on a connection with a small
+// receive buffer (extra holds more header lines), reads the response's head
+// and returns the connection, no longer read, and the response id.
+func hdStalledStream(t *testing.T, addr, extra string) (net.Conn, string) {
+	t.Helper()
+	conn, err := hdDial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"prompt":"long:1500","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", extra, len(body), body)
+	head := make([]byte, 1024)
+	n, err := conn.Read(head)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	id := hdHeader(string(head[:n]), "X-Docstream-Response-Id")
+	if id == "" {
+		conn.Close()
+		t.Fatalf("no response id in %q", head[:n])
+	}
+	return conn, id
 }
 
 // hdHeader finds a header in the head of a raw HTTP response.

@@ -85,7 +85,7 @@ type quietWatch struct {
 	running bool
 }
 
-var quiet = &quietWatch{readers: map[*outputReader]struct{}{}}
+var quietReads = &quietWatch{readers: map[*outputReader]struct{}{}}
 
 // add watches o; the watch's goroutine runs while it watches any reader.
 func (w *quietWatch) add(o *outputReader) {
@@ -173,7 +173,7 @@ func newOutputPump(f *os.File, seg *translate.Segmenter, maxLine int, start time
 	out := &outputReader{f: f}
 	if pk != nil {
 		out.quiet = quietAfter
-		quiet.add(out)
+		quietReads.add(out)
 	}
 	if hold == nil {
 		hold = func(bool) {}
@@ -189,7 +189,7 @@ func (p *outputPump) run() {
 	for {
 		err := p.feed()
 		if !errors.Is(err, translate.ErrPending) {
-			quiet.remove(p.out)
+			quietReads.remove(p.out)
 			p.ended(err)
 			return
 		}
