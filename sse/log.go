@@ -2,6 +2,7 @@ package sse
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/docstream/docstream/documents"
 )
@@ -30,7 +31,7 @@ type Log struct {
 	wake     chan struct{}
 	waiting  bool // wake was handed out by Since: Append must close it
 	sink     Sink
-	held     bool // more events are on their way: the sink reads them itself
+	held     atomic.Bool // more events are on their way: the sink reads them itself
 }
 
 // entry is where one event's data lies in a log's chunks.
@@ -114,7 +115,7 @@ func (l *Log) Append(ev documents.Event) int {
 		l.wake = make(chan struct{})
 		l.waiting = false
 	}
-	sink, held := l.sink, l.held
+	sink, held := l.sink, l.held.Load()
 	l.mu.Unlock()
 	if sink != nil && (held || !sink.Deliver(f)) {
 		sink.Kick()
@@ -161,11 +162,10 @@ func (l *Log) frame(id int, e entry) Frame {
 // Hold says whether more events are on their way at once (the producer has
 // more input read). While held, appended frames are not offered to the
 // sink: it is kicked and reads them in one batch, written and flushed
-// together while the producer goes on.
+// together while the producer goes on. The goroutine that appends calls
+// it before each event, so it takes no lock.
 func (l *Log) Hold(more bool) {
-	l.mu.Lock()
-	l.held = more
-	l.mu.Unlock()
+	l.held.Store(more)
 }
 
 // Close marks the log complete: no more events follow.
