@@ -46,12 +46,18 @@ func (o *outputReader) Read(b []byte) (int, error) {
 		o.expired = false
 		_ = o.f.SetReadDeadline(time.Time{})
 	}
+	var began int64
 	if o.quiet > 0 {
-		o.began.Store(mono())
+		began = mono()
+		o.began.Store(began)
 	}
 	o.waiting.Store(true)
 	n, err := o.f.Read(b)
-	o.began.Store(0)
+	if !o.began.CompareAndSwap(began, 0) {
+		// The watch ended this read as it returned with input: its past
+		// deadline is set, and the next read clears it instead of failing.
+		o.expired = true
+	}
 	o.waiting.Store(false)
 	o.reads.Add(1)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
