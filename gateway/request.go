@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -152,10 +151,43 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	return nil
 }
 
+// nameSyntax is the syntax of an id, a model or a workspace name: 1 to max
+// bytes, a letter or digit first, then letters, digits and the given
+// punctuation.
+type nameSyntax struct {
+	max  int
+	rest [256]bool
+}
+
+func newNameSyntax(max int, punct string) *nameSyntax {
+	n := &nameSyntax{max: max}
+	for c := 0; c < 256; c++ {
+		n.rest[c] = isAlnum(byte(c)) || strings.IndexByte(punct, byte(c)) >= 0
+	}
+	return n
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// MatchString reports whether s has the syntax.
+func (n *nameSyntax) MatchString(s string) bool {
+	if len(s) == 0 || len(s) > n.max || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !n.rest[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 var (
-	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-	modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/=\[\],-]{0,127}$`)
-	namePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	idPattern    = newNameSyntax(128, "_.:-")
+	modelPattern = newNameSyntax(128, "_.:/=[],-")
+	namePattern  = newNameSyntax(64, "_.-")
 )
 
 // maxArgBytes is the longest single argument execve takes on Linux:
