@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -223,11 +224,15 @@ func (r *run) begin(apiKeySource, model, permissionMode string) error {
 	return r.sleep(firstTokenDelay)
 }
 
-var tokenPattern = regexp.MustCompile(`[ \t]*[\p{L}\p{N}_']+|[ \t]*[^\s\p{L}\p{N}_']{1,3}|\s+`)
+// tokenPattern is compiled on first use: most runs (bench:<n> among them)
+// never split text, and every run is a new process.
+var tokenPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[ \t]*[\p{L}\p{N}_']+|[ \t]*[^\s\p{L}\p{N}_']{1,3}|\s+`)
+})
 
 // tokens splits text into token-sized pieces whose concatenation is text.
 func tokens(text string) []string {
-	return tokenPattern.FindAllString(text, -1)
+	return tokenPattern().FindAllString(text, -1)
 }
 
 // think writes a thinking phase: deltas of a few words, then completed.

@@ -3,7 +3,6 @@ package simulator
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -146,7 +145,19 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
-var resumeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// validChatID reports whether id is 1 to 128 letters, digits, '_' and '-'.
+func validChatID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // parseSpeed validates a --sim-speed or DOCSTREAM_SIM_SPEED value.
 func parseSpeed(s string) (float64, error) {
@@ -250,7 +261,7 @@ func parseArgs(args []string) (*config, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !resumeIDPattern.MatchString(v) {
+			if !validChatID(v) {
 				return nil, &usageError{fmt.Sprintf("Error: Failed to resume chat %q: the chat id may only use the characters A-Z a-z 0-9 _ - (1 to 128 of them)", v)}
 			}
 			c.resume, c.resumeSet = v, true

@@ -24,6 +24,8 @@ func TestFlagErrors(t *testing.T) {
 		{"bad model", []string{"-p", "--model", "no-such-model", "hi"}, nil, "Cannot use this model: no-such-model. Available models: auto, sim-fast, sim-smart"},
 		{"bad resume", []string{"-p", "--resume", "../etc", "hi"}, nil, "../etc"},
 		{"resume with newline", []string{"-p", "--resume=a\nb", "hi"}, nil, "chat id"},
+		{"empty resume", []string{"-p", "--resume=", "hi"}, nil, "chat id"},
+		{"long resume", []string{"-p", "--resume=" + strings.Repeat("a", 129), "hi"}, nil, "chat id"},
 		{"bad mode", []string{"--mode", "agent", "hi"}, nil, "Allowed choices are plan, ask, debug"},
 		{"bad format", []string{"--output-format", "xml", "hi"}, nil, "Allowed choices are text, json, stream-json"},
 		{"missing value", []string{"-p", "--model"}, nil, "argument missing"},

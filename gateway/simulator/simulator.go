@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -88,7 +89,13 @@ func startSleepChild(stdout, stderr io.Writer) error {
 }
 
 // Main runs the simulator with cursor-agent's command line and returns the process exit code.
+// It runs the process on one processor unless GOMAXPROCS says otherwise:
+// the simulator, like the CLI, is one event loop, and a second processor
+// only adds thread wake-ups to every paced event.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	return mainWith(ctx, args, stdin, stdout, stderr, getenv, processOptions())
 }
 
