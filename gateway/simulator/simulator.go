@@ -47,6 +47,9 @@ type options struct {
 	// signalGrace (for example while a write to a full pipe blocks). Nil
 	// disables it.
 	exit func(code int)
+	// oneProcPaced runs a paced simulator (speed > 0) on one processor
+	// unless GOMAXPROCS is set.
+	oneProcPaced bool
 }
 
 // signalGrace is how long a run may take to stop after SIGTERM or SIGINT
@@ -64,8 +67,9 @@ func processOptions() options {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			time.Sleep(time.Second)
 		},
-		startChild: startSleepChild,
-		exit:       os.Exit,
+		startChild:   startSleepChild,
+		exit:         os.Exit,
+		oneProcPaced: true,
 	}
 }
 
@@ -89,13 +93,7 @@ func startSleepChild(stdout, stderr io.Writer) error {
 }
 
 // Main runs the simulator with cursor-agent's command line and returns the process exit code.
-// It runs the process on one processor unless GOMAXPROCS says otherwise:
-// the simulator, like the CLI, is one event loop, and a second processor
-// only adds thread wake-ups to every paced event.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	return mainWith(ctx, args, stdin, stdout, stderr, getenv, processOptions())
 }
 
@@ -186,6 +184,12 @@ func mainWith(parent context.Context, args []string, stdin io.Reader, stdout, st
 		writeLog(getenv, opts, args, "")
 		fmt.Fprintln(stderr, err)
 		return exitFailure
+	}
+	if opts.oneProcPaced && cfg.speed > 0 && getenv("GOMAXPROCS") == "" {
+		// Paced, the simulator is one event loop, as the CLI is: a second
+		// processor only adds thread wake-ups to every event. Unpaced, it
+		// keeps both for its encoding and collector.
+		runtime.GOMAXPROCS(1)
 	}
 	switch {
 	case cfg.help:
