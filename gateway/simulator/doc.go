@@ -31,7 +31,7 @@
 // hundreds of milliseconds around tools). The factor comes from `--sim-speed`
 // (accepted anywhere before `--`, usually first) or the environment variable
 // DOCSTREAM_SIM_SPEED: 0 removes every delay, 1 is the default, 2 runs twice
-// as fast.
+// as fast. A paced process runs on one processor unless GOMAXPROCS is set.
 //
 // # Output
 //
