@@ -152,6 +152,40 @@ func TestRunsStat(t *testing.T) {
 	}
 }
 
+// TestStartPhases checks when the 100-stream cases' streams write, as an
+// offset into the 10 ms between two lines of a stream: spread evenly with
+// a stagger, all at once in step.
+func TestStartPhases(t *testing.T) {
+	const every = 10 * time.Millisecond
+	for _, key := range []string{"child-100", "builtin-100", "builtin-100-step"} {
+		i := slices.IndexFunc(fullCases, func(c e2eCase) bool { return c.Key == key })
+		if i < 0 {
+			t.Fatalf("no case %s", key)
+		}
+		spec := fullCases[i].Spec
+		phases := map[time.Duration]int{}
+		last := time.Duration(-1)
+		for s := range spec.Streams {
+			at := spec.startAt(s)
+			if at <= last {
+				t.Fatalf("%s: stream %d starts at %s, not after %s", key, s, at, last)
+			}
+			last = at
+			phases[at%every]++
+		}
+		if last >= spec.Ramp+spec.Stagger {
+			t.Errorf("%s: the last stream starts at %s", key, last)
+		}
+		want := spec.Streams // the targets' cases: one stream at each phase
+		if fullCases[i].Kind == "latency100step" {
+			want = 1 // every stream at the same phase
+		}
+		if len(phases) != want {
+			t.Errorf("%s: %d distinct phases in %s, want %d", key, len(phases), every, want)
+		}
+	}
+}
+
 func TestReadSSE(t *testing.T) {
 	long := strings.Repeat("x", 200<<10)
 	in := ": comment\r\n\r\nid: 1\r\nevent: content_delta\r\ndata: {\"a\":1}\r\n\r\n" +

@@ -20,6 +20,12 @@ import (
 type loadSpec struct {
 	Streams int           // concurrent streams
 	Ramp    time.Duration // streams start evenly over Ramp; 0 starts them all at once
+	// Stagger > 0 delays stream i's start by a further i/Streams of
+	// Stagger: streams whose agents write a line every Stagger then write
+	// at instants spread evenly over that interval. Without it, when
+	// Ramp/Streams is a multiple of the interval every stream's lines fall
+	// due at the same instants, a burst of Streams lines each interval.
+	Stagger time.Duration
 	Prompt  string        // e.g. "bench:300 every=10ms"
 	Events  int           // timestamped deltas each stream must deliver
 	Timeout time.Duration // for the whole scenario
@@ -139,10 +145,9 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 		go func() {
 			defer wg.Done()
 			<-start
-			if spec.Ramp > 0 {
-				at := t0.Add(time.Duration(i) * spec.Ramp / time.Duration(spec.Streams))
+			if at := spec.startAt(i); at > 0 {
 				select {
-				case <-time.After(time.Until(at)):
+				case <-time.After(time.Until(t0.Add(at))):
 				case <-ctx.Done():
 					results[i].err = ctx.Err()
 					return
@@ -230,6 +235,14 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	}
 	res.Lat, res.TTH, res.TTFD = newDist(lat), newDist(tth), newDist(ttfd)
 	return res
+}
+
+// startAt is when stream i starts, after the scenario's start.
+func (spec loadSpec) startAt(i int) time.Duration {
+	if spec.Streams == 0 {
+		return 0
+	}
+	return time.Duration(i) * (spec.Ramp + spec.Stagger) / time.Duration(spec.Streams)
 }
 
 // runStream posts one streaming request and records what arrives.

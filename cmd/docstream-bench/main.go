@@ -297,8 +297,8 @@ var fullCases = []e2eCase{
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	// With 100 simulator processes on the machine the rounds of each side
 	// spread over a factor of two or three: five rounds steady the median.
-	{Key: "child-100", Title: "100 streams × 100 ev/s, agent = simulator child, started over 1 s", Agent: "child:0.6", Kind: "latency100", Rounds: 5,
-		Spec: loadSpec{Streams: 100, Ramp: time.Second, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
+	{Key: "child-100", Title: "100 streams × 100 ev/s, agent = simulator child, started over 1 s, lines at spread instants", Agent: "child:0.6", Kind: "latency100", Rounds: 5,
+		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "child-burst", Title: "200 simultaneous requests, agent = simulator child (bench:20, no delays), spawn limit at its default (20/s)", Agent: "child:0", Kind: "burst",
 		Spawn: -1, Rounds: 3, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "child-burst-nolimit", Title: "200 simultaneous requests, agent = simulator child (bench:20, no delays), spawn limit 1000/s", Agent: "child:0", Kind: "burst",
@@ -307,7 +307,12 @@ var fullCases = []e2eCase{
 		Rounds: 3, Spec: loadSpec{Streams: 1, Prompt: "bench:50000", Events: 50000, Timeout: 60 * time.Second}},
 	{Key: "builtin-1", Title: "1 stream × 100 ev/s, no child (in-process source)", Agent: "builtin", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
-	{Key: "builtin-100", Title: "100 streams × 100 ev/s, no child, started over 1 s", Agent: "builtin", Kind: "latency100", Rounds: 3,
+	{Key: "builtin-100", Title: "100 streams × 100 ev/s, no child, started over 1 s, lines at spread instants", Agent: "builtin", Kind: "latency100", Rounds: 3,
+		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
+	// A stress case beside the targets: a stream starts every 10 ms and
+	// writes every 10 ms, so the hundred streams' lines fall due together,
+	// a hundred at once every 10 ms.
+	{Key: "builtin-100-step", Title: "100 streams × 100 ev/s, no child, started over 1 s, lines in step (100 at once every 10 ms)", Agent: "builtin", Kind: "latency100step", Rounds: 3,
 		Spec: loadSpec{Streams: 100, Ramp: time.Second, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "builtin-1000", Title: "1,000 streams × 20 ev/s, no child, started over 3 s", Agent: "builtin", Kind: "latency1000", Rounds: 3,
 		Spec: loadSpec{Streams: 1000, Ramp: 3 * time.Second, Prompt: "bench:120 every=50ms", Events: 120, Timeout: 90 * time.Second}},
