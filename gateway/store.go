@@ -136,18 +136,20 @@ func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, 
 	return c, ts, nil
 }
 
-// PutTurn creates or replaces a turn.
+// PutTurn creates or replaces a turn. Turns without a conversation (a run
+// whose agent has not yet named its session) are not indexed under one.
 func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.turns[t.ResponseID]
-	if ok && old.ConversationID != t.ConversationID {
+	moved := !ok || old.ConversationID != t.ConversationID
+	if ok && moved && old.ConversationID != "" {
 		ids := m.byConv[old.ConversationID]
 		if i := slices.Index(ids, t.ResponseID); i >= 0 {
 			m.byConv[old.ConversationID] = slices.Delete(ids, i, i+1)
 		}
 	}
-	if !ok || old.ConversationID != t.ConversationID {
+	if moved && t.ConversationID != "" {
 		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
 	}
 	m.turns[t.ResponseID] = t

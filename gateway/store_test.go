@@ -10,7 +10,8 @@ import (
 
 // TestStoreConversationTurns checks, on both stores, that a conversation
 // returns its own turns oldest first, that replacing a turn keeps one copy,
-// and that a turn moved to another conversation leaves the first one.
+// that a turn moved to another conversation leaves the first one, and that
+// a turn stored before it has a conversation joins it once.
 func TestStoreConversationTurns(t *testing.T) {
 	ctx := context.Background()
 	for _, driver := range []string{"memory", "sqlite"} {
@@ -40,6 +41,11 @@ func TestStoreConversationTurns(t *testing.T) {
 			put("r1", "a", "completed", 1) // replaced, not added
 			put("r4", "a", "completed", 4)
 			put("r4", "b", "completed", 4) // moved to b
+			put("r5", "", "streaming", 5)  // no conversation yet
+			if ms, ok := st.(*MemoryStore); ok && len(ms.byConv[""]) != 0 {
+				t.Errorf("turns indexed under no conversation: %v", ms.byConv[""])
+			}
+			put("r5", "a", "completed", 5)
 			check := func(conv string, want ...string) {
 				t.Helper()
 				_, ts, err := st.Conversation(ctx, conv)
@@ -59,7 +65,7 @@ func TestStoreConversationTurns(t *testing.T) {
 					}
 				}
 			}
-			check("a", "r1", "r3")
+			check("a", "r1", "r3", "r5")
 			check("b", "r2", "r4")
 			if tu, err := st.Turn(ctx, "r1"); err != nil || tu.Status != "completed" {
 				t.Errorf("Turn(r1) = %+v, %v", tu, err)
