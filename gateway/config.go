@@ -43,6 +43,7 @@ type ServerConfig struct {
 	TrustedProxies    []string      `yaml:"trusted_proxies"`
 	CORSOrigins       []string      `yaml:"cors_origins"`
 	HeapFloorBytes    int64         `yaml:"heap_floor_bytes"`
+	FileTableSize     int           `yaml:"file_table_size"`
 }
 
 // AuthConfig configures client authentication and per-key limits.
@@ -131,7 +132,7 @@ func DefaultConfig() Config {
 		Server: ServerConfig{
 			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: 128 << 10,
-			HeapFloorBytes: 24 << 20, TrustedProxies: []string{}, CORSOrigins: []string{"*"},
+			HeapFloorBytes: 24 << 20, FileTableSize: 8192, TrustedProxies: []string{}, CORSOrigins: []string{"*"},
 		},
 		Auth:   AuthConfig{APIKeys: []string{}, RatePerMinute: 120, Burst: 30},
 		Limits: LimitsConfig{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
@@ -189,6 +190,8 @@ func (c *Config) Validate() error {
 		return errors.New("server.max_body_bytes must be at least 1024")
 	case c.Server.HeapFloorBytes < 0:
 		return errors.New("server.heap_floor_bytes must not be negative")
+	case c.Server.FileTableSize < 0:
+		return errors.New("server.file_table_size must not be negative")
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth

@@ -75,6 +75,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		log.Warn().Msg("auth is off: no API keys are configured (auth.api_keys / DOCSTREAM_AUTH_API_KEYS); anyone who reaches the port can run the agent")
 	}
 	defer startHeapFloor(uint64(cfg.Server.HeapFloorBytes))()
+	if _, err := ReserveFileTable(cfg.Server.FileTableSize); err != nil {
+		log.Warn().Err(err).Msg("the file table was not reserved; it grows as streams open")
+	}
 	store, err := OpenStore(ctx, cfg.Store)
 	if err != nil {
 		return err

@@ -63,6 +63,13 @@ func run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// The load client and the relay size their file tables at start, as the
+	// gateway does (server.file_table_size): a table that grows under load
+	// stalls every accept and every pipe for an RCU grace period, and the
+	// client's stalls would show up as the servers' time to headers.
+	if _, err := gateway.ReserveFileTable(gateway.DefaultConfig().Server.FileTableSize); err != nil {
+		fmt.Fprintln(os.Stderr, "docstream-bench:", err)
+	}
 	if *relayServe {
 		if err := serveRelay(relayConfig{Agent: *relayAgent, Prefix: splitList(*relayPrefix), Workspace: *relayWS}); err != nil {
 			fmt.Fprintln(os.Stderr, "relay:", err)
