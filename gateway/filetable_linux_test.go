@@ -16,7 +16,7 @@ func fdSize(t *testing.T, pid string) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
-		t.Skip("no /proc/self/status:", err)
+		t.Skipf("no /proc/%s/status: %v", pid, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "FDSize:"); ok {
@@ -27,7 +27,7 @@ func fdSize(t *testing.T, pid string) int {
 			return n
 		}
 	}
-	t.Skip("no FDSize in /proc/self/status")
+	t.Skipf("no FDSize in /proc/%s/status", pid)
 	return 0
 }
 
