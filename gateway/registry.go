@@ -349,6 +349,16 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 		g.queued.Add(-1)
 		g.metrics.QueueLength.Dec()
 	}()
+	// A free slot and a spawn token are taken without a timer or a wait on
+	// ctx, which would cost every run start a timer and a channel.
+	select {
+	case g.slots <- struct{}{}:
+		if ctx.Err() == nil && g.spawn.Allow() {
+			return translate.End{}, true
+		}
+		return g.awaitSpawn(ctx)
+	default:
+	}
 	var timeout <-chan time.Time
 	if g.limits.QueueTimeout > 0 {
 		t := time.NewTimer(g.limits.QueueTimeout)
@@ -364,6 +374,12 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 		r, msg, _ := stopCause(ctx)
 		return translate.End{Reason: r, Message: msg}, false
 	}
+	return g.awaitSpawn(ctx)
+}
+
+// awaitSpawn waits for the spawn rate to allow a run that holds a slot; the
+// slot is given back when ctx ends first.
+func (g *Registry) awaitSpawn(ctx context.Context) (translate.End, bool) {
 	if err := g.spawn.Wait(ctx); err != nil {
 		<-g.slots
 		r, msg, _ := stopCause(ctx)
@@ -455,7 +471,9 @@ func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) {
 	if g.store == nil {
 		return
 	}
-	b, err := json.Marshal(resp, jsontext.AllowInvalidUTF8(true))
+	// Through a pointer: the encoder copies a struct value passed as itself
+	// once more to address it.
+	b, err := json.Marshal(&resp, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		g.log.Warn().Err(err).Msg("encoding the response")
 		return

@@ -87,30 +87,44 @@ const drainLimit = 256 << 20
 // (within drainLimit and 30 seconds).
 func readBody(c echo.Context, max int64) ([]byte, error) {
 	req := c.Request()
-	tooLarge := &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
-		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
-	drain := func() {
-		rc := http.NewResponseController(c.Response().Writer)
-		_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
-		n, _ := io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))
-		_ = rc.SetReadDeadline(time.Time{})
-		if n >= drainLimit {
-			c.Response().Header().Set("Connection", "close")
-		}
-	}
 	if req.ContentLength > max {
-		drain()
-		return nil, tooLarge
+		return nil, refuseBody(c, max)
 	}
-	b, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+	var b []byte
+	var err error
+	if n := req.ContentLength; n >= 0 && n <= presizedBody {
+		// The server ends a body at its declared length.
+		b = make([]byte, n)
+		_, err = io.ReadFull(req.Body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
+	}
 	if err != nil {
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}
 	if int64(len(b)) > max {
-		drain()
-		return nil, tooLarge
+		return nil, refuseBody(c, max)
 	}
 	return b, nil
+}
+
+// presizedBody is the largest declared body length read into a buffer of
+// its size at once; a larger one is read as it arrives, so that a length
+// alone cannot make the server allocate.
+const presizedBody = 64 << 10
+
+// refuseBody reads and discards the rest of a body that is over the limit
+// and returns the 413 for it.
+func refuseBody(c echo.Context, max int64) error {
+	rc := http.NewResponseController(c.Response().Writer)
+	_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	n, _ := io.Copy(io.Discard, io.LimitReader(c.Request().Body, drainLimit))
+	_ = rc.SetReadDeadline(time.Time{})
+	if n >= drainLimit {
+		c.Response().Header().Set("Connection", "close")
+	}
+	return &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
 }
 
 // decodeStrict decodes a JSON object body, naming the first unknown field

@@ -91,18 +91,19 @@ func interruptedResponse(b []byte) []byte {
 	return out
 }
 
-// MemoryStore is a Store in memory, for --demo and tests.
+// MemoryStore is a Store in memory, for --demo and tests. Its maps hold
+// pointers, so that a map's growth moves small slots rather than records.
 type MemoryStore struct {
 	mu     sync.Mutex
-	convs  map[string]Conversation
-	turns  map[string]Turn
+	convs  map[string]*Conversation
+	turns  map[string]*Turn
 	byConv map[string][]string // the response ids of each conversation's turns
 	fps    map[string]string
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{convs: map[string]Conversation{}, turns: map[string]Turn{}, byConv: map[string][]string{}, fps: map[string]string{}}
+	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}}
 }
 
 // PutConversation creates or updates a conversation.
@@ -110,13 +111,15 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now().UTC()
+	c.Created, c.Updated = now, now
 	if old, ok := m.convs[c.ID]; ok {
 		c.Created = old.Created
-	} else {
-		c.Created = now
+		*old = c
+		return nil
 	}
-	c.Updated = now
-	m.convs[c.ID] = c
+	nc := new(Conversation)
+	*nc = c
+	m.convs[c.ID] = nc
 	return nil
 }
 
@@ -126,14 +129,14 @@ func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, 
 	defer m.mu.Unlock()
 	c, ok := m.convs[id]
 	if !ok {
-		return c, nil, ErrNotFound
+		return Conversation{}, nil, ErrNotFound
 	}
 	ts := make([]Turn, 0, len(m.byConv[id]))
 	for _, rid := range m.byConv[id] {
-		ts = append(ts, m.turns[rid])
+		ts = append(ts, *m.turns[rid])
 	}
 	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
-	return c, ts, nil
+	return *c, ts, nil
 }
 
 // PutTurn creates or replaces a turn. Turns without a conversation (a run
@@ -152,7 +155,13 @@ func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 	if moved && t.ConversationID != "" {
 		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
 	}
-	m.turns[t.ResponseID] = t
+	if ok {
+		*old = t
+	} else {
+		nt := new(Turn) // t itself stays on the stack
+		*nt = t
+		m.turns[t.ResponseID] = nt
+	}
 	return nil
 }
 
@@ -162,9 +171,9 @@ func (m *MemoryStore) Turn(_ context.Context, id string) (Turn, error) {
 	defer m.mu.Unlock()
 	t, ok := m.turns[id]
 	if !ok {
-		return t, ErrNotFound
+		return Turn{}, ErrNotFound
 	}
-	return t, nil
+	return *t, nil
 }
 
 // MarkInterrupted marks streaming turns as interrupted.
@@ -172,11 +181,10 @@ func (m *MemoryStore) MarkInterrupted(context.Context) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for id, t := range m.turns {
+	for _, t := range m.turns {
 		if t.Status == string(documents.StatusStreaming) {
 			t.Status = string(documents.StatusError)
 			t.Response = interruptedResponse(t.Response)
-			m.turns[id] = t
 			n++
 		}
 	}
