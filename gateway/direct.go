@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docstream/docstream/sse"
@@ -43,6 +44,9 @@ type directSink struct {
 	err      error // the first write error: the stream is over
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
+
+	// beat is set by the heartbeat timer, which then kicks.
+	beat atomic.Bool
 }
 
 // Deliver writes and flushes f if it is the next frame, nobody is writing,
@@ -115,8 +119,14 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 		d.ended = true
 		d.mu.Unlock()
 	}()
-	ticker := time.NewTicker(st.s.heartbeat())
-	defer ticker.Stop()
+	// The heartbeat kicks rather than having a channel of its own: a
+	// parked stream waits on two channels instead of three.
+	every := st.s.heartbeat()
+	hb := time.AfterFunc(every, func() {
+		d.beat.Store(true)
+		d.Kick()
+	})
+	defer hb.Stop()
 	for {
 		d.mu.Lock()
 		frames, closed, _ := run.Log.Read(d.last)
@@ -139,14 +149,16 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 		}
 		select {
 		case <-d.kick:
-		case <-ticker.C:
+		case <-ctx.Done():
+			return true
+		}
+		if d.beat.Swap(false) {
 			d.mu.Lock()
 			st.deadline()
 			d.err = sse.WriteComment(st.w, beat)
 			d.flush()
 			d.mu.Unlock()
-		case <-ctx.Done():
-			return true
+			hb.Reset(every)
 		}
 	}
 }
