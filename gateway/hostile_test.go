@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -200,6 +201,35 @@ func TestHugeBodies(t *testing.T) {
 				t.Errorf("the 413 took %s", d)
 			}
 		})
+	}
+}
+
+// TestShortBody sends less body than its Content-Length says and stops
+// sending: the answer is a 400 that says the body could not be read, not a
+// hang or a 500.
+func TestShortBody(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t)
+	conn, err := net.Dial("tcp", h.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"prompt":"short`
+	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		hdClientKey, len(body)+100, body)
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	e := h.expectError(t, resp, 400, "bad_body")
+	if !strings.Contains(e.Error.Message, "reading the request body") {
+		t.Errorf("message %q", e.Error.Message)
 	}
 }
 
