@@ -23,6 +23,9 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 // kernel at once, without blocking, and counts it.
 type sendRoom interface {
 	take(n int) bool
+	// forget drops what is known of the room: writes that were not taken
+	// from it have used some, and the next take measures again.
+	forget()
 }
 
 // directSink lets a run's goroutine write the frames it appends to a stream
@@ -138,6 +141,7 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 				}
 			}
 			d.flush()
+			d.room.forget()
 		}
 		over := d.over()
 		d.mu.Unlock()
@@ -157,6 +161,7 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 			st.deadline()
 			d.err = sse.WriteComment(st.w, beat)
 			d.flush()
+			d.room.forget()
 			d.mu.Unlock()
 			hb.Reset(every)
 		}

@@ -63,7 +63,14 @@ func (r *tcpRoom) take(n int) bool {
 	return true
 }
 
-// measure returns the bytes the send buffer can still queue.
+// forget makes the next take measure again.
+func (r *tcpRoom) forget() { r.budget = 0 }
+
+// measure returns the bytes the send buffer can surely still queue. The
+// kernel charges a write by the packets it fills, not its bytes, and a
+// writer can wait while up to a tenth of the buffer is nominally free (258
+// and 350 KB of 3.9 MB, 1 KiB writes to a client that does not read), so a
+// quarter of the buffer is kept in reserve.
 func (r *tcpRoom) measure() (int, bool) {
 	var info [skMeminfoVars]uint32
 	var errno syscall.Errno
@@ -75,5 +82,6 @@ func (r *tcpRoom) measure() (int, bool) {
 	if err != nil || errno != 0 {
 		return 0, false
 	}
-	return max(int(info[skMeminfoSndbuf])-int(info[skMeminfoWmemQueued]), 0), true
+	sndbuf := int(info[skMeminfoSndbuf])
+	return max(sndbuf-sndbuf/4-int(info[skMeminfoWmemQueued]), 0), true
 }
