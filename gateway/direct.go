@@ -79,6 +79,14 @@ func (d *directSink) flush() {
 	}
 }
 
+// flushOwn flushes what the stream's goroutine wrote itself: those writes
+// were not taken from the room, so the next Deliver measures it again; d.mu
+// is held.
+func (d *directSink) flushOwn() {
+	d.flush()
+	d.room.forget()
+}
+
 // write sends one frame; d.mu is held.
 func (d *directSink) write(f sse.Frame) {
 	d.complete, d.err = d.send(f)
@@ -140,8 +148,7 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 					break
 				}
 			}
-			d.flush()
-			d.room.forget()
+			d.flushOwn()
 		}
 		over := d.over()
 		d.mu.Unlock()
@@ -160,8 +167,7 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 			d.mu.Lock()
 			st.deadline()
 			d.err = sse.WriteComment(st.w, beat)
-			d.flush()
-			d.room.forget()
+			d.flushOwn()
 			d.mu.Unlock()
 			hb.Reset(every)
 		}
