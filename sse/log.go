@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,14 +17,20 @@ import (
 // The events' data is kept in a few large chunks rather than one
 // allocation each, and the index of the events holds no pointers: a log of
 // many events costs the garbage collector little to allocate and to scan.
+// What an append reads besides (the current chunk, the last event's name)
+// lies in the Log itself: a server with many slow streams finds each log
+// cold in the cache, and every separate object costs a miss.
 type Log struct {
 	mu       sync.Mutex
 	ents     []entry  // the kept events, oldest first
-	chunks   [][]byte // their data; chunks[i] is chunk number chunk0+i
+	tail     []byte   // the chunk appended to, number chunk0+len(chunks)
+	chunks   [][]byte // the full chunks before it; chunks[i] is number chunk0+i
 	chunk0   int
 	names    []string // the event names, by entry.name
-	first    int      // id of ents[0]
-	next     int      // id of the next frame
+	last     string   // the name of the last event appended, names[lastName]
+	lastName uint8
+	first    int // id of ents[0]
+	next     int // id of the next frame
 	bytes    int
 	maxN     int
 	maxBytes int
@@ -84,16 +91,19 @@ func (l *Log) Append(ev documents.Event) int {
 		l.mu.Unlock()
 		return 0
 	}
-	c := l.room(size)
-	off := len(l.chunks[c])
-	if fast {
-		l.chunks[c] = appendFast(l.chunks[c], ev)
-	} else {
-		l.chunks[c] = append(l.chunks[c], data...)
+	if cap(l.tail)-len(l.tail) < size {
+		l.newChunk(size)
 	}
-	end := len(l.chunks[c])
-	e := entry{chunk: int32(l.chunk0 + c), off: int32(off), end: int32(end), name: l.nameIndex(ev.Name())}
-	f := l.frame(l.next, e)
+	off := len(l.tail)
+	if fast {
+		l.tail = appendFast(l.tail, ev)
+	} else {
+		l.tail = append(l.tail, data...)
+	}
+	end := len(l.tail)
+	name := ev.Name()
+	e := entry{chunk: int32(l.chunk0 + len(l.chunks)), off: int32(off), end: int32(end), name: l.nameIndex(name)}
+	f := Frame{ID: l.next, Name: name, Data: l.tail[off:end:end]}
 	l.next++
 	l.ents = append(l.ents, e)
 	l.bytes += end - off
@@ -123,39 +133,41 @@ func (l *Log) Append(ev documents.Event) int {
 	return f.ID
 }
 
-// room returns the index of a chunk with room for about n more bytes,
-// starting a new one when the last is full; l.mu is held. A chunk is never
-// written over, only appended to: frames handed out stay valid.
-func (l *Log) room(n int) int {
-	if k := len(l.chunks); k > 0 {
-		if c := l.chunks[k-1]; cap(c)-len(c) >= n {
-			return k - 1
-		}
+// newChunk starts a chunk with room for at least n bytes; l.mu is held. A
+// chunk is never written over, only appended to: frames handed out stay
+// valid.
+func (l *Log) newChunk(n int) {
+	if l.tail != nil {
+		l.chunks = append(l.chunks, l.tail)
 	}
-	size := min(max(l.bytes/4, minChunk), maxChunk)
-	l.chunks = append(l.chunks, make([]byte, 0, max(size, n)))
-	return len(l.chunks) - 1
+	l.tail = make([]byte, 0, max(min(max(l.bytes/4, minChunk), maxChunk), n))
 }
 
 // nameIndex returns the index of an event name in l.names, adding it when
 // new; l.mu is held. A log sees a handful of names.
 func (l *Log) nameIndex(name string) uint8 {
-	for i, n := range l.names {
-		if n == name {
-			return uint8(i)
+	if name == l.last && len(l.names) > 0 {
+		return l.lastName
+	}
+	i := slices.Index(l.names, name)
+	if i < 0 {
+		if len(l.names) == 256 {
+			return 0 // not reached: there are ten event names
 		}
+		l.names = append(l.names, name)
+		i = len(l.names) - 1
 	}
-	if len(l.names) == 256 {
-		return 0 // not reached: there are ten event names
-	}
-	l.names = append(l.names, name)
-	return uint8(len(l.names) - 1)
+	l.last, l.lastName = name, uint8(i)
+	return l.lastName
 }
 
 // frame returns the frame of an entry, its data capped so that nobody
 // appending to it writes over the next one; l.mu is held.
 func (l *Log) frame(id int, e entry) Frame {
-	c := l.chunks[int(e.chunk)-l.chunk0]
+	c := l.tail
+	if i := int(e.chunk) - l.chunk0; i < len(l.chunks) {
+		c = l.chunks[i]
+	}
 	return Frame{ID: id, Name: l.names[e.name], Data: c[e.off:e.end:e.end]}
 }
 

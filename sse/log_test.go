@@ -332,3 +332,30 @@ func TestLogChunks(t *testing.T) {
 		t.Errorf("the log holds %d chunks for 50 events: dropped ones are kept", chunks)
 	}
 }
+
+// BenchmarkLogAppendMany appends to many logs in turn, as a gateway with
+// many slow streams does: each append finds its log cold in the cache.
+func BenchmarkLogAppendMany(b *testing.B) {
+	const logs = 4096
+	ls := make([]*Log, logs)
+	for i := range ls {
+		ls[i] = NewLog(0, 0)
+		ls[i].Append(documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1})
+	}
+	ev := documents.ContentDelta{DocumentID: "doc_001", Delta: " a word"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if ls[i%logs].Append(ev) == 0 {
+			b.Fatal("not appended")
+		}
+		if i++; i%(logs*64) == 0 {
+			b.StopTimer()
+			for j := range ls {
+				ls[j] = NewLog(0, 0)
+				ls[j].Append(documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1})
+			}
+			b.StartTimer()
+		}
+	}
+}
