@@ -12,6 +12,7 @@ type Builder struct {
 	resp    ChatResponse
 	docs    map[string]*building
 	order   []*building
+	last    *building // the document last started or added to
 	started bool
 	done    bool
 }
@@ -40,12 +41,13 @@ func (b *Builder) Add(ev Event) {
 		d := &building{doc: Document{ID: e.ID, Type: e.Type, Sequence: e.Sequence, Metadata: e.Metadata}}
 		b.docs[e.ID] = d
 		b.order = append(b.order, d)
+		b.last = d
 	case ContentDelta:
-		if d := b.docs[e.DocumentID]; d != nil {
+		if d := b.doc(e.DocumentID); d != nil {
 			d.content.WriteString(e.Delta)
 		}
 	case DocumentEnd:
-		if d := b.docs[e.DocumentID]; d != nil {
+		if d := b.doc(e.DocumentID); d != nil {
 			d.ended = true
 			if e.FinalContent != nil {
 				s := *e.FinalContent
@@ -65,6 +67,19 @@ func (b *Builder) Add(ev Event) {
 		b.resp.Usage = e.Usage
 		b.resp.Metadata = e.Metadata
 	}
+}
+
+// doc returns the document with the given id, or nil. Deltas come in runs
+// for one document: the last one is tried before the map.
+func (b *Builder) doc(id string) *building {
+	if b.last != nil && b.last.doc.ID == id {
+		return b.last
+	}
+	d := b.docs[id]
+	if d != nil {
+		b.last = d
+	}
+	return d
 }
 
 // Done reports whether the done event has been folded.

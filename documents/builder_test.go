@@ -75,3 +75,29 @@ func TestIsText(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuilderAddMany adds deltas to many builders in turn, as a
+// gateway with many slow streams does: each builder is cold in the cache.
+func BenchmarkBuilderAddMany(b *testing.B) {
+	const builders = 4096
+	bs := make([]Builder, builders)
+	reset := func() {
+		for i := range bs {
+			bs[i] = Builder{}
+			bs[i].Add(DocumentStart{ID: "doc_001", Type: TypeToolCall, Sequence: 1})
+			bs[i].Add(DocumentStart{ID: "doc_002", Type: TypeText, Sequence: 2})
+		}
+	}
+	reset()
+	ev := ContentDelta{DocumentID: "doc_002", Delta: " a word"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		bs[i%builders].Add(ev)
+		if i++; i%(builders*64) == 0 {
+			b.StopTimer()
+			reset()
+			b.StartTimer()
+		}
+	}
+}
