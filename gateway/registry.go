@@ -39,8 +39,12 @@ type RunSpec struct {
 	// segmenter a line whether another whole line of the agent's output is
 	// already read: streams then flush once per burst instead of once per
 	// event.
-	Hold func(more bool)
+	Hold Holder
 }
+
+// Holder is told whether more output is on its way at once; a run's log is
+// one.
+type Holder interface{ Hold(more bool) }
 
 // Backend runs agents.
 type Backend interface {
@@ -277,7 +281,7 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
 		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
-	spec.Hold = r.Log.Hold
+	spec.Hold = r.Log
 	g.mu.Lock()
 	g.runs[r.ID] = r
 	g.mu.Unlock()
