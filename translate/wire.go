@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -338,8 +339,11 @@ func str(v jsontext.Value) string {
 	if bytes.IndexByte(v, '\\') < 0 {
 		return string(v[1 : len(v)-1])
 	}
-	b, _ := jsontext.AppendUnquote(nil, v)
-	return string(b)
+	// Unquoted, a string is seldom longer than quoted (only invalid UTF-8
+	// grows, into U+FFFD), and the buffer is the string's own: one
+	// allocation rather than a grown buffer and its copy.
+	b, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // num returns the integer a JSON number or numeric string holds.
