@@ -164,6 +164,7 @@ func TestRunsCancel(t *testing.T) {
 	st := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid"})
 	id := st.Resp.Header.Get("X-Docstream-Response-Id")
 	evs := st.Until(documents.EventContentDelta)
+	sent := e2eData(t, evs[len(evs)-1])["delta"].(string)
 	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", nil)
 	var ack map[string]string
 	if b := readAll(t, resp); resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &ack) != nil || ack["id"] != id || ack["status"] != "cancelling" {
@@ -172,8 +173,10 @@ func TestRunsCancel(t *testing.T) {
 	evs = append(evs, st.Rest()...)
 	got := fold(t, evs)
 	e2eCheckCancelled(t, got, e2eData(t, evs[len(evs)-1]))
-	if !strings.Contains(str(got.Documents[0].Content), "Working on it") {
-		t.Errorf("the text sent before the cancel is gone: %+v", got.Documents[0])
+	// The agent may be stopped between two tokens: what the stream had sent
+	// before the cancel is what must be kept.
+	if text := str(got.Documents[0].Content); sent == "" || !strings.HasPrefix(text, sent) || !strings.HasPrefix("Working on it; this will take a moment.", text) {
+		t.Errorf("the text sent before the cancel (%q) is gone: %q", sent, text)
 	}
 	s.waitNoAgents(t, 3*time.Second)
 
