@@ -338,10 +338,13 @@ func TestLogChunks(t *testing.T) {
 func BenchmarkLogAppendMany(b *testing.B) {
 	const logs = 4096
 	ls := make([]*Log, logs)
-	for i := range ls {
-		ls[i] = NewLog(0, 0)
-		ls[i].Append(documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1})
+	reset := func() {
+		for i := range ls {
+			ls[i] = NewLog(0, 0)
+			ls[i].Append(documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1})
+		}
 	}
+	reset()
 	ev := documents.ContentDelta{DocumentID: "doc_001", Delta: " a word"}
 	b.ReportAllocs()
 	i := 0
@@ -351,10 +354,7 @@ func BenchmarkLogAppendMany(b *testing.B) {
 		}
 		if i++; i%(logs*64) == 0 {
 			b.StopTimer()
-			for j := range ls {
-				ls[j] = NewLog(0, 0)
-				ls[j].Append(documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1})
-			}
+			reset()
 			b.StartTimer()
 		}
 	}
