@@ -52,6 +52,11 @@ func (b *Builder) Add(ev Event) {
 			if e.FinalContent != nil {
 				s := *e.FinalContent
 				d.final = &s
+				if s == d.content.String() {
+					// The usual case: the final content repeats the deltas,
+					// and a finished run keeps one copy of it, not two.
+					d.content = strings.Builder{}
+				}
 			}
 			if len(e.Metadata) > 0 {
 				d.doc.Metadata = e.Metadata

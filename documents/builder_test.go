@@ -52,6 +52,33 @@ func TestBuilderFolds(t *testing.T) {
 	}
 }
 
+// TestBuilderKeepsOneCopy checks that a document whose final content
+// repeats its deltas is held once.
+func TestBuilderKeepsOneCopy(t *testing.T) {
+	var b Builder
+	same, other := "one two", "one two three"
+	b.Add(DocumentStart{ID: "doc_001", Type: TypeText, Sequence: 1})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "one "})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "two"})
+	b.Add(DocumentEnd{DocumentID: "doc_001", FinalContent: &same})
+	b.Add(DocumentStart{ID: "doc_002", Type: TypeText, Sequence: 2})
+	b.Add(ContentDelta{DocumentID: "doc_002", Delta: "one two"})
+	b.Add(DocumentEnd{DocumentID: "doc_002", FinalContent: &other})
+	if n := b.docs["doc_001"].content.Len(); n != 0 {
+		t.Errorf("the deltas' copy of a final content that repeats them is kept (%d bytes)", n)
+	}
+	if n := b.docs["doc_002"].content.Len(); n != len("one two") {
+		t.Errorf("the deltas of a document whose final content differs: %d bytes kept", n)
+	}
+	r := b.Response()
+	if got := deref(r.Documents[0].Content); got != same {
+		t.Errorf("content %q, want %q", got, same)
+	}
+	if got := deref(r.Documents[1].Content); got != other {
+		t.Errorf("content %q, want %q", got, other)
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "<nil>"
