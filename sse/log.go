@@ -180,16 +180,29 @@ func (l *Log) Hold(more bool) {
 	l.held.Store(more)
 }
 
-// Close marks the log complete: no more events follow.
+// Close marks the log complete: no more events follow. A complete log
+// gives back the room it kept for appends.
 func (l *Log) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
+		l.clip()
 		close(l.wake)
 		if l.sink != nil {
 			l.sink.Kick()
 		}
+	}
+}
+
+// clip copies the current chunk and the index to their length when they
+// have room to spare; l.mu is held. Frames handed out keep the old chunk.
+func (l *Log) clip() {
+	if cap(l.tail)-len(l.tail) > len(l.tail)/8 {
+		l.tail = append(make([]byte, 0, len(l.tail)), l.tail...)
+	}
+	if cap(l.ents)-len(l.ents) > len(l.ents)/8 {
+		l.ents = append(make([]entry, 0, len(l.ents)), l.ents...)
 	}
 }
 

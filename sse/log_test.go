@@ -359,3 +359,38 @@ func BenchmarkLogAppendMany(b *testing.B) {
 		}
 	}
 }
+
+// TestLogCloseClips checks that a closed log keeps no room for appends and
+// that its frames, read before and after, are unchanged.
+func TestLogCloseClips(t *testing.T) {
+	l := NewLog(0, 0)
+	for i := 0; i < 300; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "word " + strconv.Itoa(i)})
+	}
+	before, _, _ := l.Read(0)
+	l.mu.Lock()
+	roomy := cap(l.tail) > len(l.tail) && cap(l.ents) > len(l.ents)
+	l.mu.Unlock()
+	if !roomy {
+		t.Fatal("the log had no room to give back; the test checks nothing")
+	}
+	l.Close()
+	l.mu.Lock()
+	tail, ents := cap(l.tail)-len(l.tail), cap(l.ents)-len(l.ents)
+	l.mu.Unlock()
+	if tail != 0 || ents != 0 {
+		t.Errorf("a closed log keeps room: %d bytes in its chunk, %d entries in its index", tail, ents)
+	}
+	after, closed, _ := l.Read(0)
+	if !closed || len(after) != len(before) {
+		t.Fatalf("after Close: %d frames (closed %v), want %d", len(after), closed, len(before))
+	}
+	for i := range after {
+		if after[i].ID != before[i].ID || after[i].Name != before[i].Name || string(after[i].Data) != string(before[i].Data) {
+			t.Fatalf("frame %d changed: %s %q, was %s %q", i+1, after[i].Name, after[i].Data, before[i].Name, before[i].Data)
+		}
+	}
+	if l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "late"}) != 0 {
+		t.Error("a closed log took an event")
+	}
+}
