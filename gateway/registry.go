@@ -348,15 +348,14 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 // acquire waits for a run slot and the spawn rate. When it gives up it
 // returns how the run ended.
 func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
-	// Start counted the run as queued.
-	defer func() {
-		g.queued.Add(-1)
-		g.metrics.QueueLength.Dec()
-	}()
+	// Start counted the run as queued. It stops being queued when it takes
+	// a slot, which counts it from then on, also while it waits for a spawn
+	// token, or when it gives up.
 	// A free slot and a spawn token are taken without a timer or a wait on
 	// ctx, which would cost every run start a timer and a channel.
 	select {
 	case g.slots <- struct{}{}:
+		g.dequeue()
 		if ctx.Err() == nil && g.spawn.Allow() {
 			return translate.End{}, true
 		}
@@ -371,14 +370,23 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	}
 	select {
 	case g.slots <- struct{}{}:
+		g.dequeue()
 	case <-timeout:
+		g.dequeue()
 		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
 			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
 	case <-ctx.Done():
+		g.dequeue()
 		r, msg, _ := stopCause(ctx)
 		return translate.End{Reason: r, Message: msg}, false
 	}
 	return g.awaitSpawn(ctx)
+}
+
+// dequeue takes a run off the queue count.
+func (g *Registry) dequeue() {
+	g.queued.Add(-1)
+	g.metrics.QueueLength.Dec()
 }
 
 // awaitSpawn waits for the spawn rate to allow a run that holds a slot; the
