@@ -94,6 +94,9 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	case req.Prompt != nil:
 		prompt = *req.Prompt
 	case len(req.Messages) > 0:
+		if err := checkMessages(req.Messages); err != nil {
+			return nil, err
+		}
 		last, idx := lastUserMessage(req.Messages)
 		if idx < 0 {
 			return nil, errBadRequest("no_user_message", "messages has no user message")

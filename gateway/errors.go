@@ -64,7 +64,7 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 			c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
 		}
 		var body any = errorBody{Error: he}
-		if isOpenAIRoute(c.Path()) {
+		if isOpenAIRoute(c.Request().URL.Path) {
 			typ := "invalid_request_error"
 			switch {
 			case he.Status == 401:

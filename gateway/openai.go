@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"sort"
 	"strings"
@@ -64,16 +65,50 @@ type completionMessage struct {
 
 // fingerprint hashes an OpenAI message history so that a frontend that
 // resends it can be matched to the agent session that produced it.
+// Texts are compared without their <think> blocks (a frontend may keep
+// or drop the reasoning it was sent inline) and with whitespace collapsed.
 func fingerprint(msgs []ChatMessage, reply string, model string) string {
 	h := sha256.New()
 	h.Write([]byte(model + "\x00"))
 	for _, m := range msgs {
-		h.Write([]byte(m.Role + "\x00" + strings.TrimSpace(m.Text()) + "\x00"))
+		h.Write([]byte(m.Role + "\x00" + fingerprintText(m.Role, m.Text()) + "\x00"))
 	}
 	if reply != "" {
-		h.Write([]byte("assistant\x00" + strings.TrimSpace(reply) + "\x00"))
+		h.Write([]byte("assistant\x00" + fingerprintText("assistant", reply) + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fingerprintText is a message's text as fingerprint compares it.
+func fingerprintText(role, text string) string {
+	if role == "assistant" {
+		text = withoutThink(text)
+	}
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// withoutThink removes the <think>…</think> blocks from an assistant text;
+// one left open runs to the end.
+func withoutThink(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "<think>")
+		if i < 0 {
+			break
+		}
+		b.WriteString(text[:i])
+		b.WriteByte(' ')
+		j := strings.Index(text[i:], "</think>")
+		if j < 0 {
+			return b.String()
+		}
+		text = text[i+j+len("</think>"):]
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(text)
+	return b.String()
 }
 
 // handleCompletions serves POST /v1/chat/completions.
@@ -86,11 +121,23 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if len(req.Messages) == 0 {
 		return errBadRequest("no_messages", "messages must hold at least one message")
 	}
+	if err := checkMessages(req.Messages); err != nil {
+		return err
+	}
 	last, idx := lastUserMessage(req.Messages)
 	if idx < 0 {
 		return errBadRequest("no_user_message", "messages has no user message")
 	}
-	if err := validateCommon(req.Mode, "", req.ConversationID); err != nil {
+	if strings.TrimSpace(last) == "" {
+		return errBadRequest("empty_prompt", "the last user message has no text")
+	}
+	// A configured alias is a name of the operator's choosing; anything else
+	// reaches the agent's command line and must be a well-formed model name.
+	checked := req.Model
+	if _, ok := s.cfg.OpenAI.Aliases[checked]; ok {
+		checked = ""
+	}
+	if err := validateCommon(req.Mode, checked, req.ConversationID); err != nil {
 		return err
 	}
 	model := firstNonEmpty(req.Model, "auto")
@@ -440,11 +487,16 @@ func (s *Server) handleModels(c echo.Context) error {
 
 // handleModel serves GET /v1/models/{id}.
 func (s *Server) handleModel(c echo.Context) error {
+	// Model ids may hold '/', which clients send escaped as one segment.
+	id, err := url.PathUnescape(c.Param("id"))
+	if err != nil {
+		id = c.Param("id")
+	}
 	models, _ := s.models.list(c.Request().Context())
 	for _, m := range models {
-		if m.ID == c.Param("id") {
+		if m.ID == id {
 			return writeJSON(c, http.StatusOK, m)
 		}
 	}
-	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: "the model " + c.Param("id") + " does not exist"}
+	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", clipString(id, 200))}
 }

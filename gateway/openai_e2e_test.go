@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -512,12 +515,25 @@ func TestOpenAIErrorsBeforeStream(t *testing.T) {
 		{"unknown model", map[string]any{"model": "gpt-nope", "messages": []any{userMsg("hi")}}, "unknown_model"},
 		{"unknown model, streaming", map[string]any{"model": "gpt-nope", "stream": true, "messages": []any{userMsg("hi")}}, "unknown_model"},
 		{"bad mode", map[string]any{"mode": "yolo", "messages": []any{userMsg("hi")}}, ""},
+		{"a model that is not a name", map[string]any{"model": "--force", "messages": []any{userMsg("hi")}}, "bad_model"},
+		{"a model with a space", map[string]any{"model": "a b", "messages": []any{userMsg("hi")}}, "bad_model"},
+		{"content a number", map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}}, "bad_field"},
+		{"content an object", map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"a": 1}}}}, "bad_field"},
+		{"content parts not objects", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{1}}}}, "bad_field"},
+		{"content null", map[string]any{"messages": []any{map[string]any{"role": "user", "content": nil}}}, "empty_prompt"},
+		{"content blank", map[string]any{"messages": []any{userMsg("   ")}}, "empty_prompt"},
+		{"content parts without text", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url"}}}}}, "empty_prompt"},
+		{"stream a string", map[string]any{"stream": "yes", "messages": []any{userMsg("hi")}}, "bad_field"},
+		{"role a number", map[string]any{"messages": []any{map[string]any{"role": 5, "content": "hi"}}}, "bad_field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := s.post(t, "/v1/chat/completions", tt.body)
 			b := readAll(t, resp)
 			checkOpenAIError(t, resp, b, http.StatusBadRequest, "invalid_request_error", tt.code)
+			if strings.Contains(string(b), "<nil>") {
+				t.Errorf("the message says nothing: %s", b)
+			}
 		})
 	}
 	if starts := s.agentProcesses(); len(starts) != 0 {
@@ -557,6 +573,23 @@ func TestOpenAIModels(t *testing.T) {
 	}
 	resp, b = s.oaGet(t, "/v1/models/gpt-nope")
 	checkOpenAIError(t, resp, b, http.StatusNotFound, "invalid_request_error", "model_not_found")
+
+	// The other methods are answered 405 in OpenAI's shape, with Allow.
+	for _, r := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/v1/chat/completions", "POST"}, {http.MethodPut, "/v1/chat/completions", "POST"},
+		{http.MethodDelete, "/v1/chat/completions", "POST"}, {http.MethodPatch, "/v1/chat/completions", "POST"},
+		{http.MethodPost, "/v1/models", "GET"}, {http.MethodDelete, "/v1/models/sim-smart", "GET"},
+	} {
+		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := readAll(t, resp)
+		checkOpenAIError(t, resp, b, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed")
+		if got := resp.Header.Get("Allow"); got != r.allow {
+			t.Errorf("%s %s: Allow %q, want %q", r.method, r.path, got, r.allow)
+		}
+	}
 
 	// A listed model is accepted and echoed in the chunks.
 	st := s.completionStream(t, map[string]any{"model": "sim-smart", "messages": []any{userMsg("hi")}})
@@ -887,6 +920,58 @@ func TestOpenAIResumeByHistory(t *testing.T) {
 	starts := s.simStarts(t)
 	if argv := argvOf(starts[len(starts)-1]); slices.Contains(argv, "--resume") {
 		t.Errorf("an unknown history resumed a session: %v", argv)
+	}
+}
+
+// TestOpenAIModelIDWithSlash checks that a listed model id holding '/' is
+// found when a client escapes it as one path segment, as the SDKs do.
+func TestOpenAIModelIDWithSlash(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	s.stop(t)
+	cfg := "openai:\n  aliases:\n    team/fast: {model: sim-fast}\n"
+	if err := os.WriteFile(filepath.Join(s.Dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	_, b := s.oaGet(t, "/v1/models")
+	if !strings.Contains(string(b), `"team/fast"`) {
+		t.Fatalf("the alias is not listed: %s", b)
+	}
+	for _, path := range []string{"/v1/models/team%2Ffast", "/v1/models/team%2ffast"} {
+		resp, b := s.oaGet(t, path)
+		var one map[string]any
+		if err := json.Unmarshal(b, &one); err != nil || resp.StatusCode != 200 || one["id"] != "team/fast" {
+			t.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	resp, b := s.oaGet(t, "/v1/models/team%2Fslow")
+	checkOpenAIError(t, resp, b, http.StatusNotFound, "invalid_request_error", "model_not_found")
+}
+
+// TestOpenAIResumeByHistoryThink checks that with the reasoning inline in
+// <think> blocks, a history resent with or without them resumes.
+func TestOpenAIResumeByHistoryThink(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, simLogEnv, "DOCSTREAM_OPENAI_RENDER=text-only", "DOCSTREAM_OPENAI_REASONING=think")
+	for _, strip := range []bool{false, true} {
+		q1 := fmt.Sprintf("tour %v", strip)
+		reply := s.completionStream(t, map[string]any{"messages": []any{userMsg(q1)}}).content
+		if !strings.Contains(reply, "</think>") {
+			t.Fatalf("the reply has no think block to test with: %q", oaClip(reply))
+		}
+		if strip {
+			reply = regexp.MustCompile(`(?s)<think>.*?</think>`).ReplaceAllString(reply, "")
+		}
+		resp, m := s.completionJSON(t, map[string]any{"messages": []any{userMsg(q1),
+			map[string]any{"role": "assistant", "content": reply}, userMsg("echo second")}})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %v", resp.StatusCode, m)
+		}
+		starts := s.simStarts(t)
+		if argv := argvOf(starts[len(starts)-1]); !slices.Contains(argv, "--resume") {
+			t.Errorf("think blocks removed %v: the history did not resume its session: %v", strip, argv)
+		}
 	}
 }
 

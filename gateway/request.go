@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -66,6 +69,24 @@ func (m ChatMessage) Text() string {
 		return b.String()
 	}
 	return ""
+}
+
+// checkMessages checks that every message's content is a string, an array
+// of content parts (objects) or null.
+func checkMessages(msgs []ChatMessage) error {
+	for i, m := range msgs {
+		switch m.Content.Kind() {
+		case 0, 'n', '"':
+			continue
+		case '[':
+			var parts []jsontext.Value
+			if json.Unmarshal(m.Content, &parts) == nil && !slices.ContainsFunc(parts, func(p jsontext.Value) bool { return p.Kind() != '{' }) {
+				continue
+			}
+		}
+		return errBadRequest("bad_field", "field messages/%d/content must be a string, an array of content parts (objects) or null", i)
+	}
+	return nil
 }
 
 // Answer answers one question of a clarification.
@@ -158,11 +179,66 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		var se *json.SemanticError
 		if errors.As(err, &se) && se.JSONPointer != "" {
-			return errBadRequest("bad_field", "field %s has the wrong type (%v)", strings.TrimPrefix(string(se.JSONPointer), "/"), se.Err)
+			return errBadRequest("bad_field", "field %s %s", strings.TrimPrefix(string(se.JSONPointer), "/"), wrongType(se))
 		}
 		return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
 	}
 	return nil
+}
+
+// wrongType says what was wrong with a field's value, in JSON's terms.
+func wrongType(se *json.SemanticError) string {
+	msg := "has the wrong type"
+	if want := jsonKindOf(se.GoType); want != "" {
+		msg += ": it must be " + want
+	}
+	switch se.JSONKind {
+	case 'n':
+		msg += ", not null"
+	case 'f', 't':
+		msg += ", not a boolean"
+	case '"':
+		msg += ", not a string"
+	case '0':
+		msg += ", not a number"
+	case '{':
+		msg += ", not an object"
+	case '[':
+		msg += ", not an array"
+	}
+	if se.Err != nil {
+		msg += " (" + se.Err.Error() + ")"
+	}
+	return msg
+}
+
+// jsonKindOf names the JSON values a Go type takes, "" when unknown.
+func jsonKindOf(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Name() != "" {
+			return "" // a raw JSON value or text type: any kind
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return ""
 }
 
 // nameSyntax is the syntax of an id, a model or a workspace name: 1 to max
@@ -246,11 +322,16 @@ func validateCommon(mode, model, conv string) error {
 	return nil
 }
 
+// clipString cuts s to at most n bytes, on a character boundary, and marks
+// the cut.
 func clipString(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // lastUserMessage returns the text of the last user message.

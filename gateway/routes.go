@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"fmt"
 	"net"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -42,6 +45,9 @@ func (s *Server) routes() *echo.Echo {
 	api.POST("/chat/completions", s.handleCompletions)
 	api.GET("/models", s.handleModels)
 	api.GET("/models/:id", s.handleModel)
+	api.Match(methodsBut(http.MethodPost), "/chat/completions", onlyMethod(http.MethodPost))
+	api.Match(methodsBut(http.MethodGet), "/models", onlyMethod(http.MethodGet))
+	api.Match(methodsBut(http.MethodGet), "/models/:id", onlyMethod(http.MethodGet))
 
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
@@ -56,9 +62,31 @@ func (s *Server) routes() *echo.Echo {
 	return e
 }
 
-// isOpenAIRoute reports whether a route answers errors in OpenAI's shape.
+// isOpenAIRoute reports whether a request path answers errors in OpenAI's
+// shape.
 func isOpenAIRoute(path string) bool {
-	return path == "/v1/chat/completions" || strings.HasPrefix(path, "/v1/models")
+	return path == "/v1/chat/completions" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
+}
+
+// methodsBut lists the methods a route does not serve (OPTIONS is the CORS
+// preflight's).
+func methodsBut(allowed ...string) []string {
+	var m []string
+	for _, x := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if !slices.Contains(allowed, x) {
+			m = append(m, x)
+		}
+	}
+	return m
+}
+
+// onlyMethod answers 405 for a route that serves only the given method.
+func onlyMethod(allow string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Allow", allow)
+		return &HTTPError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+			Message: fmt.Sprintf("%s %s is not served; use %s", c.Request().Method, c.Request().URL.Path, allow)}
+	}
 }
 
 // ipExtractor takes the client IP from X-Forwarded-For only when the
