@@ -260,6 +260,16 @@ type streamer struct {
 	armed time.Time
 	// conn is the client's connection, when the server recorded it.
 	conn net.Conn
+	// lost is set when the stream fell so far behind that its run's log
+	// dropped events it had not sent: it cannot go on.
+	lost bool
+}
+
+// errEventsDropped is the error of a stream that fell behind its run's
+// log bounds, or of a re-attach after events the log no longer holds.
+func errEventsDropped(run *Run) *HTTPError {
+	return &HTTPError{Status: http.StatusGone, Code: "events_dropped",
+		Message: fmt.Sprintf("the run's event log (runs.log_max_events, runs.log_max_bytes) no longer holds the events this stream needs; GET /v1/chat/%s has the whole response", run.ID)}
 }
 
 // startStream writes the SSE response headers for a run and commits the
@@ -302,7 +312,11 @@ func (st *streamer) follow(ctx context.Context, run *Run, after int, send func(s
 	defer ticker.Stop()
 	last := after
 	for {
-		frames, closed, more, _ := run.Log.Since(last)
+		frames, closed, more, ok := run.Log.Since(last)
+		if !ok {
+			st.lost = true
+			return
+		}
 		if len(frames) > 0 {
 			st.deadline()
 			for _, f := range frames {
@@ -353,6 +367,17 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 	}
 	if !st.followDirect(c.Request().Context(), run, after, send, frameSize, "ping") {
 		st.follow(c.Request().Context(), run, after, send, "ping")
+	}
+	if st.lost {
+		// The stream ends without done: an error event says why.
+		he := errEventsDropped(run)
+		b, _ := json.Marshal(struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{he.Code, he.Message})
+		if sse.WriteEvent(st.w, "error", b) == nil {
+			_ = st.rc.Flush()
+		}
 	}
 	return nil
 }
@@ -427,6 +452,9 @@ func (s *Server) handleStream(c echo.Context) error {
 			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")
 		}
 		after = n
+	}
+	if !run.Log.Keeps(after) {
+		return errEventsDropped(run)
 	}
 	return s.streamRun(c, run, after)
 }

@@ -140,7 +140,12 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 	defer hb.Stop()
 	for {
 		d.mu.Lock()
-		frames, closed, _ := run.Log.Read(d.last)
+		frames, closed, ok := run.Log.Read(d.last)
+		if !ok && !d.over() {
+			st.lost = true
+			d.mu.Unlock()
+			return true
+		}
 		if len(frames) > 0 && !d.over() {
 			st.deadline()
 			for _, f := range frames {

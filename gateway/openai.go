@@ -219,22 +219,11 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if req.Stream {
 		return s.streamCompletion(c, run, renderer, remember, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
-	run.Launch()
-	detach := run.Attach()
-	defer detach()
-	select {
-	case <-run.Done():
-	case <-ctx.Done():
-		return nil
-	}
+	// The events are rendered as the run logs them, so that a long run's
+	// are all seen however many its log keeps.
 	msg := completionMessage{Role: "assistant"}
-	frames, _, _, _ := run.Log.Since(0)
 	var done documents.Done
-	for _, f := range frames {
-		ev, err := sse.DecodeFrame(f)
-		if err != nil {
-			continue
-		}
+	run.Observe(func(ev documents.Event) {
 		if d, ok := ev.(documents.Done); ok {
 			done = d
 		}
@@ -245,6 +234,14 @@ func (s *Server) handleCompletions(c echo.Context) error {
 				msg.ToolCalls = append(msg.ToolCalls, *p.ToolCall)
 			}
 		}
+	})
+	run.Launch()
+	detach := run.Attach()
+	defer detach()
+	select {
+	case <-run.Done():
+	case <-ctx.Done():
+		return nil
 	}
 	msg.Content = renderer.Content()
 	c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
@@ -316,6 +313,14 @@ func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, rem
 	}
 	if !st.followDirect(c.Request().Context(), run, 0, send, chunkSize, "keepalive") {
 		st.follow(c.Request().Context(), run, 0, send, "keepalive")
+	}
+	if st.lost {
+		// Not a clean stop: the client did not get every chunk.
+		he := errEventsDropped(run)
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
+		if sse.WriteData(w, b) == nil && sse.WriteData(w, []byte("[DONE]")) == nil {
+			_ = st.rc.Flush()
+		}
 	}
 	return nil
 }

@@ -91,6 +91,14 @@ type Run struct {
 	lastSave time.Time
 	final    *documents.ChatResponse
 	launch   func() // starts the run once (see Registry.Prepare)
+	observe  []func(documents.Event)
+}
+
+// Observe has fn called with every event of the run, on the run's
+// goroutine, after the event is logged and before Done is closed for the
+// last one. It must be called before Launch.
+func (r *Run) Observe(fn func(documents.Event)) {
+	r.observe = append(r.observe, fn)
 }
 
 // Done is closed when the run's done event has been logged.
@@ -433,6 +441,9 @@ func (r *Run) emit(ev documents.Event) {
 		g.saveTurn(r, r.Response())
 	}
 	r.Log.Append(ev)
+	for _, fn := range r.observe {
+		fn(ev)
+	}
 	if d, ok := ev.(documents.Done); ok {
 		r.finish(d)
 	}

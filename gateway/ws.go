@@ -124,7 +124,11 @@ func (s *Server) handleWS(c echo.Context) error {
 				defer detach()
 				last := 0
 				for {
-					frames, closed, more, _ := run.Log.Since(last)
+					frames, closed, more, ok := run.Log.Since(last)
+					if !ok {
+						_ = sendErr(errEventsDropped(run))
+						return
+					}
 					for _, f := range frames {
 						last = f.ID
 						if f.Name == documents.EventDone {

@@ -33,6 +33,16 @@ func ExampleWriteData() {
 	// ⏎
 }
 
+func ExampleWriteEvent() {
+	var b strings.Builder
+	sse.WriteEvent(&b, "error", []byte(`{"code":"events_dropped"}`))
+	fmt.Print(crlf(b.String()))
+	// Output:
+	// event: error⏎
+	// data: {"code":"events_dropped"}⏎
+	// ⏎
+}
+
 func ExampleWriteComment() {
 	sse.WriteComment(os.Stdout, "ping")
 	// Output:

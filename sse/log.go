@@ -254,6 +254,14 @@ func (l *Log) after(after int) (frames []Frame, ok bool) {
 	return frames, ok
 }
 
+// Keeps reports whether the log still holds every event after the given
+// id: false once it dropped some of them to stay within its bounds.
+func (l *Log) Keeps(after int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(after, 0)+1 >= l.first
+}
+
 // Last returns the id of the last event appended, 0 when there is none.
 func (l *Log) Last() int {
 	l.mu.Lock()

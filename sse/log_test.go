@@ -394,3 +394,23 @@ func TestLogCloseClips(t *testing.T) {
 		t.Error("a closed log took an event")
 	}
 }
+
+// TestLogKeeps checks Keeps against what the log still holds.
+func TestLogKeeps(t *testing.T) {
+	l := NewLog(3, 0)
+	if !l.Keeps(0) || !l.Keeps(-1) {
+		t.Error("an empty log does not keep what follows 0")
+	}
+	for i := 0; i < 5; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
+	}
+	// Events 3, 4 and 5 are kept.
+	for after, want := range map[int]bool{0: false, 1: false, 2: true, 4: true, 5: true, 9: true} {
+		if got := l.Keeps(after); got != want {
+			t.Errorf("Keeps(%d) = %v, want %v", after, got, want)
+		}
+		if _, _, ok := l.Read(after); ok != want {
+			t.Errorf("Read(%d) ok = %v, Keeps says %v", after, ok, want)
+		}
+	}
+}

@@ -151,6 +151,22 @@ func WriteData(w io.Writer, data []byte) error {
 	return err
 }
 
+// WriteEvent writes one named SSE event without an id, for what a stream
+// says about itself rather than about its run: a client's Last-Event-ID
+// stays the id of the last frame it got.
+func WriteEvent(w io.Writer, name string, data []byte) error {
+	bp := bufs.Get().(*[]byte)
+	b := append((*bp)[:0], "event: "...)
+	b = appendLine(b, name)
+	b = append(b, eol...)
+	b = appendData(b, data)
+	b = append(b, eol...)
+	_, err := w.Write(b)
+	*bp = b
+	bufs.Put(bp)
+	return err
+}
+
 // WriteComment writes an SSE comment line, used as a heartbeat: ": ping".
 func WriteComment(w io.Writer, text string) error {
 	_, err := io.WriteString(w, ": "+string(appendLine(nil, text))+eol+eol)
