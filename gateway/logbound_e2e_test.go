@@ -2,12 +2,17 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // The log bounds: a run keeps at most runs.log_max_events events for
@@ -64,6 +69,45 @@ func TestLogBoundsReattach(t *testing.T) {
 	}
 }
 
+// slowClient is an HTTP client whose connections have a small receive
+// buffer: what a client that does not read can leave queued in the kernel
+// is then far less than what a run of 100,000 events writes.
+func slowClient() *http.Client {
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// waitRuns waits until the server has finished n runs (of any outcome).
+func (s *testServer) waitRuns(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		done := 0
+		for _, line := range strings.Split(s.metrics(t), "\n") {
+			if strings.HasPrefix(line, "docstream_runs_total{") {
+				var v float64
+				fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+				done += int(v)
+			}
+		}
+		if done >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs finished within 60s", done, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestLogBoundsSlowClient checks that a client that falls further behind
 // than the log keeps gets every event up to where it fell behind, in order,
 // and then an error, never a clean end: on /v1/chat an error event and no
@@ -71,18 +115,22 @@ func TestLogBoundsReattach(t *testing.T) {
 func TestLogBoundsSlowClient(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000")
-	for _, route := range []string{"/v1/chat?stream=true", "/v1/chat/completions"} {
+	client := slowClient()
+	for i, route := range []string{"/v1/chat?stream=true", "/v1/chat/completions"} {
 		body := map[string]any{"prompt": "bench:100000"}
 		if strings.HasPrefix(route, "/v1/chat/completions") {
 			body = map[string]any{"stream": true, "messages": []any{userMsg("bench:100000")}}
 		}
-		resp := s.post(t, route, body)
+		resp, err := client.Do(newRequest(t, http.MethodPost, s.URL+route, body))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", route, resp.StatusCode, readAll(t, resp))
 		}
-		// Read nothing while the agent writes far more than the socket
-		// buffers and the log hold.
-		time.Sleep(3 * time.Second)
+		// Read nothing until the run is over: it wrote far more than the
+		// socket buffers and the log hold.
+		s.waitRuns(t, i+1)
 		br := bufio.NewReaderSize(resp.Body, 1<<20)
 		var lines []string
 		for {
@@ -125,9 +173,17 @@ func TestLogBoundsSlowClient(t *testing.T) {
 func TestLogBoundsSlowWebSocket(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000")
-	c := s.dialWS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPClient: slowClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(1 << 20)
+	c := &wsClient{t: t, conn: conn, ctx: ctx}
 	c.send(map[string]any{"type": "chat", "prompt": "bench:100000"})
-	time.Sleep(3 * time.Second)
+	s.waitRuns(t, 1)
 	for n := 1; ; n++ {
 		m := c.read()
 		if m.Type == "error" {
