@@ -35,6 +35,7 @@ type Config struct {
 type ServerConfig struct {
 	Addr              string        `yaml:"addr"`
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadBodyTimeout   time.Duration `yaml:"read_body_timeout"`
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
 	Heartbeat         time.Duration `yaml:"heartbeat"`
@@ -130,7 +131,7 @@ type LogConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{
-			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: 128 << 10,
 			HeapFloorBytes: 24 << 20, FileTableSize: 8192, TrustedProxies: []string{}, CORSOrigins: []string{"*"},
 		},

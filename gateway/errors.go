@@ -63,6 +63,10 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 		if he.RetryAfter > 0 {
 			c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
 		}
+		if unreadBody(c.Request()) {
+			// Answer now rather than after reading a body nobody wants.
+			c.Response().Header().Set("Connection", "close")
+		}
 		var body any = errorBody{Error: he}
 		if isOpenAIRoute(c.Request().URL.Path) {
 			typ := "invalid_request_error"

@@ -528,7 +528,56 @@ func TestSpawnRate(t *testing.T) {
 // the heartbeats of a quiet stream.
 func TestServerTimeouts(t *testing.T) {
 	t.Parallel()
-	h := hdStart(t, "DOCSTREAM_SERVER_READ_HEADER_TIMEOUT=1s", "DOCSTREAM_SERVER_HEARTBEAT=200ms", "DOCSTREAM_AGENT_IDLE_TIMEOUT=1500ms")
+	// The heartbeat stream lasts longer than read_body_timeout: the body's
+	// deadline must not reach the stream.
+	h := hdStart(t, "DOCSTREAM_SERVER_READ_HEADER_TIMEOUT=1s", "DOCSTREAM_SERVER_READ_BODY_TIMEOUT=1s",
+		"DOCSTREAM_SERVER_HEARTBEAT=200ms", "DOCSTREAM_AGENT_IDLE_TIMEOUT=1500ms")
+	// partial sends a request whose body stops short of its length, and
+	// returns the response and when it came.
+	partial := func(t *testing.T, key string) (net.Conn, *http.Response, time.Duration) {
+		conn, err := net.Dial("tcp", h.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		auth := ""
+		if key != "" {
+			auth = "Authorization: Bearer " + key + "\r\n"
+		}
+		body := `{"prompt":"sl`
+		start := time.Now()
+		fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", auth, len(body)+100, body)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("no answer to a request whose body stalls: %v", err)
+		}
+		took := time.Since(start)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		// Then the connection is closed, not kept.
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("after the answer the connection gave %v, want EOF", err)
+		}
+		return conn, resp, took
+	}
+	t.Run("slow body", func(t *testing.T) {
+		t.Parallel()
+		_, resp, took := partial(t, hdClientKey)
+		h.expectError(t, resp, http.StatusRequestTimeout, "body_timeout")
+		if took < 900*time.Millisecond || took > 5*time.Second {
+			t.Errorf("answered after %s; read_body_timeout is 1s", took)
+		}
+	})
+	t.Run("slow body without a key", func(t *testing.T) {
+		t.Parallel()
+		_, resp, took := partial(t, "")
+		h.expectError(t, resp, http.StatusUnauthorized, "")
+		if took > 900*time.Millisecond {
+			t.Errorf("the 401 waited %s for a body nobody reads", took)
+		}
+	})
 	t.Run("slow headers", func(t *testing.T) {
 		t.Parallel()
 		conn, err := net.Dial("tcp", h.Addr)
@@ -602,5 +651,26 @@ func TestWorkspaceSymlink(t *testing.T) {
 	}
 	for _, ws := range []string{link, target, "linked/..", "linked/../.."} {
 		h.expectError(t, h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "x", "workspace": ws}), 400, "")
+	}
+}
+
+// TestMetricsMethods sends made-up request methods: they are counted as
+// "other", not as new series each.
+func TestMetricsMethods(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for i := 0; i < 5; i++ {
+		resp, err := http.DefaultClient.Do(newRequest(t, fmt.Sprintf("MADEUP%d", i), s.URL+"/healthz", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	m := s.metrics(t)
+	if strings.Contains(m, `method="MADEUP`) {
+		t.Errorf("made-up methods became label values")
+	}
+	if !strings.Contains(m, `method="other"`) {
+		t.Errorf("made-up methods were not counted as other")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -210,6 +211,53 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// bodyDeadline gives a request's body server.read_body_timeout to arrive:
+// a client that stops sending it no longer holds its connection for ever.
+// readBody lifts the deadline once the body is read, before a stream
+// starts; the body of a request answered without reading it is left to
+// the deadline, and its connection is closed after the answer.
+func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
+			_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.Server.ReadBodyTimeout))
+			req.Body = &trackedBody{ReadCloser: req.Body}
+		}
+		return next(c)
+	}
+}
+
+// trackedBody is a request body that knows whether it was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	done bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.done = true
+	}
+	return n, err
+}
+
+// unreadBody reports whether the request has a body that was not read to
+// its end.
+func unreadBody(req *http.Request) bool {
+	b, ok := req.Body.(*trackedBody)
+	return ok && !b.done
+}
+
+// methodLabel is a request method as a metrics label: the methods the
+// routes know, and "other", so that made-up methods make no new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 // observe logs one line per request and records the request metrics. It
 // never logs bodies or keys.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
@@ -231,8 +279,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		d := time.Since(start)
-		s.metrics.Requests.WithLabelValues(route, req.Method, strconv.Itoa(status)).Inc()
-		s.metrics.RequestDuration.WithLabelValues(route, req.Method).Observe(d.Seconds())
+		method := methodLabel(req.Method)
+		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 		ev := s.log.Info()
 		if status >= 500 {
 			ev = s.log.Error()

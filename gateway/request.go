@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -120,7 +121,23 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 	} else {
 		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
 	}
+	if tb, ok := req.Body.(*trackedBody); ok {
+		// Once the body is in, what follows (a stream) has no read deadline
+		// (see bodyDeadline); a body that failed is not waited for again.
+		deadline := time.Time{}
+		if err != nil {
+			deadline = time.Now()
+		}
+		tb.done = tb.done || err == nil
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(deadline)
+	}
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.Response().Header().Set("Connection", "close")
+			return nil, &HTTPError{Status: http.StatusRequestTimeout, Code: "body_timeout",
+				Message: "the request body did not arrive in time (server.read_body_timeout)"}
+		}
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}
 	if int64(len(b)) > max {

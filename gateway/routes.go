@@ -19,7 +19,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s)
 	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
-	e.Use(s.observe, s.recoverPanics, s.cors)
+	e.Use(s.observe, s.recoverPanics, s.bodyDeadline, s.cors)
 
 	// Public: health, readiness, metrics and the playground page.
 	e.GET("/healthz", s.handleHealth)
