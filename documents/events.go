@@ -86,12 +86,14 @@ type ThinkingDelta struct {
 }
 
 // AgentEvent carries one raw agent line (opt-in), shaped as the
-// output-format seed stores events. A line that is not JSON has Type "raw"
-// and its text in Data.
+// output-format seed stores events: ID is the line's number in the run
+// (from "1"), Timestamp the agent's timestamp_ms, or for a line without one
+// the latest before it (the run's start for the first lines). A line that
+// is not JSON has Type "raw" and its text in Data.
 type AgentEvent struct {
-	ID        int            `json:"id,omitzero"`
+	ID        string         `json:"id"`
 	ChatID    string         `json:"chatId,omitzero"`
-	Timestamp int64          `json:"timestamp,omitzero"`
+	Timestamp int64          `json:"timestamp"`
 	Type      string         `json:"type"`
 	Subtype   string         `json:"subtype,omitzero"`
 	Payload   jsontext.Value `json:"payload,omitzero"`

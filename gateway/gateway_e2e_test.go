@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -557,8 +558,19 @@ func TestE2EIncludeRawConversation(t *testing.T) {
 	_, evs := s.chatStream(t, map[string]any{"prompt": "echo raw", "include_raw": true})
 	got := fold(t, evs)
 	var initSession string
+	lines := 0
 	for _, e := range evs {
-		if d := e2eData(t, e); e.Name == documents.EventAgentEvent && d["type"] == "system" && d["subtype"] == "init" {
+		d := e2eData(t, e)
+		if e.Name != documents.EventAgentEvent {
+			continue
+		}
+		// Every agent_event has the seed's id (the line's number) and a
+		// timestamp, also the lines the agent stamps with none.
+		lines++
+		if ts, _ := d["timestamp"].(float64); d["id"] != fmt.Sprint(lines) || ts < 1e12 {
+			t.Errorf("agent_event %d: id %v, timestamp %v", lines, d["id"], d["timestamp"])
+		}
+		if d["type"] == "system" && d["subtype"] == "init" {
 			p, _ := d["payload"].(map[string]any)
 			initSession, _ = p["session_id"].(string)
 		}

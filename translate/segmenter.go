@@ -3,7 +3,9 @@ package translate
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -80,6 +82,8 @@ type Segmenter struct {
 
 	init       *Init
 	names      nameSet // finds repeated names in agent_event payloads
+	rawLines   int     // agent lines seen, for agent_event ids
+	rawTS      int64   // the latest timestamp_ms, for lines without one
 	stats      Stats
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
@@ -231,18 +235,28 @@ func (s *Segmenter) ensureStarted() {
 }
 
 func (s *Segmenter) rawEvent(ev Event) {
+	s.rawLines++
+	if s.rawLines == 1 {
+		if t, err := time.Parse(time.RFC3339, s.opts.Created); err == nil {
+			s.rawTS = t.UnixMilli()
+		}
+	}
+	if ev.TimestampMs > 0 {
+		s.rawTS = ev.TimestampMs
+	}
 	if ev.Kind == KindOversize {
 		return
 	}
+	id := strconv.Itoa(s.rawLines)
 	if ev.Kind == KindNotJSON {
-		s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Type: "raw", Data: string(ev.Raw)})
+		s.emit(documents.AgentEvent{ID: id, ChatID: s.opts.ResponseID, Timestamp: s.rawTS, Type: "raw", Data: string(ev.Raw)})
 		return
 	}
 	payload := s.names.dedupe(ev.Raw)
 	if len(payload) > 0 && &payload[0] == &ev.Raw[0] {
 		payload = jsontext.Value(ev.Raw).Clone()
 	}
-	s.emit(documents.AgentEvent{ChatID: s.opts.ResponseID, Timestamp: ev.TimestampMs, Type: ev.Type, Subtype: ev.Subtype,
+	s.emit(documents.AgentEvent{ID: id, ChatID: s.opts.ResponseID, Timestamp: s.rawTS, Type: ev.Type, Subtype: ev.Subtype,
 		Payload: payload, Raw: string(ev.Raw)})
 }
 
