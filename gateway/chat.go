@@ -477,17 +477,29 @@ func (s *Server) handleCancel(c echo.Context) error {
 			return err
 		}
 	}
+	kill := false
 	switch strings.ToUpper(req.Signal) {
 	case "", "TERM", "SIGTERM":
-		run.Cancel(false)
 	case "KILL", "SIGKILL":
-		run.Cancel(true)
+		kill = true
 	default:
 		return errBadRequest("bad_signal", "signal must be TERM or KILL")
 	}
 	select {
 	case <-run.Done():
-		return writeJSON(c, http.StatusOK, map[string]string{"id": run.ID, "status": "cancelled"})
+		return &HTTPError{Status: http.StatusConflict, Code: "not_running",
+			Message: fmt.Sprintf("the run already ended (%s); GET /v1/chat/%s has its response", run.Response().Status, run.ID)}
+	default:
+	}
+	run.Cancel(kill)
+	select {
+	case <-run.Done():
+		// It may have finished on its own just before.
+		status := "cancelled"
+		if resp := run.Response(); resp.Metadata.StopReason != documents.StopCancelled {
+			status = string(resp.Status)
+		}
+		return writeJSON(c, http.StatusOK, map[string]string{"id": run.ID, "status": status})
 	default:
 		return writeJSON(c, http.StatusAccepted, map[string]string{"id": run.ID, "status": "cancelling"})
 	}

@@ -114,6 +114,8 @@ func TestHostileInput(t *testing.T) {
 		{"invalid UTF-8", "{\"prompt\":\"rejected-10 \xff\"}", 400, "bad_json", ""},
 		{"unknown field", `{"prompt":"rejected-11","args":["--force"]}`, 400, "unknown_field", `"args"`},
 		{"unknown field by case", `{"Prompt":"rejected-12"}`, 400, "unknown_field", `"Prompt"`},
+		{"unknown field in a message", `{"messages":[{"role":"user","content":"rejected-12b","bogus":1}]}`, 400, "unknown_field", `"messages/0/bogus"`},
+		{"unknown field in an answer", `{"prompt":"rejected-12c","conversationId":"c1","answers":[{"questionId":"q","optionId":"o","extra":1}]}`, 400, "unknown_field", `"answers/0/extra"`},
 		{"blank prompt", `{"prompt":"  \n "}`, 400, "empty_prompt", ""},
 		{"bad mode", `{"prompt":"rejected-13","mode":"yolo"}`, 400, "bad_mode", "yolo"},
 		{"bad backend", `{"prompt":"rejected-14","backend":"sh"}`, 400, "bad_backend", ""},
@@ -672,5 +674,30 @@ func TestMetricsMethods(t *testing.T) {
 	}
 	if !strings.Contains(m, `method="other"`) {
 		t.Errorf("made-up methods were not counted as other")
+	}
+}
+
+// TestWrongMethods sends methods a route does not serve: a 405 that says
+// which it does, in the native error shape.
+func TestWrongMethods(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, r := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/v1/chat", "POST"}, {http.MethodPut, "/v1/chat", "POST"},
+		{http.MethodDelete, "/v1/chat/chat_000000000000000000000000", "GET"},
+		{http.MethodGet, "/v1/chat/chat_000000000000000000000000/cancel", "POST"},
+		{http.MethodPost, "/v1/chat/chat_000000000000000000000000/stream", "GET"},
+		{http.MethodPost, "/v1/workspaces", "GET"}, {http.MethodPatch, "/v1/cloud/agents/x", "GET, DELETE"},
+	} {
+		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := e2eErrorBody(t, resp, http.StatusMethodNotAllowed); code != "method_not_allowed" {
+			t.Errorf("%s %s: %s", r.method, r.path, code)
+		}
+		if got := resp.Header.Get("Allow"); got != r.allow {
+			t.Errorf("%s %s: Allow %q, want %q", r.method, r.path, got, r.allow)
+		}
 	}
 }

@@ -193,8 +193,15 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 			}
 		}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	var opts []json.Options
+	if known != nil {
+		opts = append(opts, json.RejectUnknownMembers(true))
+	}
+	if err := json.Unmarshal(body, v, opts...); err != nil {
 		var se *json.SemanticError
+		if errors.As(err, &se) && errors.Is(se.Err, json.ErrUnknownName) {
+			return errBadRequest("unknown_field", "unknown field %q in the request body", strings.TrimPrefix(string(se.JSONPointer), "/"))
+		}
 		if errors.As(err, &se) && se.JSONPointer != "" {
 			return errBadRequest("bad_field", "field %s %s", strings.TrimPrefix(string(se.JSONPointer), "/"), wrongType(se))
 		}

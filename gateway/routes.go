@@ -45,9 +45,6 @@ func (s *Server) routes() *echo.Echo {
 	api.POST("/chat/completions", s.handleCompletions)
 	api.GET("/models", s.handleModels)
 	api.GET("/models/:id", s.handleModel)
-	api.Match(methodsBut(http.MethodPost), "/chat/completions", onlyMethod(http.MethodPost))
-	api.Match(methodsBut(http.MethodGet), "/models", onlyMethod(http.MethodGet))
-	api.Match(methodsBut(http.MethodGet), "/models/:id", onlyMethod(http.MethodGet))
 
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
@@ -59,6 +56,19 @@ func (s *Server) routes() *echo.Echo {
 	cl.GET("/me", s.handleCloudMe)
 	cl.GET("/models", s.handleCloudModels)
 	cl.GET("/repositories", s.handleCloudRepositories)
+
+	// The other methods on these paths are a 405 naming the ones served.
+	for path, methods := range map[string][]string{
+		"/chat": {http.MethodPost}, "/chat/ws": {http.MethodGet}, "/chat/:id": {http.MethodGet},
+		"/chat/:id/stream": {http.MethodGet}, "/chat/:id/cancel": {http.MethodPost},
+		"/conversations/:id": {http.MethodGet}, "/workspaces": {http.MethodGet},
+		"/chat/completions": {http.MethodPost}, "/models": {http.MethodGet}, "/models/:id": {http.MethodGet},
+		"/cloud/agents": {http.MethodGet}, "/cloud/agents/:id": {http.MethodGet, http.MethodDelete},
+		"/cloud/agents/:id/conversation": {http.MethodGet}, "/cloud/agents/:id/stop": {http.MethodPost},
+		"/cloud/me": {http.MethodGet}, "/cloud/models": {http.MethodGet}, "/cloud/repositories": {http.MethodGet},
+	} {
+		api.Match(methodsBut(methods...), path, onlyMethods(methods...))
+	}
 	return e
 }
 
@@ -80,8 +90,9 @@ func methodsBut(allowed ...string) []string {
 	return m
 }
 
-// onlyMethod answers 405 for a route that serves only the given method.
-func onlyMethod(allow string) echo.HandlerFunc {
+// onlyMethods answers 405 for a path that serves only the given methods.
+func onlyMethods(methods ...string) echo.HandlerFunc {
+	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
 		c.Response().Header().Set("Allow", allow)
 		return &HTTPError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",

@@ -203,6 +203,17 @@ func TestRunsCancel(t *testing.T) {
 	e2eCheckCancelled(t, s.e2eWaitFinal(t, id, 3*time.Second), nil)
 	st.Close()
 	s.waitNoAgents(t, time.Second)
+	// A run that already ended is not cancelled again, nor said to be.
+	if code, _ := e2eErrorBody(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", nil), http.StatusConflict); code != "not_running" {
+		t.Errorf("cancel of an ended run: %s, want not_running", code)
+	}
+	done := s.chatJSON(t, map[string]any{"prompt": "echo done"})
+	if code, _ := e2eErrorBody(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+done.ID+"/cancel", nil), http.StatusConflict); code != "not_running" {
+		t.Errorf("cancel of a completed run: %s, want not_running", code)
+	}
+	if cr := s.e2eGetChat(t, done.ID); cr.Status != documents.StatusCompleted {
+		t.Errorf("a completed run is %s after a cancel", cr.Status)
+	}
 
 	if n := s.e2eWaitMetric(t, `docstream_runs_total{outcome="cancelled"}`, 3)[`docstream_runs_total{outcome="cancelled"}`]; n != 3 {
 		t.Errorf("runs_total cancelled = %v, want 3", n)
