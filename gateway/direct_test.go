@@ -44,7 +44,9 @@ func TestDirectDelivery(t *testing.T) {
 // stalled one's write timeout, and the stalled one is dropped after it.
 func TestDirectDeliveryStalledClient(t *testing.T) {
 	t.Parallel()
-	const writeTimeout = 20 * time.Second
+	// Long, so that a run slowed by a loaded machine is not taken for one
+	// that waited: waiting would take the whole timeout.
+	const writeTimeout = 60 * time.Second
 	s := startE2E(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT="+writeTimeout.String())
 	conn, id := hdStalledStream(t, s.Addr, "")
 	defer conn.Close()
