@@ -687,7 +687,7 @@ func TestWrongMethods(t *testing.T) {
 		{http.MethodDelete, "/v1/chat/chat_000000000000000000000000", "GET"},
 		{http.MethodGet, "/v1/chat/chat_000000000000000000000000/cancel", "POST"},
 		{http.MethodPost, "/v1/chat/chat_000000000000000000000000/stream", "GET"},
-		{http.MethodPost, "/v1/workspaces", "GET"}, {http.MethodPatch, "/v1/cloud/agents/x", "GET, DELETE"},
+		{http.MethodPost, "/v1/workspaces", "GET"}, {http.MethodPatch, "/v1/cloud/agents/x", "DELETE, GET"},
 	} {
 		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
 		if err != nil {

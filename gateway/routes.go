@@ -57,17 +57,17 @@ func (s *Server) routes() *echo.Echo {
 	cl.GET("/models", s.handleCloudModels)
 	cl.GET("/repositories", s.handleCloudRepositories)
 
-	// The other methods on these paths are a 405 naming the ones served.
-	for path, methods := range map[string][]string{
-		"/chat": {http.MethodPost}, "/chat/ws": {http.MethodGet}, "/chat/:id": {http.MethodGet},
-		"/chat/:id/stream": {http.MethodGet}, "/chat/:id/cancel": {http.MethodPost},
-		"/conversations/:id": {http.MethodGet}, "/workspaces": {http.MethodGet},
-		"/chat/completions": {http.MethodPost}, "/models": {http.MethodGet}, "/models/:id": {http.MethodGet},
-		"/cloud/agents": {http.MethodGet}, "/cloud/agents/:id": {http.MethodGet, http.MethodDelete},
-		"/cloud/agents/:id/conversation": {http.MethodGet}, "/cloud/agents/:id/stop": {http.MethodPost},
-		"/cloud/me": {http.MethodGet}, "/cloud/models": {http.MethodGet}, "/cloud/repositories": {http.MethodGet},
-	} {
-		api.Match(methodsBut(methods...), path, onlyMethods(methods...))
+	// The other methods on each /v1 path are a 405 naming the ones it
+	// serves, taken from the routes above.
+	served := map[string][]string{}
+	for _, r := range e.Routes() {
+		if strings.HasPrefix(r.Path, "/v1/") && slices.Contains(routeMethods, r.Method) {
+			served[r.Path] = append(served[r.Path], r.Method)
+		}
+	}
+	for path, methods := range served {
+		slices.Sort(methods)
+		e.Match(methodsBut(methods...), path, onlyMethods(methods...), s.requireAuth)
 	}
 	return e
 }
@@ -78,11 +78,14 @@ func isOpenAIRoute(path string) bool {
 	return path == "/v1/chat/completions" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
 }
 
-// methodsBut lists the methods a route does not serve (OPTIONS is the CORS
-// preflight's).
+// routeMethods are the methods routes serve or refuse with a 405 (OPTIONS
+// is the CORS preflight's).
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// methodsBut lists the methods a route does not serve.
 func methodsBut(allowed ...string) []string {
 	var m []string
-	for _, x := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+	for _, x := range routeMethods {
 		if !slices.Contains(allowed, x) {
 			m = append(m, x)
 		}

@@ -240,10 +240,8 @@ func (l *Log) Read(after int) (frames []Frame, closed bool, ok bool) {
 
 // after returns the frames with ids greater than after; l.mu is held.
 func (l *Log) after(after int) (frames []Frame, ok bool) {
-	if after < 0 {
-		after = 0
-	}
-	ok = after+1 >= l.first
+	after = max(after, 0)
+	ok = l.keeps(after)
 	i := max(after+1-l.first, 0)
 	if i < len(l.ents) {
 		frames = make([]Frame, 0, len(l.ents)-i)
@@ -259,8 +257,11 @@ func (l *Log) after(after int) (frames []Frame, ok bool) {
 func (l *Log) Keeps(after int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(after, 0)+1 >= l.first
+	return l.keeps(max(after, 0))
 }
+
+// keeps is Keeps for an id ≥ 0; l.mu is held.
+func (l *Log) keeps(after int) bool { return after+1 >= l.first }
 
 // Last returns the id of the last event appended, 0 when there is none.
 func (l *Log) Last() int {
