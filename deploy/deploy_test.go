@@ -147,12 +147,13 @@ func TestFilesParse(t *testing.T) {
 // contractConfigKeys are the configuration sections and keys the gateway
 // knows (config.yaml, DOCSTREAM_<SECTION>_<KEY>).
 var contractConfigKeys = map[string][]string{
-	"server": {"addr", "read_header_timeout", "read_body_timeout", "write_timeout", "shutdown_timeout", "heartbeat", "max_body_bytes", "max_prompt_bytes", "trusted_proxies", "cors_origins"},
+	"server": {"addr", "read_header_timeout", "read_body_timeout", "write_timeout", "shutdown_timeout", "heartbeat", "max_body_bytes", "max_prompt_bytes", "trusted_proxies", "cors_origins",
+		"heap_floor_bytes", "file_table_size", "max_connections"},
 	"auth":   {"api_keys", "rate_per_minute", "burst"},
 	"limits": {"max_concurrent_runs", "queue_size", "queue_timeout", "spawn_per_second"},
 	"agent": {"binary", "args_prefix", "api_key", "headers", "force", "trust", "approve_mcps", "workspaces", "default_workspace",
 		"idle_timeout", "run_timeout", "linger_after_result", "kill_grace", "max_line_bytes", "stderr_tail_bytes"},
-	"runs":   {"detach_grace", "keep_finished"},
+	"runs":   {"detach_grace", "keep_finished", "log_max_events", "log_max_bytes"},
 	"store":  {"driver", "path"},
 	"openai": {"render", "reasoning", "aliases"},
 	"cloud":  {"base_url", "api_key", "poll_interval"},

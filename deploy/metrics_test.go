@@ -52,6 +52,8 @@ var contractMetrics = map[string]struct {
 	"docstream_rejected_requests_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_stream_subscribers":             {dto.MetricType_GAUGE, nil},
 	"docstream_stream_direct_frames_total":     {dto.MetricType_COUNTER, nil},
+	"docstream_connections_open":               {dto.MetricType_GAUGE, nil},
+	"docstream_connections_limit":              {dto.MetricType_GAUGE, nil},
 }
 
 // targetLabels are attached by Prometheus (or the Prometheus Operator) at

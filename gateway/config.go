@@ -45,6 +45,7 @@ type ServerConfig struct {
 	CORSOrigins       []string      `yaml:"cors_origins"`
 	HeapFloorBytes    int64         `yaml:"heap_floor_bytes"`
 	FileTableSize     int           `yaml:"file_table_size"`
+	MaxConnections    int           `yaml:"max_connections"`
 }
 
 // AuthConfig configures client authentication and per-key limits.
@@ -193,6 +194,8 @@ func (c *Config) Validate() error {
 		return errors.New("server.heap_floor_bytes must not be negative")
 	case c.Server.FileTableSize < 0:
 		return errors.New("server.file_table_size must not be negative")
+	case c.Server.MaxConnections < 0:
+		return errors.New("server.max_connections must not be negative")
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth

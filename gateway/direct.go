@@ -14,8 +14,12 @@ import (
 type connKey struct{}
 
 // withConn records the connection in its requests' context (an
-// http.Server's ConnContext).
+// http.Server's ConnContext): the TCP connection itself, not the connection
+// limit's wrapper, so that its send buffer can be asked about.
 func withConn(ctx context.Context, c net.Conn) context.Context {
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = u.NetConn()
+	}
 	return context.WithValue(ctx, connKey{}, c)
 }
 

@@ -298,8 +298,14 @@ func (s *testServer) e2eKillAgentsAtCleanup(t testing.TB) {
 // e2eMetrics parses /metrics into series → value.
 func (s *testServer) e2eMetrics(t testing.TB) map[string]float64 {
 	t.Helper()
+	return parseMetrics(t, s.metrics(t))
+}
+
+// parseMetrics parses a /metrics answer into series → value.
+func parseMetrics(t testing.TB, text string) map[string]float64 {
+	t.Helper()
 	out := map[string]float64{}
-	for _, line := range strings.Split(s.metrics(t), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if line == "" || line[0] == '#' {
 			continue
 		}

@@ -64,6 +64,7 @@ type testServer struct {
 	cmd       *exec.Cmd
 	out       *syncBuffer
 	env       []string
+	launch    []string
 	exited    chan struct{}
 }
 
@@ -99,12 +100,20 @@ func freeAddr(t testing.TB) string {
 // more KEY=VALUE environment entries (they win over the defaults).
 func startServer(t testing.TB, extra ...string) *testServer {
 	t.Helper()
+	return startServerVia(t, nil, extra...)
+}
+
+// startServerVia is startServer with the binary run by launch, a command
+// that runs the one named after its arguments (prlimit, say), when launch
+// is not empty.
+func startServerVia(t testing.TB, launch []string, extra ...string) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &testServer{Dir: dir, Workspace: ws, Addr: freeAddr(t)}
+	s := &testServer{Dir: dir, Workspace: ws, Addr: freeAddr(t), launch: launch}
 	s.URL = "http://" + s.Addr
 	s.env = append(os.Environ(),
 		"DOCSTREAM_SERVER_ADDR="+s.Addr,
@@ -126,7 +135,8 @@ func startServer(t testing.TB, extra ...string) *testServer {
 func (s *testServer) start(t testing.TB) {
 	t.Helper()
 	s.out = &syncBuffer{}
-	s.cmd = exec.Command(binary)
+	argv := append(append([]string{}, s.launch...), binary)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Dir = s.Dir
 	s.cmd.Env = s.env
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out

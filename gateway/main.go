@@ -117,6 +117,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
 	}
+	maxConns := ConnectionLimit(cfg.Server.MaxConnections, cfg.Limits)
+	srv.metrics.ConnectionLimit.Set(float64(maxConns))
+	ln = limitConnections(ln, maxConns, &srv.metrics.Connections, srv.metrics.Rejected.WithLabelValues("connections").Inc)
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -126,7 +129,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		ConnContext:       withConn,
 	}
 	log.Info().Str("addr", ln.Addr().String()).Str("agent", srv.cli.Binary()).Bool("demo", cfg.Demo).
-		Str("store", cfg.Store.Driver).Msg("docstream listening")
+		Str("store", cfg.Store.Driver).Int("max_connections", maxConns).Msg("docstream listening")
 	fmt.Fprintf(stdout, "docstream listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

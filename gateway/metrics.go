@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -27,6 +29,9 @@ type Metrics struct {
 	Rejected        *prometheus.CounterVec
 	Subscribers     prometheus.Gauge
 	DirectFrames    prometheus.Counter
+	ConnectionLimit prometheus.Gauge
+	// Connections counts the client connections open now.
+	Connections atomic.Int64
 }
 
 // Outcomes are the values of docstream_runs_total's outcome label.
@@ -66,9 +71,13 @@ func NewMetrics() *Metrics {
 		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
 		DirectFrames: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_stream_direct_frames_total",
 			Help: "SSE frames written to a caught-up stream by the run as it produced them, without waking the stream."}),
+		ConnectionLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_connections_limit",
+			Help: "Client connections served at once; more are answered 503 too_many_connections."}),
 	}
 	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
 		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers, m.DirectFrames,
+		m.ConnectionLimit, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
+			func() float64 { return float64(m.Connections.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {
 		m.Runs.WithLabelValues(o)
@@ -82,7 +91,7 @@ func NewMetrics() *Metrics {
 	for _, k := range []string{"prompt", "completion", "cache_read", "cache_write"} {
 		m.Tokens.WithLabelValues(k)
 	}
-	for _, r := range []string{"unauthorized", "rate_limited", "overloaded", "too_large", "bad_request"} {
+	for _, r := range []string{"unauthorized", "rate_limited", "overloaded", "too_large", "bad_request", "connections"} {
 		m.Rejected.WithLabelValues(r)
 	}
 	m.AgentExits.WithLabelValues("0", "")

@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// fdsPerRun is what one agent run can hold in file descriptors: its stdin,
+// stdout and stderr pipes and its process handle.
+const fdsPerRun = 4
+
+// fdsSpare are descriptors kept for everything else: the store, the
+// listener, the cloud client's connections, the agent binary's probes.
+const fdsSpare = 64
+
+// maxRefusing bounds the refused connections left open for their clients
+// to read the answer; past it the one refused longest ago is closed.
+const maxRefusing = 32
+
+// refuseLinger is how long a refused connection may take to read its
+// answer and close.
+const refuseLinger = time.Second
+
+// ConnectionLimit is the number of connections the gateway serves at once:
+// configured when it is set, else what the open-file limit leaves once every run
+// the limits allow has its descriptors and fdsSpare more are kept. A
+// gateway that runs out of descriptors cannot accept, spawn an agent or
+// open its store, so connections past the limit are refused instead.
+func ConnectionLimit(configured int, limits LimitsConfig) int {
+	if configured > 0 {
+		return configured
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+		return 1 << 20
+	}
+	n := int(lim.Cur)
+	return max(n-fdsSpare-fdsPerRun*limits.MaxConcurrentRuns, n/2, 1)
+}
+
+// connLimiter is a listener that serves at most max connections at once.
+// A connection past the limit is answered 503 too_many_connections and
+// closed; the connections it serves count until they are closed, hijacked
+// ones (WebSockets) included.
+type connLimiter struct {
+	net.Listener
+	max     int64
+	open    *atomic.Int64
+	answer  []byte
+	refused func()
+
+	mu        sync.Mutex
+	lingering []net.Conn // refused connections still open, oldest first
+}
+
+// limitConnections wraps ln so that it serves at most limit connections,
+// counting those open in open. refused, when not nil, is called for each
+// connection refused.
+func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func()) *connLimiter {
+	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the gateway is serving its limit of %d connections; try again shortly"}}`, limit)
+	answer := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if refused == nil {
+		refused = func() {}
+	}
+	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused}
+}
+
+// Accept returns the next connection within the limit, answering and
+// closing those past it.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			release := sync.OnceFunc(func() { l.open.Add(-1) })
+			if tc, ok := c.(*net.TCPConn); ok {
+				return &countedTCPConn{TCPConn: tc, release: release}, nil
+			}
+			return &countedConn{Conn: c, release: release}, nil
+		}
+		l.open.Add(-1)
+		l.refused()
+		l.refuse(c)
+	}
+}
+
+// refuse answers c's request with the 503 and closes it. The answer waits
+// for the request's head, since clients drop an answer that comes before
+// their request (Go's reports an "unsolicited response"); then the
+// connection is closed for writing and what else the client sends is read
+// until it closes too: closing with unread bytes would reset the
+// connection and could lose the answer. All of it takes at most
+// refuseLinger, and a client that sends nothing in that time is closed
+// without an answer. Of the refused connections still open, the one
+// refused longest ago is cut short to make room for a new one, so that
+// their descriptors stay bounded.
+func (l *connLimiter) refuse(c net.Conn) {
+	c.SetDeadline(time.Now().Add(refuseLinger))
+	l.mu.Lock()
+	if len(l.lingering) >= maxRefusing {
+		l.lingering[0].SetReadDeadline(time.Now())
+		l.lingering = append(l.lingering[:0], l.lingering[1:]...)
+	}
+	l.lingering = append(l.lingering, c)
+	l.mu.Unlock()
+	go func() {
+		if readHead(c) {
+			if _, err := c.Write(l.answer); err == nil {
+				if cw, ok := c.(interface{ CloseWrite() error }); ok {
+					cw.CloseWrite()
+				}
+				io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+			}
+		}
+		l.mu.Lock()
+		for i, o := range l.lingering {
+			if o == c {
+				l.lingering = append(l.lingering[:i], l.lingering[i+1:]...)
+				break
+			}
+		}
+		l.mu.Unlock()
+		c.Close()
+	}()
+}
+
+// readHead reads c until the end of a request's head (a blank line) or
+// 64 KiB, and says whether anything came.
+func readHead(c net.Conn) bool {
+	buf := make([]byte, 0, 1024)
+	for len(buf) < 64<<10 {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := c.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) {
+			return true
+		}
+		if err != nil {
+			return len(buf) > 0
+		}
+	}
+	return true
+}
+
+// countedTCPConn is a served TCP connection that gives its place back when
+// closed. It keeps every method of *net.TCPConn (CloseWrite, ReadFrom,
+// SyscallConn), which net/http and the direct writes rely on.
+type countedTCPConn struct {
+	*net.TCPConn
+	release func()
+}
+
+func (c *countedTCPConn) Close() error {
+	defer c.release()
+	return c.TCPConn.Close()
+}
+
+// NetConn returns the TCP connection itself.
+func (c *countedTCPConn) NetConn() net.Conn { return c.TCPConn }
+
+// countedConn is countedTCPConn for other kinds of connection.
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	defer c.release()
+	return c.Conn.Close()
+}
+
+// NetConn returns the connection itself.
+func (c *countedConn) NetConn() net.Conn { return c.Conn }
