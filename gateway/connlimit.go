@@ -37,11 +37,18 @@ func ConnectionLimit(configured int, limits LimitsConfig) int {
 		return configured
 	}
 	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur > 1<<30 {
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 1 << 20
 	}
-	n := int(lim.Cur)
-	return max(n-fdsSpare-fdsPerRun*limits.MaxConcurrentRuns, n/2, 1)
+	return connectionsFor(lim.Cur, limits.MaxConcurrentRuns)
+}
+
+// connectionsFor is the connection limit for an open-file limit of nofile
+// and runs concurrent runs: never less than half the descriptors, and at
+// most 1<<20.
+func connectionsFor(nofile uint64, runs int) int {
+	n := int(min(nofile, 1<<20))
+	return max(n-fdsSpare-fdsPerRun*runs, n/2, 1)
 }
 
 // connLimiter is a listener that serves at most max connections at once.
@@ -80,11 +87,10 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
-			release := sync.OnceFunc(func() { l.open.Add(-1) })
 			if tc, ok := c.(*net.TCPConn); ok {
-				return &countedTCPConn{TCPConn: tc, release: release}, nil
+				return &countedTCPConn{TCPConn: tc, place: place{open: l.open}}, nil
 			}
-			return &countedConn{Conn: c, release: release}, nil
+			return &countedConn{Conn: c, place: place{open: l.open}}, nil
 		}
 		l.open.Add(-1)
 		l.refused()
@@ -152,12 +158,25 @@ func readHead(c net.Conn) bool {
 	return true
 }
 
+// place is a served connection's place in the count of those open.
+type place struct {
+	open     *atomic.Int64
+	released atomic.Bool
+}
+
+// release gives the place back, once.
+func (p *place) release() {
+	if p.released.CompareAndSwap(false, true) {
+		p.open.Add(-1)
+	}
+}
+
 // countedTCPConn is a served TCP connection that gives its place back when
 // closed. It keeps every method of *net.TCPConn (CloseWrite, ReadFrom,
 // SyscallConn), which net/http and the direct writes rely on.
 type countedTCPConn struct {
 	*net.TCPConn
-	release func()
+	place
 }
 
 func (c *countedTCPConn) Close() error {
@@ -171,7 +190,7 @@ func (c *countedTCPConn) NetConn() net.Conn { return c.TCPConn }
 // countedConn is countedTCPConn for other kinds of connection.
 type countedConn struct {
 	net.Conn
-	release func()
+	place
 }
 
 func (c *countedConn) Close() error {
