@@ -468,10 +468,11 @@ func (r *Run) finish(d documents.Done) {
 	g.metrics.Runs.WithLabelValues(outcome).Inc()
 	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
 	if d.Usage.Reported {
-		g.metrics.Tokens.WithLabelValues("prompt").Add(float64(d.Usage.PromptTokens))
-		g.metrics.Tokens.WithLabelValues("completion").Add(float64(d.Usage.CompletionTokens))
-		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(d.Usage.CacheReadTokens))
-		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(d.Usage.CacheWriteTokens))
+		// A counter panics on a negative Add; translate never reports one.
+		g.metrics.Tokens.WithLabelValues("prompt").Add(float64(max(d.Usage.PromptTokens, 0)))
+		g.metrics.Tokens.WithLabelValues("completion").Add(float64(max(d.Usage.CompletionTokens, 0)))
+		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(max(d.Usage.CacheReadTokens, 0)))
+		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(max(d.Usage.CacheWriteTokens, 0)))
 	}
 	g.saveTurn(r, resp)
 	close(r.done)

@@ -111,6 +111,9 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 					return fmt.Errorf("event %d: done while %s is open", n, id)
 				}
 			}
+			if u := e.Usage; u.PromptTokens < 0 || u.CompletionTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
+				return fmt.Errorf("event %d: a negative token count in %+v", n, u)
+			}
 			if e.Usage.TotalTokens != e.Usage.PromptTokens+e.Usage.CompletionTokens {
 				return fmt.Errorf("event %d: totalTokens %d is not promptTokens + completionTokens", n, e.Usage.TotalTokens)
 			}

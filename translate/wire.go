@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,10 +238,7 @@ func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
 		w.requestID = str(v)
 	case "usage":
 		if v.Kind() == '{' {
-			u := new(AgentUsage)
-			if json.Unmarshal(v, u) == nil {
-				w.usage = u
-			}
+			w.usage = usageOf(v)
 		}
 	case "cwd":
 		w.cwd = str(v)
@@ -344,6 +342,53 @@ func str(v jsontext.Value) string {
 	// allocation rather than a grown buffer and its copy.
 	b, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
 	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// maxTokens is the largest token count taken from the agent.
+const maxTokens = 1 << 50
+
+// usageOf reads the agent's usage object. A member that is not a token
+// count (a whole number from 0 to maxTokens) counts as 0; the usage is nil
+// when no member is one.
+func usageOf(obj jsontext.Value) *AgentUsage {
+	var u AgentUsage
+	found := false
+	eachMember(obj, func(name, v []byte, _, _ int) {
+		n, ok := tokenCount(v)
+		if !ok {
+			return
+		}
+		switch {
+		case nameIs(name, "inputTokens"):
+			u.InputTokens = n
+		case nameIs(name, "outputTokens"):
+			u.OutputTokens = n
+		case nameIs(name, "cacheReadTokens"):
+			u.CacheReadTokens = n
+		case nameIs(name, "cacheWriteTokens"):
+			u.CacheWriteTokens = n
+		default:
+			return
+		}
+		found = true
+	})
+	if !found {
+		return nil
+	}
+	return &u
+}
+
+// tokenCount returns the token count a JSON number holds: a whole number
+// from 0 to maxTokens, written as an integer or not (5.0, 1e3).
+func tokenCount(v []byte) (int64, bool) {
+	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f < 0 || f > maxTokens || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // num returns the integer a JSON number or numeric string holds.
