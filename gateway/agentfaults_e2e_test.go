@@ -2,9 +2,11 @@ package gateway_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scriptAgent writes an executable shell script that stands in for the
@@ -54,4 +56,31 @@ func filterPrefix(m map[string]float64, prefix string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestEscapedWriterRunEnds runs an agent that exits at once, leaving a
+// process outside its group (setsid) that writes a line every 50 ms for a
+// minute. The run used to wait for the pipe to fall quiet before closing
+// it, so that it lasted as long as the writer: the linger after the agent's
+// exit, the run timeout, a cancel and the shutdown could not end it. Now
+// the output of a stopped agent is read for at most 2 s more.
+func TestEscapedWriterRunEnds(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	agent := scriptAgent(t, `echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-2","model":"auto"}'
+setsid sh -c 'i=0; while [ $i -lt 1200 ]; do echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"g$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 0; i=$((i+1)); sleep 0.05; done' &
+exit 0`)
+	s := startServer(t, "DOCSTREAM_AGENT_BINARY="+agent, "DOCSTREAM_AGENT_LINGER_AFTER_RESULT=500ms", "DOCSTREAM_AGENT_KILL_GRACE=1s")
+	start := time.Now()
+	_, evs := s.chatStream(t, map[string]any{"prompt": "hi", "workspace": "main"})
+	took := time.Since(start)
+	if len(evs) == 0 || evs[len(evs)-1].Name != "done" {
+		t.Fatalf("the stream did not end with done: %v", evs)
+	}
+	// 0.5 s of linger, up to 2 s of kill grace and 2 s of draining.
+	if took > 15*time.Second {
+		t.Errorf("the run lasted %s; the writer outside the agent's group kept it open", took)
+	}
 }

@@ -645,6 +645,35 @@ func TestShutdownMidStream(t *testing.T) {
 	h.waitNoAgents(t, 2*time.Second)
 }
 
+// TestShutdownIgnoringAgent sends SIGTERM to the gateway while an agent
+// that ignores SIGTERM runs, with a kill grace longer than the shutdown
+// timeout: the stream still ends at the shutdown timeout, since agents
+// still running then are killed without the grace.
+func TestShutdownIgnoringAgent(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s", "DOCSTREAM_AGENT_KILL_GRACE=20s")
+	var termAt time.Time
+	_, evs := h.stream(t, map[string]any{"prompt": "fault:ignore-term"}, func(id string, ev event) {
+		if ev.Name == documents.EventContentDelta && termAt.IsZero() {
+			termAt = time.Now()
+			if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	cr := fold(t, evs)
+	hdExpectErrorDoc(t, cr, documents.CodeShutdown, documents.StopShutdown)
+	if d := time.Since(termAt); d < 1500*time.Millisecond || d > 10*time.Second {
+		t.Errorf("the stream ended %s after SIGTERM; want the shutdown timeout of 2s, not the 20s kill grace", d)
+	}
+	select {
+	case <-h.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the gateway did not exit within 10s of SIGTERM")
+	}
+	h.waitNoAgents(t, 2*time.Second)
+}
+
 // hdDial connects with a small receive buffer, so that a client that stops
 // reading stalls the sender quickly.
 func hdDial(addr string) (net.Conn, error) {

@@ -270,6 +270,10 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 	return p, nil
 }
 
+// outputDrainLimit is how long the output of a stopped agent is still read
+// while something outside its process group keeps writing to it.
+const outputDrainLimit = 2 * time.Second
+
 // drainStderr reads the agent's stderr to its end, keeping the tail.
 func (p *agentProc) drainStderr() {
 	defer close(p.stderrDone)
@@ -381,8 +385,9 @@ func (p *agentProc) kill(kill bool) {
 	}
 	// Whatever still holds the pipes (a child outside the group) must not
 	// keep the run open; what the agent wrote before it ended is still read
-	// first.
-	p.pump.out.waitBlocked(200*time.Millisecond, p.watchDone)
+	// first, for at most outputDrainLimit: a process that escaped the group
+	// can write for ever.
+	p.pump.out.waitBlocked(200*time.Millisecond, outputDrainLimit, p.watchDone)
 	p.pump.close()
 	p.stderr.Close()
 }

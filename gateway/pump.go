@@ -132,14 +132,20 @@ func (w *quietWatch) loop() {
 }
 
 // waitBlocked returns once one Read has waited for at least d and nothing
-// is left in the pipe (it is empty and still held open), or when done is
-// closed. A reader that was woken but has not run yet does not count as
-// blocked: what the agent wrote is read before the pipe is closed.
-func (o *outputReader) waitBlocked(d time.Duration, done <-chan struct{}) {
+// is left in the pipe (it is empty and still held open), when done is
+// closed, or after limit however the pipe is used. A reader that was woken
+// but has not run yet does not count as blocked: what the agent wrote is
+// read before the pipe is closed, unless a writer keeps writing for all of
+// limit.
+func (o *outputReader) waitBlocked(d, limit time.Duration, done <-chan struct{}) {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	for {
 		w, n := o.waiting.Load(), o.reads.Load()
 		select {
 		case <-done:
+			return
+		case <-deadline.C:
 			return
 		case <-time.After(d):
 		}

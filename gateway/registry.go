@@ -529,7 +529,9 @@ func (g *Registry) Shutdown(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
-	g.stopAll(&stopError{reason: documents.StopShutdown, msg: "the gateway is shutting down"})
+	// The drain is over: agents are killed without the grace that SIGTERM
+	// would take, so that streams end now.
+	g.stopAll(&stopError{reason: documents.StopShutdown, msg: "the gateway is shutting down", kill: true})
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
