@@ -153,7 +153,7 @@ var contractConfigKeys = map[string][]string{
 	"limits": {"max_concurrent_runs", "queue_size", "queue_timeout", "spawn_per_second"},
 	"agent": {"binary", "args_prefix", "api_key", "headers", "force", "trust", "approve_mcps", "workspaces", "default_workspace",
 		"idle_timeout", "run_timeout", "linger_after_result", "kill_grace", "max_line_bytes", "stderr_tail_bytes"},
-	"runs":   {"detach_grace", "keep_finished", "log_max_events", "log_max_bytes"},
+	"runs":   {"detach_grace", "keep_finished", "keep_finished_bytes", "log_max_events", "log_max_bytes"},
 	"store":  {"driver", "path"},
 	"openai": {"render", "reasoning", "aliases"},
 	"cloud":  {"base_url", "api_key", "poll_interval"},

@@ -419,7 +419,7 @@ func writeJSON(c echo.Context, status int, v any) error {
 // handleGetChat serves GET /v1/chat/{id}.
 func (s *Server) handleGetChat(c echo.Context) error {
 	id := c.Param("id")
-	if run := s.reg.Get(id); run != nil {
+	if run := s.reg.Get(id); run != nil && !run.Released() {
 		return writeJSON(c, http.StatusOK, run.Response())
 	}
 	if s.store != nil && idPattern.MatchString(id) {
@@ -535,7 +535,7 @@ func (s *Server) handleConversation(c echo.Context) error {
 	ans := conversationAnswer{Conversation: conv, Turns: []turnAnswer{}}
 	for _, t := range turns {
 		resp := jsontext.Value(t.Response)
-		if run := s.reg.Get(t.ResponseID); run != nil {
+		if run := s.reg.Get(t.ResponseID); run != nil && !run.Released() {
 			if b, err := json.Marshal(run.Response()); err == nil {
 				resp = b
 			}

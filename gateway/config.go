@@ -88,8 +88,10 @@ type AgentConfig struct {
 type RunsConfig struct {
 	DetachGrace  time.Duration `yaml:"detach_grace"`
 	KeepFinished time.Duration `yaml:"keep_finished"`
-	LogMaxEvents int           `yaml:"log_max_events"`
-	LogMaxBytes  int           `yaml:"log_max_bytes"`
+	// KeepFinishedBytes bounds the logs of the finished runs kept, together.
+	KeepFinishedBytes int `yaml:"keep_finished_bytes"`
+	LogMaxEvents      int `yaml:"log_max_events"`
+	LogMaxBytes       int `yaml:"log_max_bytes"`
 }
 
 // StoreConfig selects the conversation store.
@@ -146,7 +148,8 @@ func DefaultConfig() Config {
 			EnvDeny: []string{"DOCSTREAM_*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
 				"*COOKIE*", "*_AUTH", "*_AUTH_*", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS"},
 		},
-		Runs:   RunsConfig{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
+		Runs: RunsConfig{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, KeepFinishedBytes: 256 << 20,
+			LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
 		Store:  StoreConfig{Driver: "sqlite", Path: "./data/docstream.db"},
 		OpenAI: OpenAIConfig{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]ModelAlias{}},
 		Cloud:  CloudConfig{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
@@ -196,6 +199,8 @@ func (c *Config) Validate() error {
 		return errors.New("server.file_table_size must not be negative")
 	case c.Server.MaxConnections < 0:
 		return errors.New("server.max_connections must not be negative")
+	case c.Runs.KeepFinishedBytes < 0:
+		return errors.New("runs.keep_finished_bytes must not be negative")
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth

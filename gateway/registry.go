@@ -89,9 +89,16 @@ type Run struct {
 	conv     string
 	firstDoc bool
 	lastSave time.Time
-	final    *documents.ChatResponse
-	launch   func() // starts the run once (see Registry.Prepare)
-	observe  []func(documents.Event)
+	finished bool
+	// final is the finished response until the store holds it and no
+	// client is attached; then the store answers for it (see Response).
+	final   *documents.ChatResponse
+	saved   bool
+	launch  func() // starts the run once (see Registry.Prepare)
+	observe []func(documents.Event)
+	// keptBytes is the size of the log while the registry keeps the
+	// finished run, counted in its keep_finished_bytes; 0 otherwise.
+	keptBytes int
 }
 
 // Observe has fn called with every event of the run, on the run's
@@ -111,15 +118,53 @@ func (r *Run) ConversationID() string {
 	return r.conv
 }
 
-// Response returns the response so far (status "streaming" while running).
+// Response returns the response so far (status "streaming" while running),
+// or the finished response.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.final != nil {
-		return *r.final
+	if r.final != nil || !r.finished {
+		defer r.mu.Unlock()
+		if r.final != nil {
+			return *r.final
+		}
+		resp := r.builder.Response()
+		fillResponse(&resp, r.Spec)
+		return resp
 	}
-	resp := r.builder.Response()
-	fillResponse(&resp, r.Spec)
+	r.mu.Unlock()
+	return r.stored()
+}
+
+// Released reports whether the run is finished and only the store holds
+// its response.
+func (r *Run) Released() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished && r.final == nil
+}
+
+// release lets go of the finished response once the store holds it and no
+// client is attached: a finished run is kept for re-attaching clients,
+// which read its log, not its documents; r.mu is held.
+func (r *Run) release() {
+	if r.finished && r.saved && r.subs == 0 {
+		r.final = nil
+		r.builder = documents.Builder{}
+	}
+}
+
+// stored reads the finished response from the store.
+func (r *Run) stored() documents.ChatResponse {
+	var resp documents.ChatResponse
+	t, err := r.reg.store.Turn(context.Background(), r.ID)
+	if err == nil {
+		err = json.Unmarshal(t.Response, &resp)
+	}
+	if err != nil {
+		r.reg.log.Warn().Err(err).Str("response_id", r.ID).Msg("reading a finished response from the store")
+		resp = documents.ChatResponse{Status: documents.StatusError}
+		fillResponse(&resp, r.Spec)
+	}
 	return resp
 }
 
@@ -167,7 +212,11 @@ func (r *Run) Attach() (detach func()) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.subs--
-			if r.subs > 0 || r.final != nil {
+			if r.subs > 0 {
+				return
+			}
+			if r.finished {
+				r.release()
 				return
 			}
 			stop := &stopError{reason: documents.StopCancelled, msg: "the client disconnected and did not come back within the detach grace"}
@@ -197,15 +246,19 @@ type Registry struct {
 	metrics  *Metrics
 	log      zerolog.Logger
 
-	mu      sync.Mutex
-	runs    map[string]*Run
-	slots   chan struct{}
-	queued  atomic.Int64
-	spawn   *rate.Limiter
-	wg      sync.WaitGroup
-	baseCtx context.Context
-	stopAll context.CancelCauseFunc
-	closing atomic.Bool
+	mu   sync.Mutex
+	runs map[string]*Run
+	// kept are the finished runs held for re-attaching clients, in the
+	// order they finished, and keptBytes the size of their logs.
+	kept      []*Run
+	keptBytes int
+	slots     chan struct{}
+	queued    atomic.Int64
+	spawn     *rate.Limiter
+	wg        sync.WaitGroup
+	baseCtx   context.Context
+	stopAll   context.CancelCauseFunc
+	closing   atomic.Bool
 	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
 	maxLine int
 }
@@ -346,11 +399,48 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 	g.metrics.LinesSkipped.WithLabelValues("oversize").Add(float64(st.Oversize))
 	cancel := r.cancel
 	cancel(nil)
+	g.keep(r)
+}
+
+// keep holds a finished run for re-attaching clients for runs.keep_finished
+// while the logs of the finished runs it holds stay within
+// runs.keep_finished_bytes: past it, the runs that finished first are let
+// go early. Clients still attached to a run let go keep reading it; a
+// re-attach answers 204, and GET /v1/chat/{id} answers from the store.
+func (g *Registry) keep(r *Run) {
+	size := max(r.Log.Size(), 1)
+	g.mu.Lock()
+	r.keptBytes = size
+	g.keptBytes += size
+	g.kept = append(g.kept, r)
+	if limit := g.cfg.KeepFinishedBytes; limit > 0 {
+		for g.keptBytes > limit && len(g.kept) > 0 {
+			g.letGo(g.kept[0])
+		}
+	}
+	g.mu.Unlock()
 	time.AfterFunc(g.cfg.KeepFinished, func() {
 		g.mu.Lock()
-		delete(g.runs, r.ID)
+		g.letGo(r)
 		g.mu.Unlock()
 	})
+}
+
+// letGo stops holding a finished run; g.mu is held.
+func (g *Registry) letGo(r *Run) {
+	if r.keptBytes > 0 {
+		g.keptBytes -= r.keptBytes
+		r.keptBytes = 0
+		if g.runs[r.ID] == r {
+			delete(g.runs, r.ID)
+		}
+	}
+	n := 0
+	for n < len(g.kept) && g.kept[n].keptBytes == 0 {
+		g.kept[n] = nil
+		n++
+	}
+	g.kept = g.kept[n:]
 }
 
 // acquire waits for a run slot and the spawn rate. When it gives up it
@@ -455,7 +545,7 @@ func (r *Run) finish(d documents.Done) {
 	r.mu.Lock()
 	resp := r.builder.Response()
 	fillResponse(&resp, r.Spec)
-	r.final = &resp
+	r.final, r.finished = &resp, true
 	if r.grace != nil {
 		r.grace.Stop()
 	}
@@ -474,7 +564,11 @@ func (r *Run) finish(d documents.Done) {
 		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(max(d.Usage.CacheReadTokens, 0)))
 		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(max(d.Usage.CacheWriteTokens, 0)))
 	}
-	g.saveTurn(r, resp)
+	saved := g.saveTurn(r, resp)
+	r.mu.Lock()
+	r.saved = saved
+	r.release()
+	r.mu.Unlock()
 	close(r.done)
 	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
 		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
@@ -491,16 +585,18 @@ func (g *Registry) saveConversation(r *Run) {
 	}
 }
 
-func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) {
+// saveTurn stores the run's turn with resp and reports whether the store
+// took it.
+func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) (saved bool) {
 	if g.store == nil {
-		return
+		return false
 	}
 	// Through a pointer: the encoder copies a struct value passed as itself
 	// once more to address it.
 	b, err := json.Marshal(&resp, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		g.log.Warn().Err(err).Msg("encoding the response")
-		return
+		return false
 	}
 	conv := ""
 	if resp.ConversationID != nil {
@@ -510,7 +606,9 @@ func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) {
 		Created: r.started, Response: b}
 	if err := g.store.PutTurn(context.Background(), t); err != nil {
 		g.log.Warn().Err(err).Msg("saving the response")
+		return false
 	}
+	return true
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"
 
+	"github.com/docstream/docstream/documents"
 	"github.com/docstream/docstream/translate"
 )
 
@@ -59,5 +62,101 @@ func TestAdmitCountsARunOnce(t *testing.T) {
 	}
 	if err := start(); !errors.Is(err, errOverloaded) {
 		t.Fatalf("run 6: %v, want overloaded", err)
+	}
+}
+
+// textBackend writes its run's prompt as the answer and completes.
+type textBackend struct{}
+
+func (textBackend) Run(_ context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
+	seg.Snapshot(spec.Prompt)
+	seg.EndSegment()
+	seg.Complete(1)
+	return translate.End{}
+}
+
+// runToEnd starts a run of prompt and waits for its end, attached while it
+// runs; detach lets it go.
+func runToEnd(t *testing.T, g *Registry, prompt string) (r *Run, resp documents.ChatResponse, detach func()) {
+	t.Helper()
+	r, err := g.Prepare(&RunSpec{ResponseID: NewResponseID(), Backend: "cli", Mode: "agent", Model: "auto", Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detach = r.Attach()
+	r.Launch()
+	select {
+	case <-r.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	return r, r.Response(), detach
+}
+
+// TestFinishedRunReleasesResponse checks that a finished run stops holding
+// its response once the store has it and no client is attached, and still
+// answers with the same response, read from the store.
+func TestFinishedRunReleasesResponse(t *testing.T) {
+	for _, withStore := range []bool{true, false} {
+		var store Store
+		if withStore {
+			store = NewMemoryStore()
+		}
+		g := NewRegistry(RunsConfig{KeepFinished: time.Minute}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
+			map[string]Backend{"cli": textBackend{}}, store, NewMetrics(), zerolog.Nop())
+		r, before, detach := runToEnd(t, g, strings.Repeat("all work and no play ", 100))
+		if before.Status != documents.StatusCompleted || len(before.Documents) != 1 {
+			t.Fatalf("the run's response: %+v", before)
+		}
+		if r.Released() {
+			t.Fatalf("released while a client is attached")
+		}
+		detach()
+		if r.Released() != withStore {
+			t.Fatalf("with a store %v: released %v after the last client left", withStore, r.Released())
+		}
+		after := r.Response()
+		b1, _ := json.Marshal(before)
+		b2, _ := json.Marshal(after)
+		if string(b1) != string(b2) {
+			t.Errorf("with a store %v, the response changed once released:\n%s\n%s", withStore, b1, b2)
+		}
+	}
+}
+
+// TestFinishedRunsWithinBytes checks that the finished runs kept for
+// re-attaching hold no more than runs.keep_finished_bytes of logs together,
+// letting go of those that finished first, and that keep_finished lets go
+// of the rest.
+func TestFinishedRunsWithinBytes(t *testing.T) {
+	g := NewRegistry(RunsConfig{KeepFinished: 300 * time.Millisecond, KeepFinishedBytes: 6000}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
+		map[string]Backend{"cli": textBackend{}}, NewMemoryStore(), NewMetrics(), zerolog.Nop())
+	var runs []*Run
+	for range 5 {
+		r, _, detach := runToEnd(t, g, strings.Repeat("x", 2000))
+		detach()
+		runs = append(runs, r)
+		g.mu.Lock()
+		n := g.keptBytes
+		g.mu.Unlock()
+		if n > 6000 {
+			t.Fatalf("finished runs hold %d bytes of logs, more than 6000", n)
+		}
+	}
+	if g.Get(runs[0].ID) != nil || g.Get(runs[4].ID) == nil {
+		t.Errorf("the registry holds the first run %v and the last %v; want the last only", g.Get(runs[0].ID) != nil, g.Get(runs[4].ID) != nil)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g.mu.Lock()
+		n, k, m := g.keptBytes, len(g.kept), len(g.runs)
+		g.mu.Unlock()
+		if n == 0 && k == 0 && m == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after keep_finished: %d bytes, %d kept, %d runs", n, k, m)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

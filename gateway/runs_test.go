@@ -447,3 +447,42 @@ func TestRunsOpenAIResume(t *testing.T) {
 		t.Errorf("edited history: prompt %q argv %v", p, e2eArgv(startD))
 	}
 }
+
+// TestRunsKeptWithinBytes runs more than runs.keep_finished_bytes holds:
+// the runs that finished first are let go early, so a re-attach to the
+// first answers 204, while GET /v1/chat/{id} still answers its whole
+// response from the store and the last run can still be re-attached.
+func TestRunsKeptWithinBytes(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, "DOCSTREAM_RUNS_KEEP_FINISHED_BYTES=120000") // a long:20 log is about 84 KB
+	var ids []string
+	var folded []documents.ChatResponse
+	for range 3 {
+		resp, evs := s.chatStream(t, map[string]any{"prompt": "long:20"})
+		ids = append(ids, resp.Header.Get("X-Docstream-Response-Id"))
+		folded = append(folded, fold(t, evs))
+	}
+	// A run ends once its agent has exited, which can come a little after
+	// the stream's done.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := s.e2eDo(t, http.MethodGet, "/v1/chat/"+ids[0]+"/stream", nil)
+		readAll(t, resp)
+		if resp.StatusCode == http.StatusNoContent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("re-attach to the first run: %d, want 204 once later runs filled keep_finished_bytes", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, id := range ids {
+		if got := s.e2eGetChat(t, id); got.Status != documents.StatusCompleted || !e2eSameJSON(t, got, folded[i]) {
+			t.Errorf("GET run %d differs from its stream", i)
+		}
+	}
+	st := s.e2eReattach(t, ids[2], 0, false)
+	if last := fold(t, st.Rest()); !e2eSameJSON(t, last, folded[2]) {
+		t.Errorf("re-attach to the last run differs from its stream")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/docstream/docstream/documents"
 )
@@ -262,6 +263,13 @@ func (l *Log) Keeps(after int) bool {
 
 // keeps is Keeps for an id ≥ 0; l.mu is held.
 func (l *Log) keeps(after int) bool { return after+1 >= l.first }
+
+// Size returns the bytes the log holds: its events' data and their index.
+func (l *Log) Size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes + len(l.ents)*int(unsafe.Sizeof(entry{}))
+}
 
 // Last returns the id of the last event appended, 0 when there is none.
 func (l *Log) Last() int {
