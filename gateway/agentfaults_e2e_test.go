@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docstream/docstream/documents"
 )
 
 // scriptAgent writes an executable shell script that stands in for the
@@ -82,5 +84,53 @@ exit 0`)
 	// 0.5 s of linger, up to 2 s of kill grace and 2 s of draining.
 	if took > 15*time.Second {
 		t.Errorf("the run lasted %s; the writer outside the agent's group kept it open", took)
+	}
+}
+
+// TestRestartReapsEscapedTools kills the gateway while its agent runs a
+// tool in the agent's process group and another in a session of its own
+// (setsid). The agent dies on its next write to the closed pipe; the
+// tools live on. The restarted gateway used to look only for the agent's
+// group leader, which was gone, and left both running; it now ends every
+// process that carries its run's mark.
+func TestRestartReapsEscapedTools(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	agent := scriptAgent(t, `sleep 300 &
+setsid sleep 301 &
+echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-3","model":"auto"}'
+i=0
+while :; do
+  echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"t$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 1
+  i=$((i+1)); sleep 0.1
+done`)
+	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	s.e2eKillAgentsAtCleanup(t)
+	st := s.e2eOpen(t, map[string]any{"prompt": "hi", "workspace": "main"})
+	st.Until(documents.EventContentDelta)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.agentProcesses()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent and its two tools are not all running: %v", s.agentProcesses())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.kill()
+	st.Close()
+	// The agent's leader dies writing to the pipe nobody reads; its tools
+	// do not.
+	deadline = time.Now().Add(10 * time.Second)
+	for len(s.agentProcesses()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the crash: %d agent processes, want the 2 tools", len(s.agentProcesses()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.start(t)
+	s.waitNoAgents(t, 10*time.Second)
+	if !strings.Contains(s.Logs(), "ended agents left running by the last crash") {
+		t.Errorf("the restart did not say it ended the agents' tools")
 	}
 }

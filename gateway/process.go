@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -243,7 +246,8 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 	}
 	cmd := exec.Command(b.binary, b.Args(spec)...)
 	cmd.Dir = spec.Workspace
-	cmd.Env = b.env
+	mark := groupMark()
+	cmd.Env = append(b.env[:len(b.env):len(b.env)], mark)
 	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
 	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
 	cmd.Stdin = strings.NewReader("")
@@ -263,7 +267,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		stderr: stderrR, errBuf: make([]byte, 1<<10), tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, p.outputEnded)
-	b.recordGroup(p.pgid)
+	b.recordGroup(p.pgid, mark)
 	go p.drainStderr()
 	go p.wait()
 	p.watch()
@@ -488,12 +492,26 @@ func (t *tail) String() string {
 	return s
 }
 
-// recordGroup notes a running agent process group in pidDir.
-func (b *CLIBackend) recordGroup(pgid int) {
+// groupMarkName is the environment variable that marks an agent's
+// processes, and the tools they start, as those of one run: a restarted
+// gateway finds what a crash left running by it, wherever the processes
+// went (another process group, a new session) and whether or not the
+// agent's leader still runs.
+const groupMarkName = "AGENT_GATEWAY_GROUP"
+
+// groupMark returns a new mark: the environment entry of groupMarkName.
+func groupMark() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return groupMarkName + "=" + hex.EncodeToString(b)
+}
+
+// recordGroup notes a running agent process group and its mark in pidDir.
+func (b *CLIBackend) recordGroup(pgid int, mark string) {
 	if b.pidDir == "" {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(b.pidDir, strconv.Itoa(pgid)), []byte(b.binary), 0o600)
+	_ = os.WriteFile(filepath.Join(b.pidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark), 0o600)
 }
 
 // forgetGroup removes a finished agent process group from pidDir.
@@ -503,30 +521,54 @@ func (b *CLIBackend) forgetGroup(pgid int) {
 	}
 }
 
-// ReapOrphans ends the agent process groups a crashed gateway left behind:
-// those recorded in pidDir whose leader still runs the agent binary. It
-// returns how many it ended.
+// ReapOrphans ends what the agents of a crashed gateway left running: every
+// process that carries the mark of a run recorded in pidDir, and the
+// recorded process groups whose leader still runs the agent binary. It
+// returns how many runs had something left.
 func ReapOrphans(pidDir string) int {
 	ents, err := os.ReadDir(pidDir)
 	if err != nil {
 		return 0
 	}
-	n := 0
+	marks := map[string]int{} // mark → pgid
+	reaped := map[int]bool{}
 	for _, e := range ents {
 		name := filepath.Join(pidDir, e.Name())
 		pgid, err := strconv.Atoi(e.Name())
-		bin, rerr := os.ReadFile(name)
+		rec, rerr := os.ReadFile(name)
 		_ = os.Remove(name)
 		if err != nil || rerr != nil || pgid <= 1 {
 			continue
 		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
-		if err != nil || len(bin) == 0 || !strings.HasPrefix(string(cmdline), string(bin)) {
-			continue
+		bin, mark, _ := strings.Cut(string(rec), "\n")
+		if strings.HasPrefix(mark, groupMarkName+"=") {
+			marks[mark] = pgid
 		}
-		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
-			n++
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
+		if err == nil && bin != "" && strings.HasPrefix(string(cmdline), bin) && syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			reaped[pgid] = true
 		}
 	}
-	return n
+	if len(marks) > 0 {
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			pid, err := strconv.Atoi(p.Name())
+			if err != nil || pid <= 1 || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			if err != nil {
+				continue
+			}
+			for kv := range bytes.SplitSeq(env, []byte{0}) {
+				if pgid, ok := marks[string(kv)]; ok {
+					if syscall.Kill(pid, syscall.SIGKILL) == nil {
+						reaped[pgid] = true
+					}
+					break
+				}
+			}
+		}
+	}
+	return len(reaped)
 }
