@@ -203,8 +203,10 @@ func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
 // question and the chosen option's label.
 func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer) (string, error) {
 	var qs []documents.Question
+	known := false // the store holds the conversation: answers are checked
 	if s.store != nil {
 		if _, turns, err := s.store.Conversation(ctx, conv); err == nil {
+			known = true
 			for i := len(turns) - 1; i >= 0 && qs == nil; i-- {
 				var resp documents.ChatResponse
 				if json.Unmarshal(turns[i].Response, &resp) != nil {
@@ -220,6 +222,9 @@ func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer
 				}
 			}
 		}
+	}
+	if known && qs == nil {
+		return "", errBadRequest("unknown_answer", "this conversation has asked no question to answer")
 	}
 	var b strings.Builder
 	b.WriteString("Answers to your questions:\n")
@@ -452,6 +457,11 @@ func (s *Server) handleStream(c echo.Context) error {
 			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")
 		}
 		after = n
+		// No client can have seen an event the run has not sent: the id
+		// belongs to another run, or was made up.
+		if last := run.Log.Last(); after > last {
+			return errBadRequest("bad_last_event_id", "event %d is past this run's last event (%d)", after, last)
+		}
 	}
 	if !run.Log.Keeps(after) {
 		return errEventsDropped(run)

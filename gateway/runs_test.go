@@ -93,6 +93,19 @@ func TestRunsReattach(t *testing.T) {
 			return 1 + rnd.IntN(600)
 		})
 	})
+	t.Run("id past the last event", func(t *testing.T) {
+		t.Parallel()
+		resp, evs := s.chatStream(t, map[string]any{"prompt": "long:2"})
+		id := resp.Header.Get("X-Docstream-Response-Id")
+		last := evs[len(evs)-1].ID
+		if st := s.e2eReattach(t, id, len(evs), false); len(st.Rest()) != 0 {
+			t.Errorf("a re-attach after done (id %s) got events", last)
+		}
+		resp = s.e2eDo(t, http.MethodGet, "/v1/chat/"+id+"/stream", nil, "Last-Event-ID", fmt.Sprint(len(evs)+1))
+		if b := readAll(t, resp); resp.StatusCode != 400 || !strings.Contains(string(b), `"bad_last_event_id"`) {
+			t.Errorf("Last-Event-ID past the last event: %d %s, want 400 bad_last_event_id", resp.StatusCode, b)
+		}
+	})
 	t.Run("unknown id", func(t *testing.T) {
 		t.Parallel()
 		resp := s.e2eDo(t, http.MethodGet, "/v1/chat/chat_000000000000000000000000/stream", nil, "Last-Event-ID", "3")
@@ -484,5 +497,33 @@ func TestRunsKeptWithinBytes(t *testing.T) {
 	st := s.e2eReattach(t, ids[2], 0, false)
 	if last := fold(t, st.Rest()); !e2eSameJSON(t, last, folded[2]) {
 		t.Errorf("re-attach to the last run differs from its stream")
+	}
+}
+
+// TestRunsAnswers answers a clarification: a known option goes to the
+// agent as a follow-up naming the question and the option's label; an
+// unknown option, or any answer in a conversation that asked nothing, is a
+// 400 unknown_answer.
+func TestRunsAnswers(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t)
+	asked := s.chatJSON(t, map[string]any{"prompt": "ask"})
+	conv := *asked.ConversationID
+	answered := s.chatJSON(t, map[string]any{"conversationId": conv, "answers": []map[string]string{{"questionId": "q1", "optionId": "jwt"}}})
+	if answered.Status != documents.StatusCompleted {
+		t.Fatalf("the answered turn: %s", answered.Status)
+	}
+	starts := s.simStarts(t)
+	if p, _ := starts[len(starts)-1]["prompt"].(string); !strings.HasPrefix(p, "Answers to your questions:\n- ") || !strings.Contains(p, ": JSON Web Tokens") {
+		t.Errorf("the agent got %q", p)
+	}
+	e2eErrorBody(t, s.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"conversationId": conv,
+		"answers": []map[string]string{{"questionId": "q1", "optionId": "nope"}}}), 400)
+
+	plain := s.chatJSON(t, map[string]any{"prompt": "echo hi"})
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"conversationId": *plain.ConversationID,
+		"answers": []map[string]string{{"questionId": "q9", "optionId": "zz"}}})
+	if b := readAll(t, resp); resp.StatusCode != 400 || !strings.Contains(string(b), `"unknown_answer"`) {
+		t.Errorf("answers in a conversation that asked nothing: %d %s", resp.StatusCode, b)
 	}
 }
