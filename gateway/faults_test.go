@@ -299,9 +299,10 @@ func TestFaultMatrix(t *testing.T) {
 		// agents is how long agent processes may outlive the done event.
 		agents time.Duration
 	}
-	// cancelCase cancels the run at its first content_delta with body and
-	// checks that done follows within [minD, maxD] of the cancel.
-	cancelCase := func(name, body, grace string, minD, maxD time.Duration) tc {
+	// cancelCase cancels the run at its first content_delta with each of
+	// bodies, 300 ms apart, and checks that done follows within [minD, maxD]
+	// of the last cancel.
+	cancelCase := func(name, grace string, minD, maxD time.Duration, bodies ...string) tc {
 		var at time.Time
 		sent := false
 		return tc{name: name, prompt: "fault:ignore-term", env: []string{"DOCSTREAM_AGENT_KILL_GRACE=" + grace}, agents: 2 * time.Second,
@@ -309,11 +310,17 @@ func TestFaultMatrix(t *testing.T) {
 				if sent || ev.Name != documents.EventContentDelta {
 					return
 				}
-				sent, at = true, time.Now()
-				resp := h.request(t, http.MethodPost, "/v1/chat/"+id+"/cancel", body)
-				b := h.body(t, resp)
-				if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
-					t.Errorf("cancel: status %d: %s", resp.StatusCode, b)
+				sent = true
+				for i, body := range bodies {
+					if i > 0 {
+						time.Sleep(300 * time.Millisecond)
+					}
+					at = time.Now()
+					resp := h.request(t, http.MethodPost, "/v1/chat/"+id+"/cancel", body)
+					b := h.body(t, resp)
+					if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+						t.Errorf("cancel %s: status %d: %s", body, resp.StatusCode, b)
+					}
 				}
 			},
 			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
@@ -453,9 +460,10 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			}},
 		// SIGTERM is ignored: the group is killed after the grace.
-		cancelCase("ignore-term+cancel", "", "3s", 2900*time.Millisecond, 8*time.Second),
-		// KILL skips the grace.
-		cancelCase("ignore-term+cancel-kill", `{"signal":"KILL"}`, "3s", 0, 2500*time.Millisecond),
+		cancelCase("ignore-term+cancel", "3s", 2900*time.Millisecond, 8*time.Second, ""),
+		// KILL skips the grace, also after a SIGTERM cancel.
+		cancelCase("ignore-term+cancel-kill", "3s", 0, 2500*time.Millisecond, `{"signal":"KILL"}`),
+		cancelCase("ignore-term+cancel-then-kill", "20s", 0, 2500*time.Millisecond, "", `{"signal":"KILL"}`),
 		{name: "no-result", prompt: "fault:no-result", check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 			hdExpectErrorDoc(t, cr, documents.CodeNoResult, documents.StopAgentExit)
 		}},

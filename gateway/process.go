@@ -214,6 +214,8 @@ type agentProc struct {
 	errBuf []byte // stderr is read into it, on the heap so that its reader keeps the smallest stack
 	tail   *tail
 	done   func(translate.End)
+	// killNow ends the SIGTERM grace early (RunSpec.Kill); nil waits it out.
+	killNow <-chan struct{}
 
 	stderrDone chan struct{}
 	exited     chan struct{}
@@ -263,7 +265,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
-	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid,
+	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid, killNow: spec.Kill,
 		stderr: stderrR, errBuf: make([]byte, 1<<10), tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, p.outputEnded)
@@ -381,6 +383,7 @@ func (p *agentProc) kill(kill bool) {
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
+	case <-p.killNow:
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	select {

@@ -40,6 +40,9 @@ type RunSpec struct {
 	// already read: streams then flush once per burst instead of once per
 	// event.
 	Hold Holder
+	// Kill, set by the registry, is closed when the run is to be killed at
+	// once, also when it is already being stopped with SIGTERM.
+	Kill <-chan struct{}
 }
 
 // Holder is told whether more output is on its way at once; a run's log is
@@ -95,6 +98,8 @@ type Run struct {
 	final   *documents.ChatResponse
 	saved   bool
 	launch  func() // starts the run once (see Registry.Prepare)
+	kill    chan struct{}
+	killed  sync.Once
 	observe []func(documents.Event)
 	// keptBytes is the size of the log while the registry keeps the
 	// finished run, counted in its keep_finished_bytes; 0 otherwise.
@@ -191,7 +196,14 @@ func fillResponse(resp *documents.ChatResponse, spec *RunSpec) {
 // done follow. kill skips the SIGTERM grace.
 func (r *Run) Cancel(kill bool) {
 	r.cancel(&stopError{reason: documents.StopCancelled, msg: "the run was cancelled", kill: kill})
+	if kill {
+		r.Kill()
+	}
 }
+
+// Kill has the run's agent killed without the SIGTERM grace, also when a
+// cancel already sent SIGTERM.
+func (r *Run) Kill() { r.killed.Do(func() { close(r.kill) }) }
 
 // Attach registers a subscriber; the returned function detaches it. When the
 // last subscriber leaves a running run, the run is cancelled after the
@@ -341,8 +353,8 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
-	spec.Hold = r.Log
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID, kill: make(chan struct{})}
+	spec.Hold, spec.Kill = r.Log, r.kill
 	g.mu.Lock()
 	g.runs[r.ID] = r
 	g.mu.Unlock()
@@ -630,6 +642,11 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	// The drain is over: agents are killed without the grace that SIGTERM
 	// would take, so that streams end now.
 	g.stopAll(&stopError{reason: documents.StopShutdown, msg: "the gateway is shutting down", kill: true})
+	g.mu.Lock()
+	for _, r := range g.runs {
+		r.Kill() // also those a client had cancelled with SIGTERM
+	}
+	g.mu.Unlock()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
