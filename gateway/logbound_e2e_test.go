@@ -184,6 +184,7 @@ func TestLogBoundsSlowWebSocket(t *testing.T) {
 	c := &wsClient{t: t, conn: conn, ctx: ctx}
 	c.send(map[string]any{"type": "chat", "prompt": "bench:100000"})
 	s.waitRuns(t, 1)
+	c.accepted()
 	for n := 1; ; n++ {
 		m := c.read()
 		if m.Type == "error" {

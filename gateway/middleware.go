@@ -144,14 +144,28 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			id = "key:" + kid
 		}
-		if ok, wait := s.auth.allow(id); !ok {
-			s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
-			secs := int(wait.Seconds()) + 1
-			return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-				Message: "too many requests; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+		if err := s.rateLimit(id); err != nil {
+			return err
 		}
+		c.Set(clientKey, id)
 		return next(c)
 	}
+}
+
+// clientKey is the echo context key of the client identity requireAuth
+// found: its key's digest prefix, or its address.
+const clientKey = "docstream.client"
+
+// rateLimit takes one request from the client's rate limit, or answers
+// why not.
+func (s *Server) rateLimit(id string) *HTTPError {
+	if ok, wait := s.auth.allow(id); !ok {
+		s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
+		secs := int(wait.Seconds()) + 1
+		return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+			Message: "too many requests; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+	}
+	return nil
 }
 
 // allowedHeader reports whether a browser may send the header.

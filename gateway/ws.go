@@ -3,8 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
-
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +27,21 @@ type wsMessage struct {
 // handleWS serves GET /v1/chat/ws: the document stream over a WebSocket.
 // The client sends {"type":"chat", …the /v1/chat body…} or
 // {"type":"cancel"}; several turns may follow one another on one socket.
+// Each chat is answered at once with {"type":"accepted","data":{"id",
+// "conversationId"}}, then the run's events follow. Every chat after the
+// first is taken from the client's rate limit, as a request would be, and
+// the server pings the client every heartbeat interval.
 func (s *Server) handleWS(c echo.Context) error {
+	if err := checkUpgrade(c.Request()); err != nil {
+		if err.Status == http.StatusUpgradeRequired {
+			c.Response().Header().Set("Upgrade", "websocket")
+		}
+		if err.Code == "bad_websocket_version" {
+			c.Response().Header().Set("Sec-WebSocket-Version", "13")
+		}
+		return err
+	}
+	client, _ := c.Get(clientKey).(string)
 	opts := &websocket.AcceptOptions{}
 	for _, o := range s.cfg.Server.CORSOrigins {
 		if o == "*" {
@@ -42,7 +56,12 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(s.cfg.Server.MaxBodyBytes)
-	ctx := c.Request().Context()
+	ctx, stop := context.WithCancel(c.Request().Context())
+	defer stop()
+	if hb := s.cfg.Server.Heartbeat; hb > 0 {
+		go s.pingWS(ctx, conn, hb)
+	}
+	chats := 0
 	var mu sync.Mutex
 	var current *Run
 	send := func(m wsMessage) error {
@@ -86,6 +105,14 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				continue
 			}
+			if chats++; chats > 1 && client != "" {
+				if he := s.rateLimit(client); he != nil {
+					if sendErr(he) != nil {
+						return nil
+					}
+					continue
+				}
+			}
 			body := removeMember(msg, "type")
 			var req ChatRequest
 			if err := decodeStrict(body, &req, chatFields); err != nil {
@@ -109,6 +136,14 @@ func (s *Server) handleWS(c echo.Context) error {
 			mu.Lock()
 			current = run
 			mu.Unlock()
+			var conv *string
+			if spec.ConversationID != "" {
+				conv = &spec.ConversationID
+			}
+			accepted, _ := json.Marshal(map[string]any{"id": run.ID, "conversationId": conv})
+			if send(wsMessage{Type: "accepted", Data: accepted}) != nil {
+				return nil
+			}
 			go func() {
 				// The turn is over once done goes out: the client may send
 				// the next chat before this goroutine returns.
@@ -155,6 +190,59 @@ func (s *Server) handleWS(c echo.Context) error {
 			if sendErr(errBadRequest("bad_type", "type must be chat or cancel")) != nil {
 				return nil
 			}
+		}
+	}
+}
+
+// checkUpgrade answers, in the gateway's error shape, a request that is
+// not a WebSocket handshake the server can accept.
+func checkUpgrade(r *http.Request) *HTTPError {
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		return &HTTPError{Status: http.StatusUpgradeRequired, Code: "upgrade_required",
+			Message: "this route speaks WebSocket: send Connection: Upgrade and Upgrade: websocket"}
+	}
+	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		return &HTTPError{Status: http.StatusBadRequest, Code: "bad_websocket_version", Message: "Sec-WebSocket-Version must be 13"}
+	}
+	if r.Header.Get("Sec-WebSocket-Key") == "" {
+		return &HTTPError{Status: http.StatusBadRequest, Code: "bad_websocket_key", Message: "the WebSocket handshake needs Sec-WebSocket-Key"}
+	}
+	return nil
+}
+
+// headerHasToken reports whether a comma-separated header holds token,
+// in any case.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pingWS pings the client every interval until ctx ends, so that proxies
+// see traffic while a run is quiet; a client that does not answer within
+// the write timeout is disconnected.
+func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.Server.WriteTimeout)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				conn.CloseNow()
+			}
+			return
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,9 +85,11 @@ func (c *wsClient) read() wsMsg {
 	return m
 }
 
-// turn reads one turn's events up to and including done.
+// turn reads one turn's accepted message, which names the run, then its
+// events up to and including done.
 func (c *wsClient) turn() []wsMsg {
 	c.t.Helper()
+	c.accepted()
 	var out []wsMsg
 	for {
 		m := c.read()
@@ -96,6 +101,19 @@ func (c *wsClient) turn() []wsMsg {
 			return out
 		}
 	}
+}
+
+// accepted reads the message that answers a chat and returns the run id.
+func (c *wsClient) accepted() string {
+	c.t.Helper()
+	m := c.read()
+	var a struct {
+		ID string `json:"id"`
+	}
+	if m.Type != "accepted" || m.ID != 0 || json.Unmarshal(m.Data, &a) != nil || !strings.HasPrefix(a.ID, "chat_") {
+		c.t.Fatalf("the answer to a chat: %s %d %s, want accepted with the run id", m.Type, m.ID, m.Data)
+	}
+	return a.ID
 }
 
 // wsFold checks the turn's ids and order and folds it into a response.
@@ -218,6 +236,7 @@ func TestWSCancel(t *testing.T) {
 
 	c := s.dialWS(t, "Authorization", "Bearer k1")
 	c.send(map[string]any{"type": "chat", "prompt": "long:400"})
+	id := c.accepted()
 	var msgs []wsMsg
 	for {
 		m := c.read()
@@ -255,6 +274,9 @@ func TestWSCancel(t *testing.T) {
 		t.Errorf("done came %v after the cancel", d)
 	}
 	r := wsFold(t, msgs)
+	if r.ID != id {
+		t.Errorf("the run is %s; accepted said %s", r.ID, id)
+	}
 	if r.Status != documents.StatusError || r.Metadata.StopReason != "cancelled" {
 		t.Errorf("status %s stopReason %q, want error cancelled", r.Status, r.Metadata.StopReason)
 	}
@@ -274,4 +296,79 @@ func TestWSCancel(t *testing.T) {
 	if r := wsFold(t, c.turn()); r.Status != documents.StatusCompleted {
 		t.Errorf("turn after the cancel: %s", r.Status)
 	}
+}
+
+// TestWSLimitsAndKeepalive checks what the socket shares with HTTP and
+// what it adds: every chat after the first is taken from the key's rate
+// limit (the socket used to run any number), a request that is not a
+// handshake is answered in the gateway's JSON error shape, and the server
+// pings the client every heartbeat interval.
+func TestWSLimitsAndKeepalive(t *testing.T) {
+	t.Parallel()
+	t.Run("rate limit", func(t *testing.T) {
+		t.Parallel()
+		s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=k1", "DOCSTREAM_AUTH_RATE_PER_MINUTE=6", "DOCSTREAM_AUTH_BURST=3")
+		// The handshake takes one of the 3 and covers the first chat.
+		c := s.dialWS(t, "Authorization", "Bearer k1")
+		for i := range 3 {
+			c.send(map[string]any{"type": "chat", "prompt": "echo " + fmt.Sprint(i)})
+			if r := wsFold(t, c.turn()); r.Status != documents.StatusCompleted {
+				t.Fatalf("turn %d: %s", i, r.Status)
+			}
+		}
+		c.send(map[string]any{"type": "chat", "prompt": "echo over the limit"})
+		if code, status := wsError(t, c.read()); code != "rate_limited" || status != http.StatusTooManyRequests {
+			t.Errorf("a chat over the rate limit: %s %d, want rate_limited 429", code, status)
+		}
+		resp := s.post(t, "/v1/chat", map[string]any{"prompt": "echo"}, "Authorization", "Bearer k1")
+		if readAll(t, resp); resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("an HTTP request after the socket used the limit: %d, want 429", resp.StatusCode)
+		}
+	})
+	s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=k1", "DOCSTREAM_SERVER_HEARTBEAT=200ms")
+	t.Run("not a handshake", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			headers []string
+			status  int
+			code    string
+		}{
+			{nil, http.StatusUpgradeRequired, "upgrade_required"},
+			{[]string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "8", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, 400, "bad_websocket_version"},
+			{[]string{"Connection", "keep-alive, Upgrade", "Upgrade", "WebSocket", "Sec-WebSocket-Version", "13"}, 400, "bad_websocket_key"},
+		} {
+			resp := s.e2eDo(t, http.MethodGet, "/v1/chat/ws", nil, append([]string{"Authorization", "Bearer k1"}, tc.headers...)...)
+			b := readAll(t, resp)
+			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"`+tc.code+`"`) {
+				t.Errorf("%v: %d %s %s, want %d %s", tc.headers, resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.status, tc.code)
+			}
+		}
+	})
+	t.Run("ping", func(t *testing.T) {
+		t.Parallel()
+		conn, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /v1/chat/ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+			"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("handshake: %v %v", resp, err)
+		}
+		start := time.Now()
+		head := make([]byte, 2)
+		if _, err := io.ReadFull(br, head); err != nil {
+			t.Fatalf("no frame from an idle socket: %v", err)
+		}
+		if op := head[0] & 0x0f; op != 0x9 {
+			t.Errorf("the first frame on an idle socket has opcode %#x, want a ping", op)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the first ping came after %s; the heartbeat is 200ms", d)
+		}
+	})
 }
