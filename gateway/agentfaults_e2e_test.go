@@ -134,3 +134,33 @@ done`)
 		t.Errorf("the restart did not say it ended the agents' tools")
 	}
 }
+
+// TestCrashKeepsOpenDocument kills the gateway while one text document has
+// been streaming for longer than a snapshot interval. The response used to
+// be saved only as documents ended, so the restarted gateway had only the
+// INTERRUPTED error; now it keeps the text streamed up to the last save.
+func TestCrashKeepsOpenDocument(t *testing.T) {
+	t.Parallel()
+	agent := scriptAgent(t, `echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-4","model":"auto"}'
+i=0
+while :; do
+  echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"w$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 1
+  i=$((i+1)); sleep 0.05
+done`)
+	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	s.e2eKillAgentsAtCleanup(t)
+	st := s.e2eOpen(t, map[string]any{"prompt": "hi", "workspace": "main"})
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	start := time.Now()
+	for time.Since(start) < 6500*time.Millisecond {
+		st.Until(documents.EventContentDelta)
+	}
+	s.kill()
+	st.Close()
+	s.start(t)
+	cr := s.e2eGetChat(t, id)
+	e2eCheckInterrupted(t, id, cr)
+	if len(cr.Documents) < 2 || cr.Documents[0].Type != documents.TypeText || !strings.HasPrefix(str(cr.Documents[0].Content), "w0 w1 w2") {
+		t.Errorf("the text streamed before the crash is lost: %+v", cr.Documents)
+	}
+}

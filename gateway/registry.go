@@ -264,6 +264,8 @@ type Registry struct {
 	// order they finished, and keptBytes the size of their logs.
 	kept      []*Run
 	keptBytes int
+	// turns are the running turns of CLI conversations, by conversation id.
+	turns map[string]*Run
 	slots     chan struct{}
 	queued    atomic.Int64
 	spawn     *rate.Limiter
@@ -290,7 +292,7 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 	}
 	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
 	return &Registry{cfg: cfg, limits: limits, backends: backends, store: store, metrics: m, log: log,
-		runs: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
+		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
 }
 
@@ -347,6 +349,20 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 		g.mu.Unlock()
 		return nil, err
 	}
+	// Two agents resuming one session at once would both write to it.
+	conv := turnKey(spec)
+	if running, busy := g.turns[conv]; conv != "" && busy {
+		g.mu.Unlock()
+		which := ""
+		if running != nil {
+			which = " (" + running.ID + ")"
+		}
+		return nil, &HTTPError{Status: http.StatusConflict, Code: "conversation_busy",
+			Message: "a turn of this conversation is still running" + which + ": send the next one after its done, or cancel it"}
+	}
+	if conv != "" {
+		g.turns[conv] = nil // taken; the run follows below
+	}
 	g.queued.Add(1)
 	g.metrics.QueueLength.Inc()
 	g.wg.Add(1)
@@ -357,9 +373,33 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	spec.Hold, spec.Kill = r.Log, r.kill
 	g.mu.Lock()
 	g.runs[r.ID] = r
+	if conv != "" {
+		g.turns[conv] = r
+	}
 	g.mu.Unlock()
 	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
 	return r, nil
+}
+
+// endTurn lets the next turn of the run's conversation start.
+func (g *Registry) endTurn(r *Run) {
+	if conv := turnKey(r.Spec); conv != "" {
+		g.mu.Lock()
+		if g.turns[conv] == r {
+			delete(g.turns, conv)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// turnKey is the conversation a run resumes, when only one turn of it may
+// run at a time: a CLI agent session. A cloud agent takes follow-ups while
+// it runs.
+func turnKey(spec *RunSpec) string {
+	if spec.Backend != "cli" {
+		return ""
+	}
+	return spec.ConversationID
 }
 
 // Launch starts a prepared run; later calls do nothing.
@@ -510,6 +550,10 @@ func (g *Registry) awaitSpawn(ctx context.Context) (translate.End, bool) {
 	return translate.End{}, true
 }
 
+// openSnapshotEvery is how often a run's response is saved while a
+// document stays open.
+const openSnapshotEvery = 5 * time.Second
+
 // emit takes the run's document events, in order, from its one driver.
 func (r *Run) emit(ev documents.Event) {
 	g := r.reg
@@ -533,6 +577,13 @@ func (r *Run) emit(ev documents.Event) {
 			r.lastSave = time.Now()
 			saveSnapshot = true
 		}
+	case documents.ContentDelta:
+		// A long document is saved while it grows too, so that a crash
+		// keeps what was streamed of it.
+		if now := time.Now(); now.Sub(r.lastSave) > openSnapshotEvery && now.Sub(r.started) > openSnapshotEvery {
+			r.lastSave = now
+			saveSnapshot = true
+		}
 	}
 	r.mu.Unlock()
 	if saveConv {
@@ -541,6 +592,11 @@ func (r *Run) emit(ev documents.Event) {
 	}
 	if saveSnapshot {
 		g.saveTurn(r, r.Response())
+	}
+	if _, ok := ev.(documents.Done); ok {
+		// Before done goes out: a client may send the next turn the moment
+		// it reads it.
+		g.endTurn(r)
 	}
 	r.Log.Append(ev)
 	for _, fn := range r.observe {

@@ -527,3 +527,26 @@ func TestRunsAnswers(t *testing.T) {
 		t.Errorf("answers in a conversation that asked nothing: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestRunsOneTurnAtATime sends a turn of a conversation while the previous
+// one still runs: two agents would resume the same session at once, so it
+// is a 409 conversation_busy naming the running turn, and the next turn
+// runs once that one is over.
+func TestRunsOneTurnAtATime(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t)
+	first := s.chatJSON(t, map[string]any{"prompt": "echo one"})
+	conv := *first.ConversationID
+	st := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid two", "conversationId": conv})
+	running := st.Resp.Header.Get("X-Docstream-Response-Id")
+	st.Until(documents.EventContentDelta)
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo three", "conversationId": conv})
+	if b := readAll(t, resp); resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), `"conversation_busy"`) || !strings.Contains(string(b), running) {
+		t.Fatalf("a turn while another runs: %d %s, want 409 conversation_busy naming %s", resp.StatusCode, b, running)
+	}
+	readAll(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+running+"/cancel", map[string]any{"signal": "KILL"}))
+	st.Rest()
+	if next := s.chatJSON(t, map[string]any{"prompt": "echo three", "conversationId": conv}); next.Status != documents.StatusCompleted {
+		t.Errorf("the turn after: %s", next.Status)
+	}
+}
