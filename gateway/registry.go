@@ -265,14 +265,14 @@ type Registry struct {
 	kept      []*Run
 	keptBytes int
 	// turns are the running turns of CLI conversations, by conversation id.
-	turns map[string]*Run
-	slots     chan struct{}
-	queued    atomic.Int64
-	spawn     *rate.Limiter
-	wg        sync.WaitGroup
-	baseCtx   context.Context
-	stopAll   context.CancelCauseFunc
-	closing   atomic.Bool
+	turns   map[string]*Run
+	slots   chan struct{}
+	queued  atomic.Int64
+	spawn   *rate.Limiter
+	wg      sync.WaitGroup
+	baseCtx context.Context
+	stopAll context.CancelCauseFunc
+	closing atomic.Bool
 	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
 	maxLine int
 }
