@@ -11,6 +11,16 @@ import (
 	"github.com/docstream/docstream/documents"
 )
 
+// deltaLoop is shell that writes, every interval (a sleep(1) argument), an
+// assistant delta "<word><n> " for n = 0, 1, …, until a write fails.
+func deltaLoop(word, interval string) string {
+	return `i=0
+while :; do
+  echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"` + word + `$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 1
+  i=$((i+1)); sleep ` + interval + `
+done`
+}
+
 // scriptAgent writes an executable shell script that stands in for the
 // agent and returns its path. The script gets the agent's command line
 // and ignores it.
@@ -101,11 +111,7 @@ func TestRestartReapsEscapedTools(t *testing.T) {
 	agent := scriptAgent(t, `sleep 300 &
 setsid sleep 301 &
 echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-3","model":"auto"}'
-i=0
-while :; do
-  echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"t$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 1
-  i=$((i+1)); sleep 0.1
-done`)
+`+deltaLoop("t", "0.1"))
 	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
 	s.e2eKillAgentsAtCleanup(t)
 	st := s.e2eOpen(t, map[string]any{"prompt": "hi", "workspace": "main"})
@@ -142,11 +148,7 @@ done`)
 func TestCrashKeepsOpenDocument(t *testing.T) {
 	t.Parallel()
 	agent := scriptAgent(t, `echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-4","model":"auto"}'
-i=0
-while :; do
-  echo "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"w$i \"}]},\"timestamp_ms\":$((i+1))}" || exit 1
-  i=$((i+1)); sleep 0.05
-done`)
+`+deltaLoop("w", "0.05"))
 	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
 	s.e2eKillAgentsAtCleanup(t)
 	st := s.e2eOpen(t, map[string]any{"prompt": "hi", "workspace": "main"})
