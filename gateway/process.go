@@ -214,8 +214,8 @@ type agentProc struct {
 	errBuf []byte // stderr is read into it, on the heap so that its reader keeps the smallest stack
 	tail   *tail
 	done   func(translate.End)
-	// killNow ends the SIGTERM grace early (RunSpec.Kill); nil waits it out.
-	killNow <-chan struct{}
+	// killer ends the SIGTERM grace early (RunSpec.Kill); nil waits it out.
+	killer Killer
 
 	stderrDone chan struct{}
 	exited     chan struct{}
@@ -265,7 +265,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
-	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid, killNow: spec.Kill,
+	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid, killer: spec.Kill,
 		stderr: stderrR, errBuf: make([]byte, 1<<10), tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, p.outputEnded)
@@ -380,10 +380,14 @@ func (p *agentProc) kill(kill bool) {
 		sig = syscall.SIGKILL
 	}
 	_ = syscall.Kill(-p.pgid, sig)
+	var killNow <-chan struct{}
+	if p.killer != nil {
+		killNow = p.killer.KillNow()
+	}
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
-	case <-p.killNow:
+	case <-killNow:
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	select {

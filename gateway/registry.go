@@ -40,10 +40,13 @@ type RunSpec struct {
 	// already read: streams then flush once per burst instead of once per
 	// event.
 	Hold Holder
-	// Kill, set by the registry, is closed when the run is to be killed at
-	// once, also when it is already being stopped with SIGTERM.
-	Kill <-chan struct{}
+	// Kill, set by the registry, says when the run is to be killed at once,
+	// also when it is already being stopped with SIGTERM.
+	Kill Killer
 }
+
+// Killer gives a channel that is closed when a run is to be killed at once.
+type Killer interface{ KillNow() <-chan struct{} }
 
 // Holder is told whether more output is on its way at once; a run's log is
 // one.
@@ -97,9 +100,9 @@ type Run struct {
 	// client is attached; then the store answers for it (see Response).
 	final   *documents.ChatResponse
 	saved   bool
-	launch  func() // starts the run once (see Registry.Prepare)
-	kill    chan struct{}
-	killed  sync.Once
+	launch  func()        // starts the run once (see Registry.Prepare)
+	kill    chan struct{} // made when first asked for (see KillNow)
+	killed  bool
 	observe []func(documents.Event)
 	// keptBytes is the size of the log while the registry keeps the
 	// finished run, counted in its keep_finished_bytes; 0 otherwise.
@@ -203,7 +206,29 @@ func (r *Run) Cancel(kill bool) {
 
 // Kill has the run's agent killed without the SIGTERM grace, also when a
 // cancel already sent SIGTERM.
-func (r *Run) Kill() { r.killed.Do(func() { close(r.kill) }) }
+func (r *Run) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.killed {
+		r.killed = true
+		if r.kill != nil {
+			close(r.kill)
+		}
+	}
+}
+
+// KillNow returns a channel that is closed once Kill is called.
+func (r *Run) KillNow() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kill == nil {
+		r.kill = make(chan struct{})
+		if r.killed {
+			close(r.kill)
+		}
+	}
+	return r.kill
+}
 
 // Attach registers a subscriber; the returned function detaches it. When the
 // last subscriber leaves a running run, the run is cancelled after the
@@ -369,8 +394,8 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: sse.NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID, kill: make(chan struct{})}
-	spec.Hold, spec.Kill = r.Log, r.kill
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+	spec.Hold, spec.Kill = r.Log, r
 	g.mu.Lock()
 	g.runs[r.ID] = r
 	if conv != "" {
