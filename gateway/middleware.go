@@ -147,14 +147,19 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := s.rateLimit(id); err != nil {
 			return err
 		}
-		c.Set(clientKey, id)
 		return next(c)
 	}
 }
 
-// clientKey is the echo context key of the client identity requireAuth
-// found: its key's digest prefix, or its address.
-const clientKey = "docstream.client"
+// clientOf returns the identity requireAuth gave a request it let through:
+// its key's digest prefix, or its address while auth is off.
+func (s *Server) clientOf(c echo.Context) string {
+	if s.auth.enabled() {
+		kid, _ := s.auth.check(presentedKey(c.Request()))
+		return "key:" + kid
+	}
+	return "ip:" + c.RealIP()
+}
 
 // rateLimit takes one request from the client's rate limit, or answers
 // why not.

@@ -41,7 +41,7 @@ func (s *Server) handleWS(c echo.Context) error {
 		}
 		return err
 	}
-	client, _ := c.Get(clientKey).(string)
+	client := s.clientOf(c)
 	opts := &websocket.AcceptOptions{}
 	for _, o := range s.cfg.Server.CORSOrigins {
 		if o == "*" {
@@ -105,7 +105,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				continue
 			}
-			if chats++; chats > 1 && client != "" {
+			if chats++; chats > 1 {
 				if he := s.rateLimit(client); he != nil {
 					if sendErr(he) != nil {
 						return nil
