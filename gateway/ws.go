@@ -88,7 +88,9 @@ func (s *Server) handleWS(c echo.Context) error {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(msg, &head) != nil {
-			if sendErr(errBadRequest("bad_json", "send a JSON object with a type")) != nil {
+			he := errBadRequest("bad_json", "send a JSON object with a type")
+			s.reject(he)
+			if sendErr(he) != nil {
 				return nil
 			}
 			continue
@@ -116,6 +118,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			body := removeMember(msg, "type")
 			var req ChatRequest
 			if err := decodeStrict(body, &req, chatFields); err != nil {
+				s.reject(err)
 				if sendErr(asHTTPError(err)) != nil {
 					return nil
 				}
@@ -123,7 +126,9 @@ func (s *Server) handleWS(c echo.Context) error {
 			}
 			spec, err := s.chatSpec(ctx, &req)
 			var run *Run
-			if err == nil {
+			if err != nil {
+				s.reject(err)
+			} else {
 				run, err = s.prepare(spec)
 			}
 			if err != nil {
@@ -187,7 +192,9 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 			}()
 		default:
-			if sendErr(errBadRequest("bad_type", "type must be chat or cancel")) != nil {
+			he := errBadRequest("bad_type", "type must be chat or cancel")
+			s.reject(he)
+			if sendErr(he) != nil {
 				return nil
 			}
 		}

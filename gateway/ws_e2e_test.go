@@ -217,6 +217,10 @@ func TestWSBadMessages(t *testing.T) {
 	if r := wsFold(t, c.turn()); r.Status != documents.StatusCompleted {
 		t.Errorf("status %s after bad messages", r.Status)
 	}
+	// Each refused message counts as a request refused for bad input.
+	if n := s.e2eMetrics(t)[`docstream_rejected_requests_total{reason="bad_request"}`]; n != 5 {
+		t.Errorf("docstream_rejected_requests_total{reason=\"bad_request\"} is %v after 5 bad messages", n)
+	}
 }
 
 // TestWSCancel cancels a long run at realistic pace from the socket.
