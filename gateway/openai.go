@@ -159,7 +159,10 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	history := req.Messages[:idx]
 	conv := req.ConversationID
 	if conv == "" && hasAssistant(history) && s.store != nil {
-		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil {
+		// A frontend that sends the same history twice at once (a reply and
+		// a title, say) gets the second in a session of its own: one
+		// session takes one turn at a time.
+		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil && !s.reg.TurnRunning(id) {
 			conv = id
 		}
 	}

@@ -406,6 +406,14 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	return r, nil
 }
 
+// TurnRunning reports whether a turn of the CLI conversation runs now.
+func (g *Registry) TurnRunning(conv string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, busy := g.turns[conv]
+	return busy
+}
+
 // endTurn lets the next turn of the run's conversation start.
 func (g *Registry) endTurn(r *Run) {
 	if conv := turnKey(r.Spec); conv != "" {

@@ -459,6 +459,36 @@ func TestRunsOpenAIResume(t *testing.T) {
 	if e2eResume(e2eArgv(startD)) != "" || p == d || !strings.HasSuffix(p, d) || !strings.Contains(p, a) || !strings.Contains(p, "(edited)") {
 		t.Errorf("edited history: prompt %q argv %v", p, e2eArgv(startD))
 	}
+
+	// The same history sent while a turn of its session still runs (a
+	// reply and a title asked for at once) goes to a session of its own,
+	// with the history folded in: one session takes one turn at a time.
+	h := e2eMarker("fault:hang-mid h")
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto", "stream": true,
+		"messages": []map[string]any{user(a), assistant(replyA), user(h)}})
+	defer resp.Body.Close()
+	hid := resp.Header.Get("X-Docstream-Response-Id")
+	for br := bufio.NewReader(resp.Body); ; { // until the agent writes
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the hanging turn ended: %v", err)
+		}
+		if strings.Contains(line, `"content":"`) && !strings.Contains(line, `"content":""`) {
+			break
+		}
+	}
+	if startH := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, h) }); e2eResume(e2eArgv(startH)) != *conv {
+		t.Errorf("the hanging turn does not resume %s: %v", *conv, e2eArgv(startH))
+	}
+	f := e2eMarker("echo F")
+	if reply, _ := s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(f)}, false); reply == "" {
+		t.Errorf("no answer while the session was busy")
+	}
+	startF := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, f) })
+	if p := startF["prompt"].(string); e2eResume(e2eArgv(startF)) != "" || !strings.HasSuffix(p, f) || !strings.Contains(p, a) {
+		t.Errorf("while the session was busy: prompt %q argv %v, want a new session with the history", p, e2eArgv(startF))
+	}
+	readAll(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+hid+"/cancel", map[string]any{"signal": "KILL"}))
 }
 
 // TestRunsKeptWithinBytes runs more than runs.keep_finished_bytes holds:
