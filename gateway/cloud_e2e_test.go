@@ -13,18 +13,18 @@ import (
 )
 
 // startCloud starts the fake Cloud Agents API and a gateway that uses it.
-func startCloud(t *testing.T, key, interval string) (*cloudtest.Server, *testServer) {
+func startCloud(t *testing.T, key, interval string, extra ...string) (*cloudtest.Server, *testServer) {
 	t.Helper()
 	fake := cloudtest.NewServer()
 	t.Cleanup(fake.Close)
 	if key == "" {
 		key = fake.APIKey
 	}
-	s := startServer(t,
-		"DOCSTREAM_CLOUD_BASE_URL="+fake.URL+"/v0",
-		"DOCSTREAM_CLOUD_API_KEY="+key,
-		"DOCSTREAM_CLOUD_POLL_INTERVAL="+interval,
-	)
+	s := startServer(t, append([]string{
+		"DOCSTREAM_CLOUD_BASE_URL=" + fake.URL + "/v0",
+		"DOCSTREAM_CLOUD_API_KEY=" + key,
+		"DOCSTREAM_CLOUD_POLL_INTERVAL=" + interval,
+	}, extra...)...)
 	return fake, s
 }
 
@@ -167,5 +167,58 @@ func TestCloudFailureAndCancel(t *testing.T) {
 	}
 	if fake.Calls()[cloudtest.RouteStop] < 1 {
 		t.Errorf("cancel did not stop the cloud agent: %v", fake.Calls())
+	}
+}
+
+// TestCloudRefusalsSendNothing checks that a request the gateway refuses
+// has no effect upstream: a follow-up while the agent's turn runs is a 409
+// conversation_busy and delivers nothing, and a run refused as overloaded
+// launches no agent. They used to be sent first and refused after.
+func TestCloudRefusalsSendNothing(t *testing.T) {
+	fake, s := startCloud(t, "", "1s", "DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=2", "DOCSTREAM_LIMITS_QUEUE_SIZE=0")
+	r := s.post(t, "/v1/chat?stream=true", map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
+	defer r.Body.Close()
+	conv := r.Header.Get("X-Docstream-Conversation-Id")
+	if conv == "" {
+		t.Fatalf("no conversation id in %v", r.Header)
+	}
+	f := s.post(t, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "and a licence", "conversationId": conv})
+	if b := readAll(t, f); f.StatusCode != http.StatusConflict || !strings.Contains(string(b), "conversation_busy") {
+		t.Errorf("a follow-up while the agent runs: %d %s, want 409 conversation_busy", f.StatusCode, b)
+	}
+	second := s.post(t, "/v1/chat?stream=true", map[string]any{"backend": "cloud", "prompt": "second", "source": shop})
+	defer second.Body.Close()
+	over := s.post(t, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "third", "source": shop})
+	if b := readAll(t, over); over.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "overloaded") {
+		t.Errorf("a third run with 2 slots and no queue: %d %s, want 503 overloaded", over.StatusCode, b)
+	}
+	if c := fake.Calls(); c[cloudtest.RouteFollowUp] != 0 || c[cloudtest.RouteLaunch] != 2 {
+		t.Errorf("upstream calls %v: want 2 launches and no follow-up", c)
+	}
+}
+
+// TestCloudPassThroughInput checks what the pass-through refuses before
+// calling upstream, and that an unreachable API is a 502 that does not say
+// where the gateway looked.
+func TestCloudPassThroughInput(t *testing.T) {
+	fake, s := startCloud(t, "", "20ms")
+	for _, path := range []string{"/v1/cloud/agents/.", "/v1/cloud/agents/..", "/v1/cloud/agents/../stop", "/v1/cloud/agents/./conversation",
+		"/v1/cloud/agents?limit=abc", "/v1/cloud/agents?limit=0"} {
+		method := http.MethodGet
+		if strings.HasSuffix(path, "/stop") {
+			method = http.MethodPost
+		}
+		r := s.e2eDo(t, method, path, nil)
+		if b := readAll(t, r); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s, want 400", method, path, r.StatusCode, b)
+		}
+	}
+	if c := fake.Calls(); len(c) != 0 {
+		t.Errorf("refused requests reached upstream: %v", c)
+	}
+	down := startServer(t, "DOCSTREAM_CLOUD_BASE_URL=http://127.0.0.1:1/v0", "DOCSTREAM_CLOUD_API_KEY=k")
+	r := down.e2eDo(t, http.MethodGet, "/v1/cloud/me", nil)
+	if b := readAll(t, r); r.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "cloud_unavailable") || strings.Contains(string(b), "127.0.0.1") {
+		t.Errorf("an unreachable Cloud API: %d %s, want 502 cloud_unavailable without its address", r.StatusCode, b)
 	}
 }

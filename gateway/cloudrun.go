@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,6 +31,15 @@ type CloudSpec struct {
 func (s *Server) cloudSpec(ctx context.Context, spec *RunSpec, req *ChatRequest) (*RunSpec, error) {
 	if s.cloud == nil {
 		return nil, errNoCloud
+	}
+	// What the registry would refuse is refused before anything is sent
+	// upstream: a refused request must not launch an agent or deliver a
+	// follow-up.
+	if err := s.reg.Admit(); err != nil {
+		return nil, err
+	}
+	if id, busy := s.reg.RunningTurn(spec.ConversationID); spec.ConversationID != "" && busy {
+		return nil, errConversationBusy(id)
 	}
 	if len(req.Images) > cloud.MaxImages {
 		return nil, errBadRequest("too_many_images", "at most %d images are allowed", cloud.MaxImages)
@@ -96,6 +106,12 @@ func cloudHTTPError(err error) error {
 	}
 	he := &HTTPError{Status: http.StatusBadGateway, Code: ce.Code, Message: ce.Message, Err: err}
 	switch {
+	case ce.Code == cloud.CodeUnavailable:
+		// The API did not answer, or answered a 5xx or nonsense: which
+		// address was tried is the gateway's business, not the client's.
+		if ce.Status == 0 {
+			he.Message = "the Cloud Agents API could not be reached"
+		}
 	case ce.Status == 0 && ce.Code != "rate_limited":
 		he.Status = http.StatusBadRequest
 	case ce.Status == 400:
@@ -104,7 +120,7 @@ func cloudHTTPError(err error) error {
 		he.Status = http.StatusNotFound
 	case ce.Code == "rate_limited":
 		he.Status = http.StatusTooManyRequests
-		he.RetryAfter = int(ce.RetryAfter.Seconds()) + 1
+		he.RetryAfter = max(int(math.Ceil(ce.RetryAfter.Seconds())), 1)
 	case ce.Status == 401:
 		he.Code = "cloud_unauthorized"
 	case ce.Status == 403:
@@ -199,8 +215,15 @@ func (s *Server) cloudCall(c echo.Context, f func(ctx context.Context) (any, err
 }
 
 func (s *Server) handleCloudList(c echo.Context) error {
+	limit := 0
+	if q := c.QueryParam("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return errBadRequest("bad_limit", "limit must be a whole number from 1 to 100")
+		}
+		limit = n
+	}
 	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		limit, _ := strconv.Atoi(c.QueryParam("limit"))
 		return s.cloud.ListAgents(ctx, cloud.ListOptions{Limit: limit, Cursor: c.QueryParam("cursor"), PRURL: c.QueryParam("prUrl")})
 	})
 }

@@ -162,8 +162,10 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		// A frontend that sends the same history twice at once (a reply and
 		// a title, say) gets the second in a session of its own: one
 		// session takes one turn at a time.
-		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil && !s.reg.TurnRunning(id) {
-			conv = id
+		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil {
+			if _, busy := s.reg.RunningTurn(id); !busy {
+				conv = id
+			}
 		}
 	}
 	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {

@@ -289,7 +289,7 @@ type Registry struct {
 	// order they finished, and keptBytes the size of their logs.
 	kept      []*Run
 	keptBytes int
-	// turns are the running turns of CLI conversations, by conversation id.
+	// turns are the running turns of conversations, by conversation id.
 	turns   map[string]*Run
 	slots   chan struct{}
 	queued  atomic.Int64
@@ -378,12 +378,11 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	conv := turnKey(spec)
 	if running, busy := g.turns[conv]; conv != "" && busy {
 		g.mu.Unlock()
-		which := ""
+		id := ""
 		if running != nil {
-			which = " (" + running.ID + ")"
+			id = running.ID
 		}
-		return nil, &HTTPError{Status: http.StatusConflict, Code: "conversation_busy",
-			Message: "a turn of this conversation is still running" + which + ": send the next one after its done, or cancel it"}
+		return nil, errConversationBusy(id)
 	}
 	if conv != "" {
 		g.turns[conv] = nil // taken; the run follows below
@@ -406,12 +405,16 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 	return r, nil
 }
 
-// TurnRunning reports whether a turn of the CLI conversation runs now.
-func (g *Registry) TurnRunning(conv string) bool {
+// RunningTurn reports whether a turn of the conversation runs now, and its
+// response id once it has one.
+func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, busy := g.turns[conv]
-	return busy
+	r, busy := g.turns[conv]
+	if r != nil {
+		id = r.ID
+	}
+	return id, busy
 }
 
 // endTurn lets the next turn of the run's conversation start.
@@ -425,15 +428,20 @@ func (g *Registry) endTurn(r *Run) {
 	}
 }
 
-// turnKey is the conversation a run resumes, when only one turn of it may
-// run at a time: a CLI agent session. A cloud agent takes follow-ups while
-// it runs.
-func turnKey(spec *RunSpec) string {
-	if spec.Backend != "cli" {
-		return ""
+// errConversationBusy answers a turn sent while the conversation's last
+// one, id when known, still runs.
+func errConversationBusy(id string) *HTTPError {
+	which := ""
+	if id != "" {
+		which = " (" + id + ")"
 	}
-	return spec.ConversationID
+	return &HTTPError{Status: http.StatusConflict, Code: "conversation_busy",
+		Message: "a turn of this conversation is still running" + which + ": send the next one after its done, or cancel it"}
 }
+
+// turnKey is the conversation a run belongs to: one turn of it runs at a
+// time.
+func turnKey(spec *RunSpec) string { return spec.ConversationID }
 
 // Launch starts a prepared run; later calls do nothing.
 func (r *Run) Launch() { r.launch() }

@@ -192,7 +192,9 @@ func agentPath(id, suffix string) (string, error) {
 	if id == "" {
 		return "", badRequest("agent id is empty")
 	}
-	if len(id) > 256 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	// "." and ".." would be dot-segments of the path, naming another
+	// endpoint however they are escaped.
+	if len(id) > 256 || id == "." || id == ".." || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", badRequest("agent id is not valid")
 	}
 	return "/v0/agents/" + url.PathEscape(id) + suffix, nil
