@@ -15,7 +15,12 @@ import (
 // startCloud starts the fake Cloud Agents API and a gateway that uses it.
 func startCloud(t *testing.T, key, interval string, extra ...string) (*cloudtest.Server, *testServer) {
 	t.Helper()
-	fake := cloudtest.NewServer()
+	return startCloudWith(t, cloudtest.NewServer(), key, interval, extra...)
+}
+
+// startCloudWith is startCloud with the fake given.
+func startCloudWith(t *testing.T, fake *cloudtest.Server, key, interval string, extra ...string) (*cloudtest.Server, *testServer) {
+	t.Helper()
 	t.Cleanup(fake.Close)
 	if key == "" {
 		key = fake.APIKey
@@ -220,5 +225,43 @@ func TestCloudPassThroughInput(t *testing.T) {
 	r := down.e2eDo(t, http.MethodGet, "/v1/cloud/me", nil)
 	if b := readAll(t, r); r.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "cloud_unavailable") || strings.Contains(string(b), "127.0.0.1") {
 		t.Errorf("an unreachable Cloud API: %d %s, want 502 cloud_unavailable without its address", r.StatusCode, b)
+	}
+}
+
+// TestCloudRunLimits runs a cloud agent that never finishes: the run ends
+// with a TIMEOUT error at agent.run_timeout, or at agent.idle_timeout when
+// the agent says nothing new, and the agent is stopped upstream. Cloud runs
+// used to poll for ever.
+func TestCloudRunLimits(t *testing.T) {
+	forever := cloudtest.WithScript(func(in cloudtest.ScriptInput) []cloudtest.Step {
+		steps := []cloudtest.Step{{Status: "RUNNING", Say: "Working on it."}}
+		for range 100000 {
+			steps = append(steps, cloudtest.Step{Status: "RUNNING"})
+		}
+		return steps
+	})
+	for _, tc := range []struct{ name, env, msg string }{
+		{"run timeout", "DOCSTREAM_AGENT_RUN_TIMEOUT=1s", "time limit"},
+		{"idle timeout", "DOCSTREAM_AGENT_IDLE_TIMEOUT=1s", "nothing new"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake, s := startCloudWith(t, cloudtest.NewServer(forever), "", "50ms", tc.env)
+			start := time.Now()
+			_, evs := s.chatStream(t, map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
+			resp := fold(t, evs)
+			if resp.Status != documents.StatusError || resp.Metadata.StopReason != documents.StopTimeout {
+				t.Fatalf("status %s stopReason %q, want error timeout", resp.Status, resp.Metadata.StopReason)
+			}
+			if last := resp.Documents[len(resp.Documents)-1]; last.Type != documents.TypeError || !strings.Contains(str(last.Content), tc.msg) {
+				t.Errorf("last document %s %q", last.Type, str(last.Content))
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the run lasted %s with a 1s limit", d)
+			}
+			if fake.Calls()[cloudtest.RouteStop] < 1 {
+				t.Errorf("the agent was not stopped upstream: %v", fake.Calls())
+			}
+		})
 	}
 }

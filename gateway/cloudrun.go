@@ -134,11 +134,31 @@ func cloudHTTPError(err error) error {
 type CloudBackend struct {
 	client   *cloud.Client
 	interval time.Duration
+	// runTimeout and idleTimeout are agent.run_timeout and
+	// agent.idle_timeout: a run that takes longer, or whose agent says
+	// nothing new for longer, is stopped (0: no limit).
+	runTimeout, idleTimeout time.Duration
 }
 
-// Run watches the agent until it reaches a terminal status.
+// Run watches the agent until it reaches a terminal status, the run's
+// time limit, or the agent's silence limit.
 func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
 	start := time.Now()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if d := b.runTimeout; d > 0 {
+		t := time.AfterFunc(d, func() {
+			stop(&stopError{reason: documents.StopTimeout, msg: fmt.Sprintf("the run exceeded its time limit of %s", d)})
+		})
+		defer t.Stop()
+	}
+	var idle *time.Timer
+	if d := b.idleTimeout; d > 0 {
+		idle = time.AfterFunc(d, func() {
+			stop(&stopError{reason: documents.StopTimeout, msg: fmt.Sprintf("the cloud agent said nothing new for %s", d)})
+		})
+		defer idle.Stop()
+	}
 	cs := spec.Cloud
 	info := documents.CloudInfo{AgentID: cs.AgentID, Repository: cs.Repository}
 	seg.SetConversation(cs.AgentID)
@@ -159,6 +179,9 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 			if !ok {
 				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
 					Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
+			}
+			if idle != nil && u.Kind != cloud.UpdateStatus {
+				idle.Reset(b.idleTimeout)
 			}
 			switch u.Kind {
 			case cloud.UpdateMessage, cloud.UpdateMessageGrew:

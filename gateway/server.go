@@ -61,7 +61,8 @@ func NewServer(d Deps) (*Server, error) {
 	s.workspaces, s.defaultWorkspace = ws, def
 	backends := map[string]Backend{"cli": s.cli}
 	if d.Cloud != nil {
-		backends["cloud"] = &CloudBackend{client: d.Cloud, interval: d.Config.Cloud.PollInterval}
+		backends["cloud"] = &CloudBackend{client: d.Cloud, interval: d.Config.Cloud.PollInterval,
+			runTimeout: d.Config.Agent.RunTimeout, idleTimeout: d.Config.Agent.IdleTimeout}
 	}
 	s.reg = NewRegistry(d.Config.Runs, d.Config.Limits, backends, d.Store, d.Metrics, d.Logger)
 	s.reg.maxLine = d.Config.Agent.MaxLineBytes
