@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -166,7 +167,7 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates := b.client.Watch(wctx, cs.AgentID, cloud.WatchOptions{Interval: b.interval, Known: cs.Known, FollowUp: cs.FollowUp})
-	current := ""
+	msgs := cloudMessages{seg: seg, sent: map[string]string{}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,17 +186,7 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 			}
 			switch u.Kind {
 			case cloud.UpdateMessage, cloud.UpdateMessageGrew:
-				m := u.Message
-				if m.Type != cloud.AssistantMessage {
-					seg.EndSegment()
-					current = ""
-					continue
-				}
-				if m.ID != current {
-					seg.EndSegment()
-					current = m.ID
-				}
-				seg.Snapshot(m.Text)
+				msgs.take(u.Message)
 			case cloud.UpdateStatus:
 				info.Status = string(u.Agent.Status)
 			case cloud.UpdateDone:
@@ -220,6 +211,39 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 			}
 		}
 	}
+}
+
+// cloudMessages streams a cloud agent's messages as the segmenter's text.
+// Messages are tracked by id: the one last written to grows its segment;
+// an earlier one that grows after another was written adds only what is
+// new, in a segment of its own, since its documents are already closed.
+type cloudMessages struct {
+	seg     *translate.Segmenter
+	current string            // the message the open segment holds
+	base    int               // bytes of current's text sent in earlier segments
+	sent    map[string]string // each message's text as streamed so far
+}
+
+// take streams what is new in m.
+func (c *cloudMessages) take(m *cloud.Message) {
+	if m.Type != cloud.AssistantMessage {
+		c.seg.EndSegment()
+		c.current = ""
+		return
+	}
+	prev, seen := c.sent[m.ID]
+	if m.ID != c.current {
+		c.seg.EndSegment()
+		c.current, c.base = m.ID, 0
+		if seen && strings.HasPrefix(m.Text, prev) {
+			c.base = len(prev)
+		}
+	} else if !strings.HasPrefix(m.Text, prev[:c.base]) {
+		// Rewritten rather than grown: the segmenter sees a new text.
+		c.base = 0
+	}
+	c.seg.Snapshot(m.Text[c.base:])
+	c.sent[m.ID] = m.Text
 }
 
 // cloudCall runs a pass-through call and answers its result as JSON.
