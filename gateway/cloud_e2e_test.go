@@ -63,6 +63,9 @@ func TestCloudRunStreamsDocuments(t *testing.T) {
 	if c := str(resp.Documents[1].Content); c != "# Shop\n\nA tiny shop." {
 		t.Errorf("code block %q", c)
 	}
+	if resp.Metadata.TurnCount != 2 {
+		t.Errorf("turnCount %d, want the 2 assistant messages", resp.Metadata.TurnCount)
+	}
 	var cb documents.CodeBlockMeta
 	_ = json.Unmarshal(resp.Documents[1].Metadata, &cb)
 	if cb.Language != "markdown" {

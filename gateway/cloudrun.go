@@ -213,8 +213,8 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 	}
 }
 
-// cloudMessages streams a cloud agent's messages as the segmenter's text.
-// Messages are tracked by id: the one last written to grows its segment;
+// cloudMessages streams a cloud agent's messages as the segmenter's text,
+// and counts them as the response's turns. Messages are tracked by id: the one last written to grows its segment;
 // an earlier one that grows after another was written adds only what is
 // new, in a segment of its own, since its documents are already closed.
 type cloudMessages struct {
@@ -244,6 +244,7 @@ func (c *cloudMessages) take(m *cloud.Message) {
 	}
 	c.seg.Snapshot(m.Text[c.base:])
 	c.sent[m.ID] = m.Text
+	c.seg.SetTurnCount(len(c.sent)) // DESIGN §8: a cloud turn's steps are its assistant messages
 }
 
 // cloudCall runs a pass-through call and answers its result as JSON.

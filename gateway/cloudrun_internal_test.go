@@ -38,6 +38,9 @@ func TestCloudMessagesGrowOnce(t *testing.T) {
 			all = append(all, strings.TrimSpace(*d.Content))
 		}
 	}
+	if n := b.Response().Metadata.TurnCount; n != 3 {
+		t.Errorf("turnCount %d, want the 3 messages", n)
+	}
 	got := strings.Join(all, "|")
 	if want := "One.|Two.|More. Again.|Three.|Rewritten?|Rewritten."; got != want {
 		t.Errorf("documents %q, want %q", got, want)

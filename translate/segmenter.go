@@ -79,6 +79,7 @@ type Segmenter struct {
 	toolOrder []*toolState
 	toolCount int
 	turns     map[string]struct{}
+	turnCount int // set by SetTurnCount when > 0: the done's turnCount
 
 	init       *Init
 	names      nameSet // finds repeated names in agent_event payloads
@@ -134,6 +135,10 @@ func (s *Segmenter) ConversationID() string { return s.conv }
 
 // Stats returns the counts of skipped lines.
 func (s *Segmenter) Stats() Stats { return s.stats }
+
+// SetTurnCount sets the turnCount of the done metadata, for a source whose
+// steps are not model calls (a cloud agent's assistant messages).
+func (s *Segmenter) SetTurnCount(n int) { s.turnCount = n }
 
 // SetCloud records the cloud agent behind the response, for the done metadata.
 func (s *Segmenter) SetCloud(c documents.CloudInfo) { s.cloud = &c }
@@ -551,7 +556,11 @@ func (s *Segmenter) Complete(elapsed int64) {
 }
 
 func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
-	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: len(s.turns) + b2i(s.lastFinal),
+	turns := len(s.turns) + b2i(s.lastFinal)
+	if s.turnCount > 0 {
+		turns = s.turnCount
+	}
+	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: turns,
 		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
 	a := documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
 	if s.init != nil {
