@@ -214,9 +214,10 @@ func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Se
 }
 
 // cloudMessages streams a cloud agent's messages as the segmenter's text,
-// and counts them as the response's turns. Messages are tracked by id: the one last written to grows its segment;
-// an earlier one that grows after another was written adds only what is
-// new, in a segment of its own, since its documents are already closed.
+// and counts them as the response's turns. Messages are tracked by id: the
+// one last written to grows its segment; an earlier one that grows after
+// another was written adds only what is new, in a segment of its own,
+// since its documents are already closed.
 type cloudMessages struct {
 	seg     *translate.Segmenter
 	current string            // the message the open segment holds
