@@ -130,17 +130,17 @@ func (r *Run) ConversationID() string {
 // or the finished response.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
-	if r.final != nil || !r.finished {
-		defer r.mu.Unlock()
-		if r.final != nil {
-			return *r.final
-		}
-		resp := r.builder.Response()
-		fillResponse(&resp, r.Spec)
-		return resp
+	if r.finished && r.final == nil {
+		r.mu.Unlock()
+		return r.stored()
 	}
-	r.mu.Unlock()
-	return r.stored()
+	defer r.mu.Unlock()
+	if r.final != nil {
+		return *r.final
+	}
+	resp := r.builder.Response()
+	fillResponse(&resp, r.Spec)
+	return resp
 }
 
 // Released reports whether the run is finished and only the store holds
@@ -375,7 +375,7 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 		return nil, err
 	}
 	// Two agents resuming one session at once would both write to it.
-	conv := turnKey(spec)
+	conv := spec.ConversationID
 	if running, busy := g.turns[conv]; conv != "" && busy {
 		g.mu.Unlock()
 		id := ""
@@ -419,7 +419,7 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 
 // endTurn lets the next turn of the run's conversation start.
 func (g *Registry) endTurn(r *Run) {
-	if conv := turnKey(r.Spec); conv != "" {
+	if conv := r.Spec.ConversationID; conv != "" {
 		g.mu.Lock()
 		if g.turns[conv] == r {
 			delete(g.turns, conv)
@@ -438,10 +438,6 @@ func errConversationBusy(id string) *HTTPError {
 	return &HTTPError{Status: http.StatusConflict, Code: "conversation_busy",
 		Message: "a turn of this conversation is still running" + which + ": send the next one after its done, or cancel it"}
 }
-
-// turnKey is the conversation a run belongs to: one turn of it runs at a
-// time.
-func turnKey(spec *RunSpec) string { return spec.ConversationID }
 
 // Launch starts a prepared run; later calls do nothing.
 func (r *Run) Launch() { r.launch() }
@@ -634,7 +630,8 @@ func (r *Run) emit(ev documents.Event) {
 	if saveSnapshot {
 		g.saveTurn(r, r.Response())
 	}
-	if _, ok := ev.(documents.Done); ok {
+	d, done := ev.(documents.Done)
+	if done {
 		// Before done goes out: a client may send the next turn the moment
 		// it reads it.
 		g.endTurn(r)
@@ -643,7 +640,7 @@ func (r *Run) emit(ev documents.Event) {
 	for _, fn := range r.observe {
 		fn(ev)
 	}
-	if d, ok := ev.(documents.Done); ok {
+	if done {
 		r.finish(d)
 	}
 }
