@@ -49,9 +49,9 @@ type lexer struct {
 	sink    lexerSink
 	fence   fence
 	inFence bool
-	// nlPending is a newline inside a block that is sent only once the next
-	// line proves not to be the closing fence.
-	nlPending bool
+	// nlPending is the line break ("\n" or "\r\n") inside a block that
+	// is sent only once the next line proves not to be the closing fence.
+	nlPending string
 	firstLine bool
 	// wake says which input can change the decision of a state that is
 	// waiting for more, so that Write does not scan a held line again for
@@ -131,7 +131,7 @@ func (l *lexer) End() {
 	l.sink.endMessage()
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
 	l.src, l.srcAt = "", 0
-	l.nlPending = false
+	l.nlPending = ""
 }
 
 func (l *lexer) run() {
@@ -217,7 +217,7 @@ func lexLineStart(l *lexer) stateFn {
 		l.pos++
 	}
 	l.fence = fence{char: char, length: run, indent: indent, info: info}
-	l.inFence, l.nlPending, l.firstLine = true, false, true
+	l.inFence, l.nlPending, l.firstLine = true, "", true
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
 }
@@ -291,21 +291,22 @@ func lexFenceLineStart(l *lexer) stateFn {
 		strip++
 	}
 	l.pos += strip
-	if l.nlPending {
-		l.sink.fenceText("\n")
-		l.nlPending = false
+	if l.nlPending != "" {
+		l.sink.fenceText(l.nlPending)
+		l.nlPending = ""
 	}
 	return lexFenceLine
 }
 
 func (l *lexer) closeFence() stateFn {
-	l.inFence, l.nlPending = false, false
+	l.inFence, l.nlPending = false, ""
 	l.sink.closeFence()
 	return lexLineStart
 }
 
-// lexFenceLine sends block content up to the end of the line; the newline
-// itself waits for the next line.
+// lexFenceLine sends block content up to the end of the line; the line
+// break itself (a newline, or a carriage return and newline) waits for the
+// next line.
 func lexFenceLine(l *lexer) stateFn {
 	b := l.rest()
 	if len(b) == 0 {
@@ -313,15 +314,26 @@ func lexFenceLine(l *lexer) stateFn {
 	}
 	nl := indexNL(b)
 	if nl < 0 {
-		l.sink.fenceText(l.text(0, len(b)))
-		l.pos += len(b)
+		n := len(b)
+		if b[n-1] == '\r' && !l.eof {
+			n-- // it may be the start of a line break
+		}
+		if n == 0 {
+			return nil
+		}
+		l.sink.fenceText(l.text(0, n))
+		l.pos += n
 		return lexFenceLineMid
 	}
-	if nl > 0 {
-		l.sink.fenceText(l.text(0, nl))
+	brk := nl
+	if brk > 0 && b[brk-1] == '\r' {
+		brk--
 	}
+	if brk > 0 {
+		l.sink.fenceText(l.text(0, brk))
+	}
+	l.nlPending = l.text(brk, nl+1)
 	l.pos += nl + 1
-	l.nlPending = true
 	return lexFenceLineStart
 }
 
