@@ -243,24 +243,25 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 	switch out {
 	case outcomeSuccess:
 		code := 0
-		if b.ExitCode != nil {
-			code = *b.ExitCode
-		} else if b.ExitCodeSnake != nil {
-			code = *b.ExitCodeSnake
+		if c := b.exitCode(); c != nil {
+			code = *c
 		}
 		m.ExitCode = &code
-		m.Output = b.Interleaved
-		if m.Output == "" {
-			m.Output = b.Stdout + b.Stderr
-		}
-		if m.Output == "" {
-			m.Output = b.Output
-		}
+		m.Output = b.shellOutput()
 	case outcomeRejected:
 		m.Rejected, m.Reason = true, reason
 	case outcomeFailed:
+		// A failure that names an exit code is a command that ran: its
+		// code and output are kept, and the error is only what it says.
+		if m.ExitCode = b.exitCode(); m.ExitCode != nil {
+			m.Output = b.shellOutput()
+			if msg := firstNonEmpty(b.Error, b.Message, b.Reason); msg != "" {
+				m.Error, m.Reason = msg, msg
+			}
+			break
+		}
 		m.Error, m.Reason = reason, reason
-		m.Output = firstNonEmpty(b.Stderr, b.Output)
+		m.Output = firstNonEmpty(b.Interleaved, b.Stdout+b.Stderr, b.Output)
 	case outcomePending:
 		m.Reason = reason
 	}

@@ -103,6 +103,20 @@ type toolBody struct {
 	IsError           bool           `json:"isError"`
 }
 
+// exitCode is the exit code the result names, or nil.
+func (b *toolBody) exitCode() *int {
+	if b.ExitCode != nil {
+		return b.ExitCode
+	}
+	return b.ExitCodeSnake
+}
+
+// shellOutput is a command's output: interleaved when the result has it,
+// else stdout then stderr, else the output member.
+func (b *toolBody) shellOutput() string {
+	return firstNonEmpty(b.Interleaved, b.Stdout+b.Stderr, b.Output)
+}
+
 // outcome is how a tool call ended.
 type outcome uint8
 
