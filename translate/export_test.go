@@ -85,3 +85,7 @@ func WalkJSON(b []byte) int {
 	_ = ns.dedupe(b)
 	return n
 }
+
+// PairSurrogates is pairSurrogates: what the Segmenter makes of surrogates
+// in WTF-8 in a text it gets whole.
+func PairSurrogates(t string) string { return pairSurrogates(t) }

@@ -216,7 +216,7 @@ func FuzzSegmenter(f *testing.F) {
 		}
 
 		text := string(data)
-		want, err := refDocs(text, opts.Mode)
+		want, err := refDocs(translate.PairSurrogates(text), opts.Mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,9 +279,10 @@ type refFence struct {
 //     backtick fence's info string holds no backtick;
 //   - it closes on a line of up to 3 spaces and at least as many of the same
 //     character, then only spaces, tabs or CRs; or at the end of the text;
-//   - code content is its lines joined by "\n", each without up to the
-//     opener's indent in spaces; a block that is empty or only whitespace
-//     makes no document;
+//   - code content is its lines, each without up to the opener's indent in
+//     spaces, and the line breaks between them ("\n" or "\r\n"), not the
+//     last line's; a block that is empty or only whitespace makes no
+//     document;
 //   - prose between fences is one text document unless it is only
 //     whitespace; blank lines before it and whitespace at its end drop.
 //
@@ -315,9 +316,16 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 		add(documents.TypeText, strings.TrimRight(t, " \t\n\r\v\f"), documents.TextMeta{Format: "markdown"})
 	}
 	var open *refFence
-	var code []string
+	var code []string // each line with the break that ends it
 	flushCode := func() {
-		content := strings.Join(code, "\n")
+		content := ""
+		if n := len(code); n > 0 {
+			last := strings.TrimSuffix(code[n-1], "\n")
+			if last != code[n-1] {
+				last = strings.TrimSuffix(last, "\r")
+			}
+			content = strings.Join(code[:n-1], "") + last
+		}
 		code = nil
 		if nonSpace(content) == "" {
 			return
@@ -365,7 +373,7 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 		for strip < open.indent && strip < len(body) && body[strip] == ' ' {
 			strip++
 		}
-		code = append(code, body[strip:])
+		code = append(code, ln[strip:])
 	}
 	if open != nil {
 		flushCode()

@@ -66,6 +66,9 @@ type Segmenter struct {
 	sealed     bool // a model_call_id flush ended the segment's model step
 	sawText    bool
 
+	join      joiner // a character split at the end of the last text piece
+	thinkJoin joiner // the same for thinking
+
 	// the open text-like document
 	textID    string
 	textBuf   strings.Builder
@@ -184,16 +187,23 @@ func (s *Segmenter) Feed(ev Event) {
 		s.init = ev.Init
 		s.startResponse(ev.Init.SessionID)
 	case KindThinkingDelta:
-		if s.opts.Thinking && ev.Text != "" {
-			s.ensureStarted()
-			s.emit(documents.ThinkingDelta{Delta: ev.Text})
+		if s.opts.Thinking {
+			s.thinking(s.thinkJoin.join(ev.Text, false))
+		}
+	case KindThinkingDone:
+		if s.opts.Thinking {
+			s.thinking(s.thinkJoin.flush())
 		}
 	case KindAssistant:
 		s.assistant(ev)
 	case KindToolStarted:
 		s.ensureStarted()
 		s.endSegment()
-		s.openTool(ev)
+		// A call already open is started again when the agent resumes
+		// after a reconnect: it is still the one call, with one document.
+		if st := s.tools[ev.CallID]; ev.CallID == "" || st == nil || st.ended {
+			s.openTool(ev)
+		}
 	case KindToolCompleted:
 		s.ensureStarted()
 		st := s.tools[ev.CallID]
@@ -207,7 +217,7 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindError:
 		s.ensureStarted()
 		s.endSegment()
-		msg := ev.Text
+		msg := pairSurrogates(ev.Text)
 		if msg == "" {
 			msg = "the agent reported an error"
 		}
@@ -293,11 +303,11 @@ func (s *Segmenter) Snapshot(text string) {
 	cur := s.seg
 	switch {
 	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
-		s.appendText(text[len(cur):])
+		s.appendPiece(text[len(cur):], true)
 	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
 	default:
 		if rest, ok := afterSameText(text, cur); ok {
-			s.appendText(rest)
+			s.appendPiece(rest, true)
 			return
 		}
 		s.endSegment()
@@ -336,8 +346,20 @@ func afterSameText(text string, cur []byte) (string, bool) {
 	}
 }
 
-func (s *Segmenter) appendText(t string) {
-	if t == "" {
+// thinking emits a piece of thinking.
+func (s *Segmenter) thinking(t string) {
+	if t != "" {
+		s.ensureStarted()
+		s.emit(documents.ThinkingDelta{Delta: t})
+	}
+}
+
+func (s *Segmenter) appendText(t string) { s.appendPiece(t, false) }
+
+// appendPiece appends a piece of the segment's text; repeat says that it
+// continues a snapshot.
+func (s *Segmenter) appendPiece(t string, repeat bool) {
+	if t = s.join.join(t, repeat); t == "" {
 		return
 	}
 	s.ensureStarted()
@@ -351,6 +373,12 @@ func (s *Segmenter) appendText(t string) {
 func (s *Segmenter) EndSegment() { s.endSegment() }
 
 func (s *Segmenter) endSegment() {
+	if t := s.join.flush(); t != "" {
+		s.ensureStarted()
+		s.seg = append(s.seg, t...)
+		s.segHasText = true
+		s.lex.Write(t)
+	}
 	if s.segHasText {
 		s.lastFinal = !s.segMCID
 	}
@@ -521,6 +549,9 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 // result closes the response after the agent's result event.
 func (s *Segmenter) result(r *Result, elapsed int64) {
 	s.ensureStarted()
+	if s.opts.Thinking {
+		s.thinking(s.thinkJoin.flush())
+	}
 	s.closeTools()
 	s.endSegment()
 	status := documents.StatusCompleted

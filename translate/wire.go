@@ -183,18 +183,18 @@ func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
 		w.session = d.session
 	case "text":
 		if v.Kind() == '"' {
-			w.text, w.hasText = str(v), true
+			w.text, w.hasText = textStr(v), true
 		}
 	case "content":
 		if depth > 0 && v.Kind() == '"' && !w.hasText {
-			w.text, w.hasText = str(v), true
+			w.text, w.hasText = textStr(v), true
 		}
 	case "message":
 		switch v.Kind() {
 		case '{':
 			w.msgText, w.hasMsg = messageText(v), true
 		case '"':
-			w.msgText, w.hasMsg = str(v), true
+			w.msgText, w.hasMsg = textStr(v), true
 		}
 	case "model_call_id":
 		w.modelCallID = d.intern(v)
@@ -435,7 +435,7 @@ func messageText(v jsontext.Value) string {
 func contentText(c jsontext.Value) string {
 	switch c.Kind() {
 	case '"':
-		return str(c)
+		return textStr(c)
 	case '[':
 		// Usually one text block: its string is the text, with no joining.
 		var first []byte
@@ -460,16 +460,16 @@ func contentText(c jsontext.Value) string {
 				first = text
 			case joined == nil:
 				joined = &strings.Builder{}
-				joined.WriteString(str(first))
+				joined.WriteString(textStr(first))
 				fallthrough
 			default:
-				joined.WriteString(str(text))
+				joined.WriteString(textStr(text))
 			}
 		})
 		if joined != nil {
 			return joined.String()
 		}
-		return str(first)
+		return textStr(first)
 	}
 	return ""
 }
