@@ -89,3 +89,7 @@ func WalkJSON(b []byte) int {
 // PairSurrogates is pairSurrogates: what the Segmenter makes of surrogates
 // in WTF-8 in a text it gets whole.
 func PairSurrogates(t string) string { return pairSurrogates(t) }
+
+// ListAfter is listAfter: the list item content column after a prose line
+// that starts with head.
+func ListAfter(head string, list int) int { return listAfter([]byte(head), list) }

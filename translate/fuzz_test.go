@@ -269,6 +269,7 @@ type refFence struct {
 	char   byte
 	length int
 	indent int
+	list   int
 	info   string
 }
 
@@ -276,9 +277,11 @@ type refFence struct {
 // code_reference documents by the documented rules, line by line, without
 // streaming:
 //   - a fence opens on a line of up to 3 spaces and 3 or more ` or ~; a
-//     backtick fence's info string holds no backtick;
-//   - it closes on a line of up to 3 spaces and at least as many of the same
-//     character, then only spaces, tabs or CRs; or at the end of the text;
+//     backtick fence's info string holds no backtick; in a list item (see
+//     ListAfter) its content column more spaces are allowed;
+//   - it closes on a line of as many spaces as it could open with and at
+//     least as many of the same character, then only spaces, tabs or CRs;
+//     or at the end of the text;
 //   - code content is its lines, each without up to the opener's indent in
 //     spaces, and the line breaks between them ("\n" or "\r\n"), not the
 //     last line's; a block that is empty or only whitespace makes no
@@ -348,19 +351,22 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 		}
 		add(documents.TypeCodeBlock, content, documents.CodeBlockMeta{Language: lang, Purpose: purpose})
 	}
+	list := 0
 	for _, ln := range strings.SplitAfter(msg, "\n") {
 		if ln == "" {
 			continue
 		}
 		body := strings.TrimSuffix(ln, "\n")
 		if open == nil {
-			if f, ok := refOpen(body); ok {
+			if f, ok := refOpen(body, 3+list); ok {
 				flushProse()
 				covered.WriteString(body)
+				f.list = list
 				open = &f
 				continue
 			}
 			prose.WriteString(ln)
+			list = translate.ListAfter(body[:min(len(body), 32)], list)
 			continue
 		}
 		if refCloses(body, open) {
@@ -385,12 +391,12 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 	return docs, nil
 }
 
-func refOpen(line string) (refFence, bool) {
+func refOpen(line string, maxIndent int) (refFence, bool) {
 	i := 0
 	for i < len(line) && line[i] == ' ' {
 		i++
 	}
-	if i > 3 || i == len(line) || (line[i] != '`' && line[i] != '~') {
+	if i > maxIndent || i == len(line) || (line[i] != '`' && line[i] != '~') {
 		return refFence{}, false
 	}
 	c := line[i]
@@ -410,7 +416,7 @@ func refCloses(line string, f *refFence) bool {
 	for i < len(line) && line[i] == ' ' {
 		i++
 	}
-	if i > 3 {
+	if i > 3+f.list {
 		return false
 	}
 	j := i

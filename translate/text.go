@@ -25,6 +25,7 @@ type fence struct {
 	char   byte
 	length int
 	indent int
+	list   int // the list item's content column it opened in (0: none)
 	info   string
 }
 
@@ -62,6 +63,12 @@ type lexer struct {
 	// the lexer reports from it is cut from src, not copied.
 	src   string
 	srcAt int
+	// list is the content column of the list item the text is in (0: none):
+	// a fence in a list item may be indented that much more than 3 spaces.
+	// head holds the start of the current prose line, to tell.
+	list  int
+	head  [32]byte
+	headN int
 }
 
 // wake names the input a waiting state needs before it can decide.
@@ -132,6 +139,7 @@ func (l *lexer) End() {
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
 	l.src, l.srcAt = "", 0
 	l.nlPending = ""
+	l.list, l.headN = 0, 0
 }
 
 func (l *lexer) run() {
@@ -157,19 +165,20 @@ func (l *lexer) text(from, to int) string {
 	return string(l.in[from:to])
 }
 
-// fenceLine reports whether the start of b is a fence line prefix: up to 3
-// spaces, then a run of ` or ~. It returns the indent, the char and the run
-// length, and decided=false when more input could change the answer: with
-// char 0 when b holds only spaces, else when the run reaches the end of b.
-func fenceLine(b []byte, eof bool) (indent int, char byte, run int, decided bool) {
+// fenceLine reports whether the start of b is a fence line prefix: up to
+// maxIndent spaces, then a run of ` or ~. It returns the indent, the char
+// and the run length, and decided=false when more input could change the
+// answer: with char 0 when b holds only spaces, else when the run reaches
+// the end of b.
+func fenceLine(b []byte, eof bool, maxIndent int) (indent int, char byte, run int, decided bool) {
 	i := 0
-	for i < len(b) && b[i] == ' ' && i < 4 {
+	for i < len(b) && b[i] == ' ' && i <= maxIndent {
 		i++
 	}
 	if i == len(b) {
 		return i, 0, 0, eof
 	}
-	if i > 3 || (b[i] != '`' && b[i] != '~') {
+	if i > maxIndent || (b[i] != '`' && b[i] != '~') {
 		return i, 0, 0, true
 	}
 	char = b[i]
@@ -190,7 +199,7 @@ func lexLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	indent, char, run, decided := fenceLine(b, l.eof)
+	indent, char, run, decided := fenceLine(b, l.eof, 3+l.list)
 	if !decided {
 		if char == 0 {
 			return nil
@@ -216,7 +225,7 @@ func lexLineStart(l *lexer) stateFn {
 	if nl >= 0 {
 		l.pos++
 	}
-	l.fence = fence{char: char, length: run, indent: indent, info: info}
+	l.fence = fence{char: char, length: run, indent: indent, list: l.list, info: info}
 	l.inFence, l.nlPending, l.firstLine = true, "", true
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
@@ -230,6 +239,7 @@ func lexProse(l *lexer) stateFn {
 	}
 	nl := indexNL(b)
 	if nl < 0 {
+		l.headN += copy(l.head[l.headN:], b)
 		l.sink.proseText(l.text(0, len(b)))
 		l.pos += len(b)
 		if l.eof {
@@ -237,9 +247,61 @@ func lexProse(l *lexer) stateFn {
 		}
 		return lexProseMid
 	}
+	l.headN += copy(l.head[l.headN:], b[:nl])
+	l.list = listAfter(l.head[:l.headN], l.list)
+	l.headN = 0
 	l.sink.proseText(l.text(0, nl+1))
 	l.pos += nl + 1
 	return lexLineStart
+}
+
+// listAfter returns the list item content column after a prose line that
+// starts with head, given the one before it: a list item sets it, a blank
+// line keeps it, and a line indented less than it leaves the list.
+func listAfter(head []byte, list int) int {
+	i := 0
+	for i < len(head) && head[i] == ' ' {
+		i++
+	}
+	if isBlank(string(head[i:])) {
+		return list
+	}
+	if col, ok := listItem(head, i); ok {
+		return col
+	}
+	if i < list {
+		return 0
+	}
+	return list
+}
+
+// listItem reads a list item marker at head[i:] (-, *, + or 1 to 9 digits
+// and . or ), then a space) and returns the column its content starts at.
+func listItem(head []byte, i int) (int, bool) {
+	j := i
+	switch {
+	case j < len(head) && (head[j] == '-' || head[j] == '*' || head[j] == '+'):
+		j++
+	default:
+		for j < len(head) && j-i < 9 && head[j] >= '0' && head[j] <= '9' {
+			j++
+		}
+		if j == i || j == len(head) || (head[j] != '.' && head[j] != ')') {
+			return 0, false
+		}
+		j++
+	}
+	k := j
+	for k < len(head) && head[k] == ' ' {
+		k++
+	}
+	switch {
+	case k == j && k < len(head) && head[k] != '\r':
+		return 0, false // no space after the marker
+	case k == len(head) || head[k] == '\r' || k-j > 4:
+		return j + 1, true // an empty item, or indented code in it
+	}
+	return k, true
 }
 
 // lexProseMid continues a line of prose whose start was already sent.
@@ -257,7 +319,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	_, char, run, decided := fenceLine(b, l.eof)
+	_, char, run, decided := fenceLine(b, l.eof, 3+l.fence.list)
 	if !decided {
 		if char == 0 {
 			return nil
