@@ -171,6 +171,10 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: %w", path, err)
 		}
+		var more yaml.Node
+		if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("parsing %s: it holds more than one YAML document", path)
+		}
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
 		return cfg, err
@@ -199,8 +203,23 @@ func (c *Config) Validate() error {
 		return errors.New("server.file_table_size must not be negative")
 	case c.Server.MaxConnections < 0:
 		return errors.New("server.max_connections must not be negative")
-	case c.Runs.KeepFinishedBytes < 0:
-		return errors.New("runs.keep_finished_bytes must not be negative")
+	case c.Agent.StderrTailBytes > maxBufferBytes:
+		return fmt.Errorf("agent.stderr_tail_bytes must be at most %d", maxBufferBytes)
+	case c.Agent.MaxLineBytes > maxBufferBytes:
+		return fmt.Errorf("agent.max_line_bytes must be at most %d", maxBufferBytes)
+	}
+	if err := noNegatives(c); err != nil {
+		return err
+	}
+	switch c.Log.Level {
+	case "", "trace", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "auto", "json", "console":
+	default:
+		return fmt.Errorf("log.format %q: want auto, json or console", c.Log.Format)
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth
@@ -225,6 +244,35 @@ func (c *Config) Validate() error {
 	case "sqlite", "memory":
 	default:
 		return fmt.Errorf("store.driver %q: want sqlite or memory", c.Store.Driver)
+	}
+	return nil
+}
+
+// maxBufferBytes bounds the keys that size a buffer.
+const maxBufferBytes = 1 << 30
+
+// noNegatives refuses a negative number, size or duration in any key.
+func noNegatives(c *Config) error {
+	root := reflect.ValueOf(c).Elem()
+	for i := 0; i < root.NumField(); i++ {
+		section := root.Type().Field(i).Tag.Get("yaml")
+		sv := root.Field(i)
+		if sv.Kind() != reflect.Struct {
+			continue
+		}
+		for j := 0; j < sv.NumField(); j++ {
+			f := sv.Field(j)
+			negative := false
+			switch f.Kind() {
+			case reflect.Int, reflect.Int64:
+				negative = f.Int() < 0
+			case reflect.Float64:
+				negative = f.Float() < 0
+			}
+			if negative {
+				return fmt.Errorf("%s.%s must not be negative", section, sv.Type().Field(j).Tag.Get("yaml"))
+			}
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,4 +60,40 @@ func TestConfigEnvOverrides(t *testing.T) {
 		t.Errorf("a bad duration must name its variable, got %v", err)
 	}
 	_ = time.Second
+}
+
+// TestConfigRefusesNonsense: values that cannot mean anything are refused
+// at start with the key named, instead of panicking or misbehaving later.
+func TestConfigRefusesNonsense(t *testing.T) {
+	for _, c := range []struct{ env, val, want string }{
+		{"DOCSTREAM_SERVER_HEARTBEAT", "-1s", "server.heartbeat must not be negative"},
+		{"DOCSTREAM_SERVER_WRITE_TIMEOUT", "-1s", "server.write_timeout must not be negative"},
+		{"DOCSTREAM_LIMITS_QUEUE_SIZE", "-1", "limits.queue_size must not be negative"},
+		{"DOCSTREAM_LIMITS_SPAWN_PER_SECOND", "-1", "limits.spawn_per_second must not be negative"},
+		{"DOCSTREAM_AUTH_BURST", "-5", "auth.burst must not be negative"},
+		{"DOCSTREAM_AGENT_KILL_GRACE", "-2s", "agent.kill_grace must not be negative"},
+		{"DOCSTREAM_RUNS_LOG_MAX_EVENTS", "-1", "runs.log_max_events must not be negative"},
+		{"DOCSTREAM_CLOUD_POLL_INTERVAL", "-1s", "cloud.poll_interval must not be negative"},
+		{"DOCSTREAM_AGENT_STDERR_TAIL_BYTES", "4611686018427387904", "agent.stderr_tail_bytes must be at most"},
+		{"DOCSTREAM_AGENT_MAX_LINE_BYTES", "2147483648", "agent.max_line_bytes must be at most"},
+		{"DOCSTREAM_LOG_LEVEL", "verbose", "log.level"},
+		{"DOCSTREAM_LOG_FORMAT", "xml", "log.format"},
+	} {
+		_, err := LoadConfig("", func(k string) string {
+			if k == c.env {
+				return c.val
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: got %v, want an error with %q", c.env, c.val, err, c.want)
+		}
+	}
+	path := t.TempDir() + "/two.yaml"
+	if err := os.WriteFile(path, []byte("server:\n  heartbeat: 5s\n---\nserver:\n  heartbeat: nonsense\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
+		t.Errorf("a second YAML document: got %v", err)
+	}
 }
