@@ -69,7 +69,7 @@ func (s *Server) handleWS(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, s.cfg.Server.WriteTimeout+time.Second)
+		wctx, cancel := s.writeContext(ctx, time.Second)
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
@@ -233,6 +233,15 @@ func headerHasToken(h http.Header, name, token string) bool {
 // pingWS pings the client every interval until ctx ends, so that proxies
 // see traffic while a run is quiet; a client that does not answer within
 // the write timeout is disconnected.
+// writeContext bounds a WebSocket write by server.write_timeout (plus
+// extra); a write_timeout of 0 sets no deadline, as on SSE streams.
+func (s *Server) writeContext(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
+	if wt := s.cfg.Server.WriteTimeout; wt > 0 {
+		return context.WithTimeout(ctx, wt+extra)
+	}
+	return context.WithCancel(ctx)
+}
+
 func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -242,7 +251,7 @@ func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Du
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.Server.WriteTimeout)
+		pctx, cancel := s.writeContext(ctx, 0)
 		err := conn.Ping(pctx)
 		cancel()
 		if err != nil {

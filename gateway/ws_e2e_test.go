@@ -376,3 +376,19 @@ func TestWSLimitsAndKeepalive(t *testing.T) {
 		}
 	})
 }
+
+// TestWSNoWriteTimeout: server.write_timeout 0 sets no deadline on a
+// WebSocket, as on an SSE stream; the socket was closed at the first ping.
+func TestWSNoWriteTimeout(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=0s", "DOCSTREAM_SERVER_HEARTBEAT=100ms")
+	c := s.dialWS(t)
+	c.send(map[string]any{"type": "chat", "prompt": "fault:hang-mid"})
+	c.accepted()
+	for m := c.read(); m.Type != documents.EventContentDelta; m = c.read() {
+	}
+	time.Sleep(600 * time.Millisecond) // six heartbeats
+	c.send(map[string]any{"type": "cancel"})
+	for m := c.read(); m.Type != documents.EventDone; m = c.read() {
+	}
+}
