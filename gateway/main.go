@@ -78,6 +78,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if _, err := ReserveFileTable(cfg.Server.FileTableSize); err != nil {
 		log.Warn().Err(err).Msg("the file table was not reserved; it grows as streams open")
 	}
+	if cfg.Store.Driver == "sqlite" {
+		lock, err := LockDataDir(filepath.Dir(storePath(cfg.Store.Path)))
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
+	}
 	store, err := OpenStore(ctx, cfg.Store)
 	if err != nil {
 		return err
@@ -85,7 +92,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	defer store.Close()
 	pidDir := ""
 	if cfg.Store.Driver == "sqlite" {
-		pidDir = filepath.Join(filepath.Dir(cfg.Store.Path), "agents")
+		pidDir = filepath.Join(filepath.Dir(storePath(cfg.Store.Path)), "agents")
 		if err := os.MkdirAll(pidDir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", pidDir, err)
 		}

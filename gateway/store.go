@@ -252,9 +252,7 @@ var migrations = []string{
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
 // in WAL mode, and applies the migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
-	if path == "" {
-		path = "./data/docstream.db"
-	}
+	path = storePath(path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the store folder: %w", err)
 	}
@@ -267,9 +265,23 @@ func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 	s := &SQLStore{db: db}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	// A store the process cannot write to would open, and then lose every
+	// response: a write now finds out.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
 	}
 	return s, nil
+}
+
+// storePath is the SQLite store's file: store.path, or its default.
+func storePath(path string) string {
+	if path == "" {
+		return "./data/docstream.db"
+	}
+	return path
 }
 
 func (s *SQLStore) migrate(ctx context.Context) error {

@@ -1,0 +1,43 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// LockDataDir takes the data directory of a SQLite store for this process:
+// a second gateway on the same directory would take the first one's live
+// runs for a crash's leftovers, mark them interrupted and kill their agents.
+// The lock is released when the returned file is closed or the process
+// ends.
+func LockDataDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "docstream.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another docstream process"
+			if pid := strings.TrimSpace(string(b)); pid != "" {
+				holder = "docstream process " + pid
+			}
+			return nil, fmt.Errorf("the data directory %s is in use by %s: one gateway per store (set store.path to another directory)", dir, holder)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
