@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,14 +55,17 @@ func connectionsFor(nofile uint64, runs int) int {
 
 // connLimiter is a listener that serves at most max connections at once.
 // A connection past the limit is answered 503 too_many_connections and
-// closed; the connections it serves count until they are closed, hijacked
-// ones (WebSockets) included.
+// closed, unless its request is a probe (GET /healthz, /readyz or
+// /metrics), which probes answers so that a saturated gateway is not taken
+// for a dead one; the connections it serves count until they are closed,
+// hijacked ones (WebSockets) included.
 type connLimiter struct {
 	net.Listener
 	max     int64
 	open    *atomic.Int64
 	answer  []byte
 	refused func()
+	probes  http.Handler
 
 	mu        sync.Mutex
 	lingering []net.Conn // refused connections still open, oldest first
@@ -68,14 +73,15 @@ type connLimiter struct {
 
 // limitConnections wraps ln so that it serves at most limit connections,
 // counting those open in open. refused, when not nil, is called for each
-// connection refused.
-func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func()) *connLimiter {
+// connection refused; probes, when not nil, answers the probes past the
+// limit.
+func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func(), probes http.Handler) *connLimiter {
 	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the gateway is serving its limit of %d connections; try again shortly"}}`, limit)
 	answer := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	if refused == nil {
 		refused = func() {}
 	}
-	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused}
+	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused, probes: probes}
 }
 
 // Accept returns the next connection within the limit, answering and
@@ -93,7 +99,6 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return &countedConn{Conn: c, place: place{open: l.open}}, nil
 		}
 		l.open.Add(-1)
-		l.refused()
 		l.refuse(c)
 	}
 }
@@ -118,8 +123,16 @@ func (l *connLimiter) refuse(c net.Conn) {
 	l.lingering = append(l.lingering, c)
 	l.mu.Unlock()
 	go func() {
-		if readHead(c) {
-			if _, err := c.Write(l.answer); err == nil {
+		head := readHead(c)
+		answer := l.answer
+		if r := probeRequest(head); r != nil && l.probes != nil {
+			answer = serveProbe(l.probes, r, c)
+			c.SetDeadline(time.Now().Add(refuseLinger))
+		} else {
+			l.refused()
+		}
+		if len(head) > 0 {
+			if _, err := c.Write(answer); err == nil {
 				if cw, ok := c.(interface{ CloseWrite() error }); ok {
 					cw.CloseWrite()
 				}
@@ -139,8 +152,8 @@ func (l *connLimiter) refuse(c net.Conn) {
 }
 
 // readHead reads c until the end of a request's head (a blank line) or
-// 64 KiB, and says whether anything came.
-func readHead(c net.Conn) bool {
+// 64 KiB, and returns what came.
+func readHead(c net.Conn) []byte {
 	buf := make([]byte, 0, 1024)
 	for len(buf) < 64<<10 {
 		if len(buf) == cap(buf) {
@@ -148,14 +161,62 @@ func readHead(c net.Conn) bool {
 		}
 		n, err := c.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) {
-			return true
-		}
-		if err != nil {
-			return len(buf) > 0
+		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) || err != nil {
+			return buf
 		}
 	}
-	return true
+	return buf
+}
+
+// probeRequest returns the request in head when it is a probe: a GET of
+// /healthz, /readyz or /metrics without a body.
+func probeRequest(head []byte) *http.Request {
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+	if err != nil || r.Method != http.MethodGet || r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
+		return nil
+	}
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		return r
+	}
+	return nil
+}
+
+// serveProbe answers a probe from c with h and returns the whole response,
+// which closes the connection.
+func serveProbe(h http.Handler, r *http.Request, c net.Conn) []byte {
+	r.RemoteAddr = c.RemoteAddr().String()
+	w := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(w, r)
+	res := &http.Response{StatusCode: w.status, ProtoMajor: 1, ProtoMinor: 1, Header: w.header,
+		Body: io.NopCloser(&w.body), ContentLength: int64(w.body.Len()), Close: true}
+	if res.StatusCode == 0 {
+		res.StatusCode = http.StatusOK
+	}
+	var out bytes.Buffer
+	_ = res.Write(&out)
+	return out.Bytes()
+}
+
+// probeWriter is the http.ResponseWriter of a probe answered past the
+// connection limit.
+type probeWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *probeWriter) Header() http.Header { return w.header }
+
+func (w *probeWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *probeWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
 }
 
 // place is a served connection's place in the count of those open.

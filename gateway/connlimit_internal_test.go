@@ -44,7 +44,7 @@ func TestConnLimiterCounts(t *testing.T) {
 	}
 	var open atomic.Int64
 	var refused atomic.Int64
-	ln := limitConnections(inner, 2, &open, func() { refused.Add(1) })
+	ln := limitConnections(inner, 2, &open, func() { refused.Add(1) }, nil)
 	defer ln.Close()
 	var served []net.Conn
 	for range 2 {

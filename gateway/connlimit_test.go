@@ -30,11 +30,20 @@ func metricsVia(t *testing.T, s *testServer, client *http.Client) map[string]flo
 }
 
 // expectRefused checks that a new connection's request is answered at once
-// with the 503 too_many_connections.
+// with the 503 too_many_connections, and a probe's with its answer.
 func expectRefused(t *testing.T, s *testServer) {
 	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(s.URL + "/healthz")
+	for _, probe := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := client.Get(s.URL + probe)
+		if err != nil {
+			t.Fatalf("a probe past the connection limit got no answer: %v", err)
+		}
+		if b := readAll(t, resp); resp.StatusCode != http.StatusOK || !resp.Close || len(b) == 0 {
+			t.Fatalf("%s past the connection limit: %d (close %v) %.200s, want it answered", probe, resp.StatusCode, resp.Close, b)
+		}
+	}
+	resp, err := client.Get(s.URL + "/v1/workspaces")
 	if err != nil {
 		t.Fatalf("a request past the connection limit got no answer: %v", err)
 	}
@@ -56,7 +65,7 @@ func expectServed(t *testing.T, s *testServer) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := client.Get(s.URL + "/healthz")
+		resp, err := client.Get(s.URL + "/v1/workspaces")
 		if err == nil {
 			readAll(t, resp)
 			if resp.StatusCode == http.StatusOK {

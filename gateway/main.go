@@ -126,7 +126,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	maxConns := ConnectionLimit(cfg.Server.MaxConnections, cfg.Limits)
 	srv.metrics.ConnectionLimit.Set(float64(maxConns))
-	ln = limitConnections(ln, maxConns, &srv.metrics.Connections, srv.metrics.Rejected.WithLabelValues("connections").Inc)
+	ln = limitConnections(ln, maxConns, &srv.metrics.Connections, srv.metrics.Rejected.WithLabelValues("connections").Inc, srv)
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
