@@ -250,6 +250,9 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	}
 	msg.Content = renderer.Content()
 	c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+	if done.ConversationID != nil {
+		c.Response().Header().Set("X-Docstream-Conversation-Id", *done.ConversationID)
+	}
 	if done.Status != documents.StatusCompleted {
 		// The agent already ran: a retry would run it again.
 		c.Response().Header().Set("X-Should-Retry", "false")
@@ -344,7 +347,8 @@ func (s *Server) finishCompletion(w *echo.Response, chunk func(sse.ChunkDelta, *
 			return
 		}
 	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(r.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}})
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(r.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}},
+			jsontext.AllowInvalidUTF8(true))
 		if sse.WriteData(w, b) != nil {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 
@@ -425,6 +426,9 @@ func TestOpenAINonStreaming(t *testing.T) {
 	content, _ := msg["content"].(string)
 	cr := s.storedResponse(t, resp)
 	checkRendersResponse(t, content, cr)
+	if h := resp.Header.Get("X-Docstream-Conversation-Id"); cr.ConversationID == nil || h != *cr.ConversationID {
+		t.Errorf("X-Docstream-Conversation-Id %q: want the conversation, which a client sends as conversation_id", h)
+	}
 	if r, _ := msg["reasoning_content"].(string); r == "" || strings.Contains(content, r[:20]) {
 		t.Errorf("reasoning_content %q", r)
 	}
@@ -983,4 +987,19 @@ func argvOf(start map[string]any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestOpenAIErrorNonASCIIStderr: the agent's stderr is clipped into the
+// streamed error; clipped within a character, it made the error object
+// invalid JSON (the stream sent `{"error":{"message"` and [DONE]).
+func TestOpenAIErrorNonASCIIStderr(t *testing.T) {
+	t.Parallel()
+	agent := scriptAgent(t, `awk 'BEGIN { s = "x"; for (i = 0; i < 3000; i++) s = s "é"; print s > "/dev/stderr" }'
+exit 1`)
+	s := startServer(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	st := s.completionStream(t, map[string]any{"messages": []any{userMsg("hi")}, "workspace": "main"})
+	msg, _ := st.errObj["message"].(string)
+	if st.errObj == nil || !strings.Contains(msg, "éé") || !utf8.ValidString(msg) {
+		t.Fatalf("the error object: %v\n%s", st.errObj, oaTail(st.raw, 400))
+	}
 }

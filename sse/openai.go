@@ -3,6 +3,7 @@ package sse
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -404,6 +405,9 @@ func checkbox(status string) string {
 func clipText(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // not within a character
 	}
 	return s[:n] + "\n… (cut)"
 }
