@@ -128,6 +128,13 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if idx < 0 {
 		return errBadRequest("no_user_message", "messages has no user message")
 	}
+	for _, m := range req.Messages[idx+1:] {
+		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
+			// The agent takes a user message; what came after it would be
+			// dropped and the message before it run again.
+			return errBadRequest("last_message_not_user", "messages must end with a user message, not with a %s message: the agent answers a user message (client-side tools are not supported)", m.Role)
+		}
+	}
 	if strings.TrimSpace(last) == "" {
 		return errBadRequest("empty_prompt", "the last user message has no text")
 	}

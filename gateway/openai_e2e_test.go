@@ -529,6 +529,11 @@ func TestOpenAIErrorsBeforeStream(t *testing.T) {
 		{"content parts without text", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url"}}}}}, "empty_prompt"},
 		{"stream a string", map[string]any{"stream": "yes", "messages": []any{userMsg("hi")}}, "bad_field"},
 		{"role a number", map[string]any{"messages": []any{map[string]any{"role": 5, "content": "hi"}}}, "bad_field"},
+		// The agent would run the user message before them again.
+		{"ends with an assistant message", map[string]any{"messages": []any{userMsg("echo delete build/"), map[string]any{"role": "assistant", "content": "Deleted."}}}, "last_message_not_user"},
+		{"ends with a tool result", map[string]any{"messages": []any{userMsg("echo delete build/"),
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "run", "arguments": "{}"}}}},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "content": "done"}}}, "last_message_not_user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -913,6 +918,17 @@ func TestOpenAIResumeByHistory(t *testing.T) {
 		i := slices.Index(argv, "--resume")
 		if i < 0 || i+1 >= len(argv) || argv[i+1] == "" {
 			t.Errorf("%q stream %v: the known history did not resume its session: %v", q1, stream, argv)
+		}
+		// The second question edited (or regenerated): the session has
+		// moved past that history, so it goes to a new session with the
+		// history folded in, not to the session that holds the old turn.
+		if resp, m := s.completionJSON(t, map[string]any{"messages": []any{userMsg(q1),
+			map[string]any{"role": "assistant", "content": reply}, userMsg("echo second, edited")}}); resp.StatusCode != 200 {
+			t.Fatalf("%d %v", resp.StatusCode, m)
+		}
+		edited := s.simStarts(t)
+		if argv := argvOf(edited[len(edited)-1]); slices.Contains(argv, "--resume") {
+			t.Errorf("%q stream %v: an edited turn resumed the session that holds the turn it replaces: %v", q1, stream, argv)
 		}
 	}
 	// A history that was never answered here is folded instead.

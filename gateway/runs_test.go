@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,14 +445,21 @@ func TestRunsOpenAIResume(t *testing.T) {
 
 	// The chain goes on, streamed this time.
 	c := e2eMarker("echo C")
-	s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(b), assistant(replyB), user(c)}, true)
+	replyC, _ := s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(b), assistant(replyB), user(c)}, true)
 	startC := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, c) })
 	if startC["prompt"] != c || e2eResume(e2eArgv(startC)) != *conv {
 		t.Errorf("third start: prompt %q argv %v, want prompt %q and --resume %s", startC["prompt"], e2eArgv(startC), c, *conv)
 	}
 
-	// An edited history matches no session: a new one, with the history
-	// folded into the prompt.
+	// An edited history matches no session, nor does one the session has
+	// moved past (the second question asked again, edited): a new one,
+	// with the history folded into the prompt.
+	b2 := e2eMarker("echo B edited")
+	s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(b2)}, false)
+	startB2 := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, b2) })
+	if p := startB2["prompt"].(string); e2eResume(e2eArgv(startB2)) != "" || !strings.HasSuffix(p, b2) || !strings.Contains(p, a) {
+		t.Errorf("an edited second question: prompt %q argv %v, want a new session with the history", p, e2eArgv(startB2))
+	}
 	d := e2eMarker("echo D")
 	s.e2eComplete(t, []map[string]any{user(a), assistant(replyA + " (edited)"), user(d)}, false)
 	startD := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, d) })
@@ -463,9 +471,10 @@ func TestRunsOpenAIResume(t *testing.T) {
 	// The same history sent while a turn of its session still runs (a
 	// reply and a title asked for at once) goes to a session of its own,
 	// with the history folded in: one session takes one turn at a time.
+	head := []map[string]any{user(a), assistant(replyA), user(b), assistant(replyB), user(c), assistant(replyC)}
 	h := e2eMarker("fault:hang-mid h")
 	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto", "stream": true,
-		"messages": []map[string]any{user(a), assistant(replyA), user(h)}})
+		"messages": append(slices.Clone(head), user(h))})
 	defer resp.Body.Close()
 	hid := resp.Header.Get("X-Docstream-Response-Id")
 	for br := bufio.NewReader(resp.Body); ; { // until the agent writes
@@ -481,7 +490,7 @@ func TestRunsOpenAIResume(t *testing.T) {
 		t.Errorf("the hanging turn does not resume %s: %v", *conv, e2eArgv(startH))
 	}
 	f := e2eMarker("echo F")
-	if reply, _ := s.e2eComplete(t, []map[string]any{user(a), assistant(replyA), user(f)}, false); reply == "" {
+	if reply, _ := s.e2eComplete(t, append(slices.Clone(head), user(f)), false); reply == "" {
 		t.Errorf("no answer while the session was busy")
 	}
 	startF := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, f) })

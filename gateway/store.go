@@ -55,7 +55,13 @@ type Store interface {
 	// MarkInterrupted marks every turn still "streaming" as interrupted and
 	// returns how many there were.
 	MarkInterrupted(ctx context.Context) (int, error)
+	// PutFingerprint records that an OpenAI history (with its reply) is
+	// where a conversation now stands.
 	PutFingerprint(ctx context.Context, fingerprint, conversationID string) error
+	// Fingerprint returns the conversation that stands at an OpenAI
+	// history: one whose latest recorded history it is. A history the
+	// conversation has moved past (a turn edited or regenerated) is
+	// ErrNotFound, so that it is not resumed with the turns after it.
 	Fingerprint(ctx context.Context, fingerprint string) (string, error)
 	Ping(ctx context.Context) error
 	Close() error
@@ -99,11 +105,12 @@ type MemoryStore struct {
 	turns  map[string]*Turn
 	byConv map[string][]string // the response ids of each conversation's turns
 	fps    map[string]string
+	heads  map[string]string // conversation → its latest fingerprint
 }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}}
+	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}, heads: map[string]string{}}
 }
 
 // PutConversation creates or updates a conversation.
@@ -191,20 +198,21 @@ func (m *MemoryStore) MarkInterrupted(context.Context) (int, error) {
 	return n, nil
 }
 
-// PutFingerprint records which conversation an OpenAI history belongs to.
+// PutFingerprint records where a conversation stands.
 func (m *MemoryStore) PutFingerprint(_ context.Context, fp, conv string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.fps[fp] = conv
+	m.heads[conv] = fp
 	return nil
 }
 
-// Fingerprint returns the conversation of an OpenAI history.
+// Fingerprint returns the conversation that stands at an OpenAI history.
 func (m *MemoryStore) Fingerprint(_ context.Context, fp string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.fps[fp]
-	if !ok {
+	if !ok || m.heads[c] != fp {
 		return "", ErrNotFound
 	}
 	return c, nil
@@ -247,6 +255,7 @@ var migrations = []string{
 		conversation_id TEXT NOT NULL,
 		created TEXT NOT NULL
 	);`,
+	`CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`,
 }
 
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
@@ -423,20 +432,22 @@ func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
 	return len(turns), nil
 }
 
-// PutFingerprint records which conversation an OpenAI history belongs to.
+// PutFingerprint records where a conversation stands. The row is replaced,
+// so that the latest has the highest rowid.
 func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)
-		ON CONFLICT(fingerprint) DO UPDATE SET conversation_id=excluded.conversation_id`, fp, conv, ts(time.Now()))
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)`,
+		fp, conv, ts(time.Now()))
 	if err != nil {
 		return fmt.Errorf("saving fingerprint: %w", err)
 	}
 	return nil
 }
 
-// Fingerprint returns the conversation of an OpenAI history.
+// Fingerprint returns the conversation that stands at an OpenAI history.
 func (s *SQLStore) Fingerprint(ctx context.Context, fp string) (string, error) {
 	var c string
-	err := s.db.QueryRowContext(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp).Scan(&c)
+	err := s.db.QueryRowContext(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = ?
+		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.rowid > f.rowid)`, fp).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
