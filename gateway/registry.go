@@ -417,15 +417,28 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	return id, busy
 }
 
+// claimTurn takes the conversation the agent named for r's turn, when r is
+// its first turn (or the agent started another session): the next turn
+// sent to it waits for r's done, as when r resumed it.
+func (g *Registry) claimTurn(r *Run) {
+	conv := r.ConversationID()
+	g.mu.Lock()
+	if _, busy := g.turns[conv]; conv != "" && !busy {
+		g.turns[conv] = r
+	}
+	g.mu.Unlock()
+}
+
 // endTurn lets the next turn of the run's conversation start.
 func (g *Registry) endTurn(r *Run) {
-	if conv := r.Spec.ConversationID; conv != "" {
-		g.mu.Lock()
-		if g.turns[conv] == r {
-			delete(g.turns, conv)
+	conv := r.ConversationID()
+	g.mu.Lock()
+	for _, c := range []string{r.Spec.ConversationID, conv} {
+		if c != "" && g.turns[c] == r {
+			delete(g.turns, c)
 		}
-		g.mu.Unlock()
 	}
+	g.mu.Unlock()
 }
 
 // errConversationBusy answers a turn sent while the conversation's last
@@ -624,6 +637,7 @@ func (r *Run) emit(ev documents.Event) {
 	}
 	r.mu.Unlock()
 	if saveConv {
+		g.claimTurn(r)
 		g.saveConversation(r)
 		saveSnapshot = true
 	}

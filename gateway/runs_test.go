@@ -588,4 +588,22 @@ func TestRunsOneTurnAtATime(t *testing.T) {
 	if next := s.chatJSON(t, map[string]any{"prompt": "echo three", "conversationId": conv}); next.Status != documents.StatusCompleted {
 		t.Errorf("the turn after: %s", next.Status)
 	}
+
+	// A new conversation's first turn holds it once the agent has named
+	// its session: a second turn sent to it is refused too.
+	st = s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid four"})
+	running = st.Resp.Header.Get("X-Docstream-Response-Id")
+	var started struct {
+		ConversationID string `json:"conversationId"`
+	}
+	if err := json.Unmarshal([]byte(st.Until(documents.EventResponseStart)[0].Data), &started); err != nil || started.ConversationID == "" {
+		t.Fatalf("response_start: %v %+v", err, started)
+	}
+	st.Until(documents.EventContentDelta)
+	resp = s.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo five", "conversationId": started.ConversationID})
+	if b := readAll(t, resp); resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), running) {
+		t.Fatalf("a turn while the conversation's first runs: %d %s, want 409 conversation_busy naming %s", resp.StatusCode, b, running)
+	}
+	readAll(t, s.e2eDo(t, http.MethodPost, "/v1/chat/"+running+"/cancel", map[string]any{"signal": "KILL"}))
+	st.Rest()
 }
