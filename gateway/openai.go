@@ -421,7 +421,9 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	if !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
-	m.models, m.err = m.fetch(ctx)
+	// Not bound to the asking client: one that hangs up would leave its
+	// cancellation cached as the list for everyone.
+	m.models, m.err = m.fetch(context.WithoutCancel(ctx))
 	m.at = time.Now()
 	return m.models, m.err
 }

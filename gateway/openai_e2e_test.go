@@ -1019,3 +1019,21 @@ exit 1`)
 		t.Fatalf("the error object: %v\n%s", st.errObj, oaTail(st.raw, 400))
 	}
 }
+
+// TestOpenAIModelsAbandoned: the first GET /v1/models runs the agent's
+// model listing; a client that hung up before it finished had its
+// cancellation cached as the list (only "auto") for a minute.
+func TestOpenAIModelsAbandoned(t *testing.T) {
+	t.Parallel()
+	agent := scriptAgent(t, `case "$*" in *models*) sleep 1; echo "m1 - Model One";; esac`)
+	s := startServer(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	client := &http.Client{Timeout: 200 * time.Millisecond}
+	if resp, err := client.Get(s.URL + "/v1/models"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the listing answered within 200 ms; the test needs it slower")
+	}
+	resp, b := s.oaGet(t, "/v1/models/m1")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/models/m1 after a client gave up: %d %s", resp.StatusCode, b)
+	}
+}
