@@ -19,8 +19,12 @@ import (
 	"github.com/docstream/docstream/gateway/cloud"
 )
 
-// UsageError is a bad command line.
-type UsageError struct{ Err error }
+// UsageError is a bad command line. Reported says that it has been
+// printed already (by the flag package, with the usage).
+type UsageError struct {
+	Err      error
+	Reported bool
+}
 
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
@@ -43,11 +47,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return UsageError{err}
+		return UsageError{Err: err, Reported: true}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return UsageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return UsageError{Err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	path := *configPath
 	if path == "" {

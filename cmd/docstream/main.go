@@ -16,7 +16,9 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "docstream:", err)
+		if !reported(err) {
+			fmt.Fprintln(os.Stderr, "docstream:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }

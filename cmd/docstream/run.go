@@ -10,7 +10,17 @@ import (
 )
 
 // usageError is a bad command line; the process exits with code 2.
-type usageError struct{ error }
+// reported says that the flag package has already printed it.
+type usageError struct {
+	error
+	reported bool
+}
+
+// reported says whether err has already been printed.
+func reported(err error) bool {
+	var u usageError
+	return errors.As(err, &u) && u.reported
+}
 
 func exitCode(err error) int {
 	var u usageError
@@ -37,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	err := gateway.Main(ctx, args, getenv, stdout, stderr)
 	var u gateway.UsageError
 	if errors.As(err, &u) {
-		return usageError{err}
+		return usageError{error: err, reported: u.Reported}
 	}
 	return err
 }

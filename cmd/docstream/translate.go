@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,16 +37,19 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{error: err, reported: true}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return usageError{fmt.Errorf("translate takes no arguments, got %q", fs.Args())}
+		return usageError{error: fmt.Errorf("translate takes no arguments, got %q", fs.Args())}
 	}
 	switch *mode {
 	case "agent", "plan", "ask", "debug":
 	default:
-		return usageError{fmt.Errorf("unknown mode %q", *mode)}
+		return usageError{error: fmt.Errorf("unknown mode %q", *mode)}
 	}
 	w := bufio.NewWriter(stdout)
 	var b documents.Builder
@@ -70,12 +74,10 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		Thinking: *thinking, MaxLine: *maxLine,
 	}, emit)
 	seg.Start()
-	err := translate.Pump(translate.NewDecoder(stdin, *maxLine), seg)
-	end := translate.End{}
-	if err != nil {
-		end = translate.End{Err: fmt.Errorf("reading the transcript: %w", err), Source: "gateway"}
+	if err := translate.Pump(translate.NewDecoder(stdin, *maxLine), seg); err != nil {
+		return fmt.Errorf("reading the transcript: %w", err)
 	}
-	seg.Close(end)
+	seg.Close(translate.End{})
 	if !*stream {
 		if err := json.MarshalWrite(w, b.Response(), jsontext.AllowInvalidUTF8(true), jsontext.Multiline(true)); err != nil {
 			return err
