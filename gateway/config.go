@@ -171,6 +171,12 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: %w", path, err)
 		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err == nil {
+			if err := wholeNumbers(&doc, reflect.TypeOf(cfg), ""); err != nil {
+				return cfg, fmt.Errorf("parsing %s: %w", path, err)
+			}
+		}
 		var more yaml.Node
 		if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: it holds more than one YAML document", path)
@@ -244,6 +250,36 @@ func (c *Config) Validate() error {
 	case "sqlite", "memory":
 	default:
 		return fmt.Errorf("store.driver %q: want sqlite or memory", c.Store.Driver)
+	}
+	return nil
+}
+
+// wholeNumbers refuses a number with a fraction where a whole number goes:
+// YAML would cut 1.9 to 1. (A duration given as a bare number is refused by
+// YAML itself.)
+func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := wholeNumbers(c, t, key); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name := n.Content[i].Value
+			for j := 0; j < t.NumField(); j++ {
+				if t.Field(j).Tag.Get("yaml") == name {
+					if err := wholeNumbers(n.Content[i+1], t.Field(j).Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+			return fmt.Errorf("%s: %s is not a whole number", key, n.Value)
+		}
 	}
 	return nil
 }

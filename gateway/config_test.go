@@ -96,4 +96,16 @@ func TestConfigRefusesNonsense(t *testing.T) {
 	if _, err := LoadConfig(path, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "more than one YAML document") {
 		t.Errorf("a second YAML document: got %v", err)
 	}
+	if err := os.WriteFile(path, []byte("server:\n  heartbeat: 5s\n  bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("an unknown key: got %v", err)
+	}
+	if err := os.WriteFile(path, []byte("limits:\n  max_concurrent_runs: 1.9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "limits.max_concurrent_runs: 1.9 is not a whole number") {
+		t.Errorf("a fraction for a whole number: got %v", err)
+	}
 }
