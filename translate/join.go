@@ -162,6 +162,17 @@ func incompleteTail(t string) int {
 	return n
 }
 
+// pairSurrogatesBut is pairSurrogates for all of t but a high surrogate at
+// its end, which a joiner holds.
+func pairSurrogatesBut(t string) string {
+	if n := len(t); n >= 3 {
+		if r, ok := surrogate(t[n-3:]); ok && r < 0xDC00 {
+			return pairSurrogates(t[:n-3]) + t[n-3:]
+		}
+	}
+	return pairSurrogates(t)
+}
+
 // pairSurrogates replaces a high and low surrogate in WTF-8 that follow
 // each other with their character, and a lone one with U+FFFD.
 func pairSurrogates(t string) string {

@@ -300,6 +300,10 @@ func (s *Segmenter) assistant(ev Event) {
 // emitted only in whitespace is the same segment; a text that neither
 // extends nor repeats the segment starts a new segment.
 func (s *Segmenter) Snapshot(text string) {
+	// Surrogates are compared as the pieces streamed them: paired, or
+	// U+FFFD when alone, but for a high one at the end, which a later
+	// piece may complete.
+	text = pairSurrogatesBut(text)
 	cur := s.seg
 	switch {
 	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
@@ -617,6 +621,9 @@ func (s *Segmenter) Close(end End) {
 		return
 	}
 	s.ensureStarted()
+	if s.opts.Thinking {
+		s.thinking(s.thinkJoin.flush())
+	}
 	s.closeTools()
 	s.endSegment()
 	source := firstNonEmpty(end.Source, "cursor-agent")
