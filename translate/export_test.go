@@ -90,6 +90,17 @@ func WalkJSON(b []byte) int {
 // in WTF-8 in a text it gets whole.
 func PairSurrogates(t string) string { return pairSurrogates(t) }
 
-// ListAfter is listAfter: the list item content column after a prose line
-// that starts with head.
-func ListAfter(head string, list int) int { return listAfter([]byte(head), list) }
+// ListState is listState, for the fuzz target's reference model.
+type ListState struct{ s listState }
+
+// After is listState.after.
+func (l ListState) After(head string) ListState { return ListState{l.s.after([]byte(head))} }
+
+// Col is the content column of the list item the text is in (0: none).
+func (l ListState) Col() int { return l.s.col }
+
+// FenceAt is listState.fenceAt.
+func (l ListState) FenceAt(indent int) bool { return l.s.fenceAt(indent) }
+
+// FenceOpened is listState.fenceOpened.
+func (l ListState) FenceOpened(indent int) ListState { return ListState{l.s.fenceOpened(indent)} }

@@ -278,7 +278,8 @@ type refFence struct {
 // streaming:
 //   - a fence opens on a line of up to 3 spaces and 3 or more ` or ~; a
 //     backtick fence's info string holds no backtick; in a list item (see
-//     ListAfter) its content column more spaces are allowed;
+//     ListState) it may instead be indented from the item's content column
+//     to 3 spaces past it;
 //   - it closes on a line of as many spaces as it could open with and at
 //     least as many of the same character, then only spaces, tabs or CRs;
 //     or at the end of the text;
@@ -351,22 +352,23 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 		}
 		add(documents.TypeCodeBlock, content, documents.CodeBlockMeta{Language: lang, Purpose: purpose})
 	}
-	list := 0
+	var list translate.ListState
 	for _, ln := range strings.SplitAfter(msg, "\n") {
 		if ln == "" {
 			continue
 		}
 		body := strings.TrimSuffix(ln, "\n")
 		if open == nil {
-			if f, ok := refOpen(body, 3+list); ok {
+			if f, ok := refOpen(body, 3+list.Col()); ok && list.FenceAt(f.indent) {
 				flushProse()
 				covered.WriteString(body)
-				f.list = list
+				list = list.FenceOpened(f.indent)
+				f.list = list.Col()
 				open = &f
 				continue
 			}
 			prose.WriteString(ln)
-			list = translate.ListAfter(body[:min(len(body), 32)], list)
+			list = list.After(body[:min(len(body), 32)])
 			continue
 		}
 		if refCloses(body, open) {

@@ -63,10 +63,10 @@ type lexer struct {
 	// the lexer reports from it is cut from src, not copied.
 	src   string
 	srcAt int
-	// list is the content column of the list item the text is in (0: none):
-	// a fence in a list item may be indented that much more than 3 spaces.
-	// head holds the start of the current prose line, to tell.
-	list  int
+	// list is the list item the text is in: a fence in it may be indented
+	// as far as its content, and 3 spaces more. head holds the start of
+	// the current prose line, to tell.
+	list  listState
 	head  [32]byte
 	headN int
 }
@@ -139,7 +139,7 @@ func (l *lexer) End() {
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
 	l.src, l.srcAt = "", 0
 	l.nlPending = ""
-	l.list, l.headN = 0, 0
+	l.list, l.headN = listState{}, 0
 }
 
 func (l *lexer) run() {
@@ -199,14 +199,14 @@ func lexLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	indent, char, run, decided := fenceLine(b, l.eof, 3+l.list)
+	indent, char, run, decided := fenceLine(b, l.eof, 3+l.list.col)
 	if !decided {
 		if char == 0 {
 			return nil
 		}
 		return l.waitFor(wakeNotRun, char)
 	}
-	if char == 0 || run < 3 {
+	if char == 0 || run < 3 || !l.list.fenceAt(indent) {
 		return lexProse
 	}
 	nl := indexNL(b)
@@ -225,7 +225,8 @@ func lexLineStart(l *lexer) stateFn {
 	if nl >= 0 {
 		l.pos++
 	}
-	l.fence = fence{char: char, length: run, indent: indent, list: l.list, info: info}
+	l.list = l.list.fenceOpened(indent)
+	l.fence = fence{char: char, length: run, indent: indent, list: l.list.col, info: info}
 	l.inFence, l.nlPending, l.firstLine = true, "", true
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
@@ -248,47 +249,102 @@ func lexProse(l *lexer) stateFn {
 		return lexProseMid
 	}
 	l.headN += copy(l.head[l.headN:], b[:nl])
-	l.list = listAfter(l.head[:l.headN], l.list)
+	l.list = l.list.after(l.head[:l.headN])
 	l.headN = 0
 	l.sink.proseText(l.text(0, nl+1))
 	l.pos += nl + 1
 	return lexLineStart
 }
 
-// listAfter returns the list item content column after a prose line that
-// starts with head, given the one before it: a list item sets it, a blank
-// line keeps it, and a line indented less than it leaves the list.
-func listAfter(head []byte, list int) int {
+// listState is what the lexer knows of the list the text is in, from the
+// starts of its prose lines.
+type listState struct {
+	col   int  // the content column of the list item the text is in (0: none)
+	para  bool // the last line was paragraph text
+	empty bool // the last line was a list item with nothing after its marker
+}
+
+// after returns the state after a prose line that starts with head: a list
+// item sets the content column, a blank line keeps it (but ends a list
+// whose item is empty), a thematic break or a line indented less than the
+// content leaves the list. A first item interrupting a paragraph must be
+// a bullet or number 1, and not empty.
+func (ls listState) after(head []byte) listState {
 	i := 0
 	for i < len(head) && head[i] == ' ' {
 		i++
 	}
-	if isBlank(string(head[i:])) {
-		return list
+	switch {
+	case isBlank(string(head[i:])):
+		if ls.empty {
+			return listState{}
+		}
+		return listState{col: ls.col}
+	case thematicBreak(head[i:]):
+		return listState{}
 	}
-	if col, ok := listItem(head, i); ok {
-		return col
+	if col, empty, first, ok := listItem(head, i); ok && (ls.col > 0 || !ls.para || (first && !empty)) {
+		return listState{col: col, empty: empty}
 	}
-	if i < list {
-		return 0
+	if i < ls.col {
+		return listState{para: true}
 	}
-	return list
+	return listState{col: ls.col, para: true}
+}
+
+// fenceAt reports whether a fence line indented indent spaces opens a
+// fence: up to 3 spaces, or in a list item from its content column to 3
+// spaces past it.
+func (ls listState) fenceAt(indent int) bool {
+	return indent <= 3 || (ls.col > 0 && indent >= ls.col && indent <= ls.col+3)
+}
+
+// fenceOpened returns the state once a fence indented indent spaces
+// opened: one left of the item's content ends the list.
+func (ls listState) fenceOpened(indent int) listState {
+	if indent < ls.col {
+		return listState{}
+	}
+	return listState{col: ls.col}
+}
+
+// thematicBreak reports whether b is a line of three or more *, - or _
+// (the same), with only spaces or tabs between them.
+func thematicBreak(b []byte) bool {
+	n := 0
+	var c byte
+	for _, x := range b {
+		switch {
+		case x == ' ' || x == '\t' || x == '\r':
+		case (x == '*' || x == '-' || x == '_') && (c == 0 || x == c):
+			c = x
+			n++
+		default:
+			return false
+		}
+	}
+	return n >= 3
 }
 
 // listItem reads a list item marker at head[i:] (-, *, + or 1 to 9 digits
-// and . or ), then a space) and returns the column its content starts at.
-func listItem(head []byte, i int) (int, bool) {
+// and . or ), then a space) and returns the column its content starts at,
+// whether the item is empty, and whether it may start a list after a
+// paragraph (a bullet, or the number 1).
+func listItem(head []byte, i int) (col int, empty, first, ok bool) {
 	j := i
 	switch {
 	case j < len(head) && (head[j] == '-' || head[j] == '*' || head[j] == '+'):
 		j++
+		first = true
 	default:
 		for j < len(head) && j-i < 9 && head[j] >= '0' && head[j] <= '9' {
 			j++
 		}
 		if j == i || j == len(head) || (head[j] != '.' && head[j] != ')') {
-			return 0, false
+			return 0, false, false, false
 		}
+		n, _ := strconv.Atoi(string(head[i:j]))
+		first = n == 1
 		j++
 	}
 	k := j
@@ -297,11 +353,13 @@ func listItem(head []byte, i int) (int, bool) {
 	}
 	switch {
 	case k == j && k < len(head) && head[k] != '\r':
-		return 0, false // no space after the marker
-	case k == len(head) || head[k] == '\r' || k-j > 4:
-		return j + 1, true // an empty item, or indented code in it
+		return 0, false, false, false // no space after the marker
+	case k == len(head) || head[k] == '\r':
+		return j + 1, true, first, true
+	case k-j > 4:
+		return j + 1, false, first, true // indented code in the item
 	}
-	return k, true
+	return k, false, first, true
 }
 
 // lexProseMid continues a line of prose whose start was already sent.
