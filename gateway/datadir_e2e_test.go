@@ -49,6 +49,15 @@ func TestSecondGatewayOnDataDir(t *testing.T) {
 	if err == nil || !strings.Contains(out, "is in use by docstream process "+strconv.Itoa(s.cmd.Process.Pid)) {
 		t.Fatalf("a second gateway on the same data directory: %v\n%s", err, out)
 	}
+	// So is one whose store path is a link to the live gateway's store.
+	other := filepath.Join(t.TempDir(), "docstream.db")
+	if err := os.Symlink(filepath.Join(s.Dir, "data", "docstream.db"), other); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runOnce(t, append(env, "DOCSTREAM_STORE_PATH="+other))
+	if err == nil || !strings.Contains(out, "is in use by docstream process "+strconv.Itoa(s.cmd.Process.Pid)) {
+		t.Fatalf("a second gateway on a link to the same store: %v\n%s", err, out)
+	}
 	if n := len(s.agentProcesses()); n != agents {
 		t.Fatalf("the first gateway's agents: %d after the second start, %d before", n, agents)
 	}
@@ -109,5 +118,24 @@ func TestReadOnlyStoreRefused(t *testing.T) {
 	out, err := runOnce(t, env, launch...)
 	if err == nil || !strings.Contains(out, "store "+db+" cannot be written") {
 		t.Fatalf("a read-only store: %v\n%s", err, out)
+	}
+	// A store it can write, but an agents folder it cannot: the agents of
+	// a crash would be left running, unrecorded.
+	files, _ := filepath.Glob(db + "*") // the store, and its -wal and -shm
+	for _, f := range files {
+		if err := os.Chmod(f, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agents := filepath.Join(data, "agents")
+	if err := os.MkdirAll(agents, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(agents, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runOnce(t, env, launch...)
+	if err == nil || !strings.Contains(out, "agents left running by a crash are recorded in "+agents) {
+		t.Fatalf("an agents folder that cannot be written: %v\n%s", err, out)
 	}
 }

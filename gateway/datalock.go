@@ -10,6 +10,31 @@ import (
 	"syscall"
 )
 
+// DataDir is the directory of the SQLite store at path (the default when
+// empty), with symbolic links resolved: a link to a live gateway's store
+// names that gateway's directory.
+func DataDir(path string) string {
+	path = storePath(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return filepath.Dir(path)
+}
+
+// writableDir creates dir if needed and checks that a file can be made in
+// it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // LockDataDir takes the data directory of a SQLite store for this process:
 // a second gateway on the same directory would take the first one's live
 // runs for a crash's leftovers, mark them interrupted and kill their agents.

@@ -82,8 +82,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if _, err := ReserveFileTable(cfg.Server.FileTableSize); err != nil {
 		log.Warn().Err(err).Msg("the file table was not reserved; it grows as streams open")
 	}
+	dataDir := ""
 	if cfg.Store.Driver == "sqlite" {
-		lock, err := LockDataDir(filepath.Dir(storePath(cfg.Store.Path)))
+		dataDir = DataDir(cfg.Store.Path)
+		lock, err := LockDataDir(dataDir)
 		if err != nil {
 			return err
 		}
@@ -95,10 +97,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	defer store.Close()
 	pidDir := ""
-	if cfg.Store.Driver == "sqlite" {
-		pidDir = filepath.Join(filepath.Dir(storePath(cfg.Store.Path)), "agents")
-		if err := os.MkdirAll(pidDir, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", pidDir, err)
+	if dataDir != "" {
+		pidDir = filepath.Join(dataDir, "agents")
+		if err := writableDir(pidDir); err != nil {
+			return fmt.Errorf("agents left running by a crash are recorded in %s: %w", pidDir, err)
 		}
 		if n := ReapOrphans(pidDir); n > 0 {
 			log.Warn().Int("process_groups", n).Msg("ended agents left running by the last crash")
