@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -277,7 +278,7 @@ func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
 			}
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+		if f, err := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && n.Tag == "!!float" && (err != nil || f != math.Trunc(f)) {
 			return fmt.Errorf("%s: %s is not a whole number", key, n.Value)
 		}
 	}

@@ -108,4 +108,10 @@ func TestConfigRefusesNonsense(t *testing.T) {
 	if _, err := LoadConfig(path, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "limits.max_concurrent_runs: 1.9 is not a whole number") {
 		t.Errorf("a fraction for a whole number: got %v", err)
 	}
+	if err := os.WriteFile(path, []byte("server:\n  max_body_bytes: 1e6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := LoadConfig(path, func(string) string { return "" }); err != nil || cfg.Server.MaxBodyBytes != 1000000 {
+		t.Errorf("1e6 for a whole number: %v %d", err, cfg.Server.MaxBodyBytes)
+	}
 }

@@ -132,7 +132,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
 			// The agent takes a user message; what came after it would be
 			// dropped and the message before it run again.
-			return errBadRequest("last_message_not_user", "messages must end with a user message, not with a %s message: the agent answers a user message (client-side tools are not supported)", m.Role)
+			return errBadRequest("last_message_not_user", "messages must end with a user message; after the last one comes a message of role %q (the agent answers a user message, and client-side tools are not supported)", m.Role)
 		}
 	}
 	if strings.TrimSpace(last) == "" {
