@@ -18,17 +18,31 @@ import (
 // is emitted whole and a later snapshot of the text still matches it.
 
 // textStr is str for agent text: a lone surrogate escape at the start or
-// the end of the string is kept as its WTF-8 bytes.
+// the end of the string is kept as its WTF-8 bytes, and raw bytes of a
+// UTF-8 sequence cut at either end are kept as they are (unquoting would
+// make them U+FFFD).
 func textStr(v jsontext.Value) string {
-	if len(v) < 8 || bytes.IndexByte(v, '\\') < 0 {
+	if len(v) < 2 || bytes.IndexByte(v, '\\') < 0 {
 		return str(v)
 	}
 	var lead, trail []byte
-	if r, ok := surrogateEscape(v[1:]); ok && r >= 0xDC00 {
+	i := 1
+	for i < len(v)-1 && i <= 3 && v[i] >= 0x80 && v[i] < 0xC0 {
+		i++
+	}
+	if i > 1 {
+		lead = v[1:i]
+		v = append(jsontext.Value{'"'}, v[i:]...)
+	} else if r, ok := surrogateEscape(v[1:]); ok && r >= 0xDC00 {
 		lead = wtf8(r)
 		v = append(jsontext.Value{'"'}, v[7:]...)
 	}
-	if n := len(v); n >= 8 {
+	n := len(v)
+	from := max(1, n-4)
+	if k := from + incompleteTail(string(v[from:n-1])); k < n-1 {
+		trail = v[k : n-1]
+		v = append(v[:k:k], '"')
+	} else if n >= 8 {
 		if r, ok := surrogateEscape(v[n-7:]); ok && r < 0xDC00 && escaped(v, n-7) {
 			trail = wtf8(r)
 			v = append(v[:n-7:n-7], '"')

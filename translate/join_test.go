@@ -33,13 +33,36 @@ func jsQuote(units []uint16) jsontext.Value {
 	return jsontext.Value(b.String())
 }
 
+// rawQuote quotes s as JSON with its bytes outside ASCII left raw, and a
+// newline escaped, as agents write it: a piece cut within a character
+// holds part of its bytes.
+func rawQuote(s string) jsontext.Value {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteString(strconv.FormatUint(uint64(c)>>4, 16) + strconv.FormatUint(uint64(c)&15, 16))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return jsontext.Value(b.String())
+}
+
 // FuzzJoin cuts a text into pieces two ways an agent can: between UTF-16
 // code units, each piece a JSON string of escapes (so a surrogate pair can
 // be cut), and between UTF-8 bytes. Joined, the pieces give the text back.
 func FuzzJoin(f *testing.F) {
-	for _, s := range []string{"Smile 😀 done", "🚀🎉", "a\"b\\c", "日本語のテキスト", "é", "x𝄞y"} {
+	for _, s := range []string{"Smile 😀 done", "🚀🎉", "a\"b\\c", "日本語のテキスト", "é", "x𝄞y", "Done\n😀 ok"} {
 		f.Add(s, uint8(3), uint8(1))
 	}
+	f.Add("Done\n😀 ok", uint8(7), uint8(7)) // within the emoji's bytes, after an escape
 	f.Fuzz(func(t *testing.T, s string, cut1, cut2 uint8) {
 		if !utf8.ValidString(s) {
 			return
@@ -67,7 +90,7 @@ func FuzzJoin(f *testing.F) {
 		}
 		got.Reset()
 		for _, p := range []string{s[:b1], s[b1:b2], s[b2:]} {
-			piece := j.join(p, false)
+			piece := j.join(textStr(rawQuote(p)), false)
 			if !utf8.ValidString(piece) {
 				t.Fatalf("in UTF-8 pieces cut at %d, %d: piece %q is not valid UTF-8", b1, b2, piece)
 			}
