@@ -204,12 +204,6 @@ func (c *Config) Validate() error {
 		return errors.New("limits.max_concurrent_runs must be at least 1")
 	case c.Server.MaxBodyBytes < 1024:
 		return errors.New("server.max_body_bytes must be at least 1024")
-	case c.Server.HeapFloorBytes < 0:
-		return errors.New("server.heap_floor_bytes must not be negative")
-	case c.Server.FileTableSize < 0:
-		return errors.New("server.file_table_size must not be negative")
-	case c.Server.MaxConnections < 0:
-		return errors.New("server.max_connections must not be negative")
 	case c.Agent.StderrTailBytes > maxBufferBytes:
 		return fmt.Errorf("agent.stderr_tail_bytes must be at most %d", maxBufferBytes)
 	case c.Agent.MaxLineBytes > maxBufferBytes:
@@ -278,7 +272,10 @@ func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
 			}
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-		if f, err := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && n.Tag == "!!float" && (err != nil || f != math.Trunc(f)) {
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!float" {
+			break
+		}
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
 			return fmt.Errorf("%s: %s is not a whole number", key, n.Value)
 		}
 	}

@@ -230,9 +230,6 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// pingWS pings the client every interval until ctx ends, so that proxies
-// see traffic while a run is quiet; a client that does not answer within
-// the write timeout is disconnected.
 // writeContext bounds a WebSocket write by server.write_timeout (plus
 // extra); a write_timeout of 0 sets no deadline, as on SSE streams.
 func (s *Server) writeContext(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc) {
@@ -242,6 +239,9 @@ func (s *Server) writeContext(ctx context.Context, extra time.Duration) (context
 	return context.WithCancel(ctx)
 }
 
+// pingWS pings the client every interval until ctx ends, so that proxies
+// see traffic while a run is quiet; a client that does not answer within
+// the write timeout is disconnected.
 func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
