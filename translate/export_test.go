@@ -93,11 +93,20 @@ func PairSurrogates(t string) string { return pairSurrogates(t) }
 // ListState is listState, for the fuzz target's reference model.
 type ListState struct{ s listState }
 
-// After is listState.after.
-func (l ListState) After(head string) ListState { return ListState{l.s.after([]byte(head))} }
+// After is listState.after, for a whole prose line without its "\n".
+func (l ListState) After(line string) ListState {
+	head := line[:min(len(line), 32)]
+	return ListState{l.s.after([]byte(head), len(line) > len(head))}
+}
 
-// Col is the content column of the list item the text is in (0: none).
-func (l ListState) Col() int { return l.s.col }
+// Col is the content column of the innermost open list item (0: none).
+func (l ListState) Col() int { return l.s.top() }
+
+// ItemFence is listState.itemFence, for a whole line.
+func (l ListState) ItemFence(line string) (ListState, int) {
+	s, at, _ := l.s.itemFence([]byte(line), true)
+	return ListState{s}, at
+}
 
 // FenceAt is listState.fenceAt.
 func (l ListState) FenceAt(indent int) bool { return l.s.fenceAt(indent) }

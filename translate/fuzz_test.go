@@ -278,8 +278,9 @@ type refFence struct {
 // streaming:
 //   - a fence opens on a line of up to 3 spaces and 3 or more ` or ~; a
 //     backtick fence's info string holds no backtick; in a list item (see
-//     ListState) it may instead be indented from the item's content column
-//     to 3 spaces past it;
+//     ListState) it may instead be indented from the content column of the
+//     innermost item it is indented into to 3 spaces past it, and a list
+//     item may open with one ("1. ```bash"): the markers are prose;
 //   - it closes on a line of as many spaces as it could open with and at
 //     least as many of the same character, then only spaces, tabs or CRs;
 //     or at the end of the text;
@@ -367,8 +368,19 @@ func refDocs(msg, mode string) ([]documents.Document, error) {
 				open = &f
 				continue
 			}
+			if next, at := list.ItemFence(body); at > 0 {
+				if f, ok := refOpen(body[at:], 0); ok {
+					prose.WriteString(body[:at])
+					flushProse()
+					covered.WriteString(body[at:])
+					list = next.FenceOpened(at)
+					f.indent, f.list = at, list.Col()
+					open = &f
+					continue
+				}
+			}
 			prose.WriteString(ln)
-			list = list.After(body[:min(len(body), 32)])
+			list = list.After(body)
 			continue
 		}
 		if refCloses(body, open) {

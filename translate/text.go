@@ -66,9 +66,10 @@ type lexer struct {
 	// list is the list item the text is in: a fence in it may be indented
 	// as far as its content, and 3 spaces more. head holds the start of
 	// the current prose line, to tell.
-	list  listState
-	head  [32]byte
-	headN int
+	list     listState
+	head     [32]byte
+	headN    int
+	headLong bool // the line goes on past head
 }
 
 // wake names the input a waiting state needs before it can decide.
@@ -139,7 +140,7 @@ func (l *lexer) End() {
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
 	l.src, l.srcAt = "", 0
 	l.nlPending = ""
-	l.list, l.headN = listState{}, 0
+	l.list, l.headN, l.headLong = listState{}, 0, false
 }
 
 func (l *lexer) run() {
@@ -199,14 +200,31 @@ func lexLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	indent, char, run, decided := fenceLine(b, l.eof, 3+l.list.col)
+	indent, char, run, decided := fenceLine(b, l.eof, 3+l.list.top())
 	if !decided {
 		if char == 0 {
 			return nil
 		}
 		return l.waitFor(wakeNotRun, char)
 	}
-	if char == 0 || run < 3 || !l.list.fenceAt(indent) {
+	list, at := l.list, 0
+	if char == 0 {
+		// A list item may open with a fence: "1. ```bash".
+		list, at, decided = l.list.itemFence(b, l.eof)
+		if !decided {
+			return nil
+		}
+		if at == 0 {
+			return lexProse
+		}
+		if _, char, run, decided = fenceLine(b[at:], l.eof, 0); !decided {
+			return l.waitFor(wakeNotRun, char)
+		}
+		indent = at
+	} else if !l.list.fenceAt(indent) {
+		return lexProse
+	}
+	if char == 0 || run < 3 {
 		return lexProse
 	}
 	nl := indexNL(b)
@@ -221,12 +239,15 @@ func lexLineStart(l *lexer) stateFn {
 	if char == '`' && strings.IndexByte(info, '`') >= 0 {
 		return lexProse
 	}
+	if at > 0 {
+		l.sink.proseText(l.text(0, at)) // the list item markers
+	}
 	l.pos += end
 	if nl >= 0 {
 		l.pos++
 	}
-	l.list = l.list.fenceOpened(indent)
-	l.fence = fence{char: char, length: run, indent: indent, list: l.list.col, info: info}
+	l.list = list.fenceOpened(indent)
+	l.fence = fence{char: char, length: run, indent: indent, list: l.list.top(), info: info}
 	l.inFence, l.nlPending, l.firstLine = true, "", true
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
@@ -240,7 +261,7 @@ func lexProse(l *lexer) stateFn {
 	}
 	nl := indexNL(b)
 	if nl < 0 {
-		l.headN += copy(l.head[l.headN:], b)
+		l.keepHead(b)
 		l.sink.proseText(l.text(0, len(b)))
 		l.pos += len(b)
 		if l.eof {
@@ -248,64 +269,186 @@ func lexProse(l *lexer) stateFn {
 		}
 		return lexProseMid
 	}
-	l.headN += copy(l.head[l.headN:], b[:nl])
-	l.list = l.list.after(l.head[:l.headN])
-	l.headN = 0
+	l.keepHead(b[:nl])
+	l.list = l.list.after(l.head[:l.headN], l.headLong)
+	l.headN, l.headLong = 0, false
 	l.sink.proseText(l.text(0, nl+1))
 	l.pos += nl + 1
 	return lexLineStart
 }
 
-// listState is what the lexer knows of the list the text is in, from the
-// starts of its prose lines.
-type listState struct {
-	col   int  // the content column of the list item the text is in (0: none)
-	para  bool // the last line was paragraph text
-	empty bool // the last line was a list item with nothing after its marker
+// maxListDepth is how many nested list items the lexer follows; items
+// deeper than that are read as their parent's content.
+const maxListDepth = 8
+
+// keepHead keeps what fits of b, the next part of a prose line, in head.
+func (l *lexer) keepHead(b []byte) {
+	n := copy(l.head[l.headN:], b)
+	l.headN += n
+	l.headLong = l.headLong || n < len(b)
 }
 
-// after returns the state after a prose line that starts with head: a list
-// item sets the content column, a blank line keeps it (but ends a list
-// whose item is empty), a thematic break or a line indented less than the
-// content leaves the list. A first item interrupting a paragraph must be
-// a bullet or number 1, and not empty.
-func (ls listState) after(head []byte) listState {
+// listState is what the lexer knows of the lists the text is in, from the
+// starts of its prose lines, as CommonMark reads them: the content column
+// of each open list item, outermost first.
+type listState struct {
+	cols  [maxListDepth]int32
+	n     int
+	para  bool // the last line was paragraph text
+	empty bool // the innermost item has nothing after its marker yet
+}
+
+// top returns the content column of the innermost open item (0: none).
+func (ls listState) top() int {
+	if ls.n == 0 {
+		return 0
+	}
+	return int(ls.cols[ls.n-1])
+}
+
+// close returns the state with the items a line indented indent spaces
+// does not continue closed, and whether any was.
+func (ls listState) close(indent int) (listState, bool) {
+	n := ls.n
+	for ls.n > 0 && int(ls.cols[ls.n-1]) > indent {
+		ls.n--
+	}
+	return ls, ls.n < n
+}
+
+// push returns the state with an item whose content starts at col open
+// in the innermost one.
+func (ls listState) push(col int, empty bool) listState {
+	if ls.n < maxListDepth {
+		ls.cols[ls.n] = int32(col)
+		ls.n++
+	}
+	ls.para, ls.empty = false, empty
+	return ls
+}
+
+// item returns the state after a list item marker at column i whose
+// content starts at col, and false when the marker cannot start an item
+// there: past the 3 spaces a container allows, or interrupting a
+// paragraph of the same container while empty or numbered other than 1.
+func (ls listState) item(i, col int, empty, first bool) (listState, bool) {
+	in, closed := ls.close(i)
+	if i-in.top() > 3 || (ls.para && !closed && (empty || !first)) {
+		return ls, false
+	}
+	return in.push(col, empty), true
+}
+
+// after returns the state after a prose line that starts with head (long
+// when the line goes on past it): a list item opens, a blank line keeps
+// the items open (but ends an empty one), paragraph text goes on with the
+// items it is lazily part of, and any other line closes the items it is
+// not indented into.
+func (ls listState) after(head []byte, long bool) listState {
 	i := 0
 	for i < len(head) && head[i] == ' ' {
 		i++
 	}
-	switch {
-	case isBlank(string(head[i:])):
+	if !long && isBlank(string(head[i:])) {
 		if ls.empty {
-			return listState{}
+			ls.n--
 		}
-		return listState{col: ls.col}
-	case thematicBreak(head[i:]):
-		return listState{}
+		ls.para, ls.empty = false, false
+		return ls
 	}
-	if col, empty, first, ok := listItem(head, i); ok && (ls.col > 0 || !ls.para || (first && !empty)) {
-		return listState{col: col, empty: empty}
+	in, _ := ls.close(i)
+	code := i-in.top() > 3 // an indented code line, or paragraph text
+	if !code {
+		switch {
+		case thematicBreak(head[i:]), heading(head[i:]):
+			in.para, in.empty = false, false
+			return in
+		}
+		if col, empty, first, ok := listItem(head, i); ok {
+			if next, ok := ls.item(i, col, empty, first); ok {
+				next.para = !empty // the item's first line of text
+				return next
+			}
+		}
 	}
-	if i < ls.col {
-		return listState{para: true}
+	if ls.para {
+		ls.empty = false
+		return ls // paragraph text goes on, lazily if need be
 	}
-	return listState{col: ls.col, para: true}
+	in.para, in.empty = !code, false
+	return in
+}
+
+// itemFence reads a line that may be list item markers followed by a
+// fence ("1. ```bash"). It returns the state with those items open and
+// where the fence run starts, at 0 when the line is not one; decided is
+// false when more of the line is needed to tell.
+func (ls listState) itemFence(b []byte, eof bool) (next listState, at int, decided bool) {
+	i := 0
+	for depth := 0; depth < maxListDepth; depth++ {
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		if i == len(b) {
+			return ls, 0, eof
+		}
+		if depth > 0 && (b[i] == '`' || b[i] == '~') {
+			return ls, i, true
+		}
+		col, _, first, ok := listItem(b, i)
+		if !ok {
+			// Digits cut at the end of the input may still be a marker.
+			j := i
+			for j < len(b) && j-i < 9 && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			return ls, 0, j == i || j < len(b) || eof
+		}
+		if col >= len(b) {
+			return ls, 0, eof // the item's content is still to come
+		}
+		k := col
+		for k < len(b) && b[k] == ' ' {
+			k++
+		}
+		switch {
+		case k == len(b):
+			return ls, 0, eof
+		case k != col || b[k] == '\r' || b[k] == '\n':
+			return ls, 0, true // an empty item, or indented code in it
+		}
+		if ls, ok = ls.item(i, col, false, first); !ok {
+			return ls, 0, true
+		}
+		i = col
+	}
+	return ls, 0, true
 }
 
 // fenceAt reports whether a fence line indented indent spaces opens a
-// fence: up to 3 spaces, or in a list item from its content column to 3
-// spaces past it.
+// fence: up to 3 spaces past the content column of the innermost item it
+// is indented into, or past column 0.
 func (ls listState) fenceAt(indent int) bool {
-	return indent <= 3 || (ls.col > 0 && indent >= ls.col && indent <= ls.col+3)
+	in, _ := ls.close(indent)
+	return indent-in.top() <= 3
 }
 
 // fenceOpened returns the state once a fence indented indent spaces
-// opened: one left of the item's content ends the list.
+// opened: the items it is not indented into are closed.
 func (ls listState) fenceOpened(indent int) listState {
-	if indent < ls.col {
-		return listState{}
+	in, _ := ls.close(indent)
+	in.para, in.empty = false, false
+	return in
+}
+
+// heading reports whether b starts an ATX heading: 1 to 6 # and then a
+// space or the end of the line.
+func heading(b []byte) bool {
+	n := 0
+	for n < len(b) && b[n] == '#' {
+		n++
 	}
-	return listState{col: ls.col}
+	return n >= 1 && n <= 6 && (n == len(b) || b[n] == ' ' || b[n] == '\t' || b[n] == '\r')
 }
 
 // thematicBreak reports whether b is a line of three or more *, - or _
