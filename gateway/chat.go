@@ -86,6 +86,19 @@ func (s *Server) reject(err error) {
 
 // chatSpec validates a /v1/chat request and turns it into a RunSpec.
 func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, error) {
+	alias, isAlias := s.cfg.OpenAI.Aliases[req.Model]
+	if isAlias {
+		// An alias names what it stands for here as on the OpenAI route:
+		// its model, and its backend and repository unless the request
+		// gives its own.
+		req.Model = firstNonEmpty(alias.Model, "auto")
+		if req.Backend == "" {
+			req.Backend = firstNonEmpty(alias.Backend, "cli")
+			if alias.Backend == "cloud" && req.Source == nil && alias.Repository != "" {
+				req.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
+			}
+		}
+	}
 	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {
 		return nil, err
 	}
@@ -154,8 +167,10 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
 		return nil, err
 	}
-	if err := s.checkModel(ctx, spec.Model); err != nil {
-		return nil, err
+	if !isAlias {
+		if err := s.checkModel(ctx, spec.Model); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
 		return nil, errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")

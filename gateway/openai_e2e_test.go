@@ -1037,3 +1037,38 @@ func TestOpenAIModelsAbandoned(t *testing.T) {
 		t.Fatalf("GET /v1/models/m1 after a client gave up: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestAliasOnNativeChat checks that a configured alias, which /v1/models
+// lists and an unknown model's error offers, runs its model on /v1/chat as
+// on the OpenAI route (it reached the agent as the alias's own name).
+func TestAliasOnNativeChat(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, simLogEnv)
+	s.stop(t)
+	cfg := "openai:\n  aliases:\n    cursor-fast: {model: sim-fast}\n"
+	if err := os.WriteFile(filepath.Join(s.Dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	modelArg := func() string {
+		starts := s.simStarts(t)
+		argv := argvOf(starts[len(starts)-1])
+		if i := slices.Index(argv, "--model"); i >= 0 && i+1 < len(argv) {
+			return argv[i+1]
+		}
+		return ""
+	}
+	r := s.chatJSON(t, map[string]any{"model": "cursor-fast", "prompt": "echo hi"})
+	if r.Status != documents.StatusCompleted {
+		t.Fatalf("/v1/chat with an alias: status %s", r.Status)
+	}
+	if m := modelArg(); m != "sim-fast" {
+		t.Errorf("/v1/chat with an alias ran --model %q, want sim-fast", m)
+	}
+	if resp, m := s.completionJSON(t, map[string]any{"model": "cursor-fast", "messages": []any{userMsg("echo hi")}}); resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	if m := modelArg(); m != "sim-fast" {
+		t.Errorf("/v1/chat/completions with an alias ran --model %q, want sim-fast", m)
+	}
+}
