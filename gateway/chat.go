@@ -114,6 +114,9 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		if idx < 0 {
 			return nil, errBadRequest("no_user_message", "messages has no user message")
 		}
+		if err := endsWithUser(req.Messages[idx+1:]); err != nil {
+			return nil, err
+		}
 		if req.ConversationID != "" {
 			prompt = last
 		} else {

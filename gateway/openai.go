@@ -128,12 +128,8 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	if idx < 0 {
 		return errBadRequest("no_user_message", "messages has no user message")
 	}
-	for _, m := range req.Messages[idx+1:] {
-		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
-			// The agent takes a user message; what came after it would be
-			// dropped and the message before it run again.
-			return errBadRequest("last_message_not_user", "messages must end with a user message; after the last one comes a message of role %q (the agent answers a user message, and client-side tools are not supported)", m.Role)
-		}
+	if err := endsWithUser(req.Messages[idx+1:]); err != nil {
+		return err
 	}
 	if strings.TrimSpace(last) == "" {
 		return errBadRequest("empty_prompt", "the last user message has no text")
@@ -474,6 +470,18 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// endsWithUser refuses the messages that follow the last user message when
+// one is a reply: the agent takes a user message, so what came after it
+// would be dropped and the message before it run again.
+func endsWithUser(after []ChatMessage) error {
+	for _, m := range after {
+		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
+			return errBadRequest("last_message_not_user", "messages must end with a user message; after the last one comes a message of role %q (the agent answers a user message, and client-side tools are not supported)", m.Role)
+		}
+	}
+	return nil
 }
 
 // checkModel accepts "auto", aliases and the models the agent lists; when
