@@ -215,7 +215,7 @@ func (c *Config) Validate() error {
 	switch c.Log.Level {
 	case "", "trace", "debug", "info", "warn", "error":
 	default:
-		return fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level)
+		return fmt.Errorf("log.level %q: want trace, debug, info, warn or error", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "", "auto", "json", "console":
