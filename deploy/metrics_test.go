@@ -47,7 +47,7 @@ var contractMetrics = map[string]struct {
 	"docstream_documents_total":                {dto.MetricType_COUNTER, []string{"type"}},
 	"docstream_agent_lines_skipped_total":      {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_tokens_total":                   {dto.MetricType_COUNTER, []string{"kind"}},
-	"docstream_agent_exits_total":              {dto.MetricType_COUNTER, []string{"code", "signal"}},
+	"docstream_agent_exits_total":              {dto.MetricType_COUNTER, []string{"code", "signal", "stopped_by"}},
 	"docstream_agent_spawn_failures_total":     {dto.MetricType_COUNTER, nil},
 	"docstream_rejected_requests_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_stream_subscribers":             {dto.MetricType_GAUGE, nil},

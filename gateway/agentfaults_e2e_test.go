@@ -166,3 +166,49 @@ func TestCrashKeepsOpenDocument(t *testing.T) {
 		t.Errorf("the text streamed before the crash is lost: %+v", cr.Documents)
 	}
 }
+
+// TestAgentExitsStoppedBy checks that docstream_agent_exits_total tells an
+// agent the gateway stopped (a linger after the result, a cancel) from one
+// that ended by itself, so that the crash alert counts only the latter.
+func TestAgentExitsStoppedBy(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, "DOCSTREAM_AGENT_LINGER_AFTER_RESULT=200ms", "DOCSTREAM_AGENT_KILL_GRACE=1s")
+	// exits sums the abnormal exits the gateway caused, and the others.
+	exits := func(m map[string]float64) (stopped, crashed float64) {
+		for k, v := range m {
+			switch {
+			case !strings.HasPrefix(k, "docstream_agent_exits_total{"), strings.Contains(k, `code="0"`):
+			case strings.Contains(k, `stopped_by="gateway"`):
+				stopped += v
+			default:
+				crashed += v
+			}
+		}
+		return stopped, crashed
+	}
+	wait := func(stopped, crashed float64) {
+		t.Helper()
+		m := s.e2eWaitMetrics(t, func(m map[string]float64) bool {
+			a, b := exits(m)
+			return a >= stopped && b >= crashed
+		})
+		if a, b := exits(m); a != stopped || b != crashed {
+			t.Fatalf("abnormal exits: %v stopped by the gateway and %v by themselves, want %v and %v", a, b, stopped, crashed)
+		}
+	}
+	if cr := s.chatJSON(t, map[string]any{"prompt": "fault:crash"}); cr.Status != documents.StatusError {
+		t.Fatalf("fault:crash: status %s", cr.Status)
+	}
+	wait(0, 1)
+	// A completed run whose agent lingers after its result is stopped.
+	if cr := s.chatJSON(t, map[string]any{"prompt": "fault:hang-after"}); cr.Status != documents.StatusCompleted {
+		t.Fatalf("fault:hang-after: status %s", cr.Status)
+	}
+	wait(1, 1)
+	st := s.e2eOpen(t, map[string]any{"prompt": "fault:hang-mid", "stream": true})
+	st.Until("response_start")
+	resp := s.post(t, "/v1/chat/"+st.Resp.Header.Get("X-Docstream-Response-Id")+"/cancel", nil)
+	resp.Body.Close()
+	st.Rest()
+	wait(2, 1)
+}

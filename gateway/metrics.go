@@ -63,7 +63,7 @@ func NewMetrics() *Metrics {
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_tokens_total",
 			Help: "Tokens the agent reported, by kind."}, []string{"kind"}),
 		AgentExits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_exits_total",
-			Help: "Agent process exits by exit code and signal."}, []string{"code", "signal"}),
+			Help: "Agent process exits by exit code and signal; stopped_by is \"gateway\" when the gateway had signalled the agent (a cancel, a time limit, shutdown, a linger after the output ended)."}, []string{"code", "signal", "stopped_by"}),
 		SpawnFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
 			Help: "Agent processes that could not be started."}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
@@ -94,7 +94,7 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{"unauthorized", "rate_limited", "overloaded", "too_large", "bad_request", "connections"} {
 		m.Rejected.WithLabelValues(r)
 	}
-	m.AgentExits.WithLabelValues("0", "")
+	m.AgentExits.WithLabelValues("0", "", "")
 	m.Requests.WithLabelValues("/v1/chat", "POST", "200")
 	m.RequestDuration.WithLabelValues("/v1/chat", "POST")
 	return m

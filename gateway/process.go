@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -221,6 +222,10 @@ type agentProc struct {
 	exited     chan struct{}
 	watchDone  chan struct{} // closed when the output is read
 	stopOnce   sync.Once
+	// signalled is set when the gateway signals the group; stopped, when
+	// it had before the agent exited: the exit is then the gateway's doing.
+	signalled atomic.Bool
+	stopped   bool
 
 	reasonMu  sync.Mutex
 	reason    documents.StopReason
@@ -297,6 +302,7 @@ func (p *agentProc) drainStderr() {
 // is ended.
 func (p *agentProc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
+	p.stopped = p.signalled.Load()
 	close(p.exited)
 	select {
 	case <-p.watchDone:
@@ -379,6 +385,7 @@ func (p *agentProc) kill(kill bool) {
 	if kill {
 		sig = syscall.SIGKILL
 	}
+	p.signalled.Store(true)
 	_ = syscall.Kill(-p.pgid, sig)
 	var killNow <-chan struct{}
 	if p.killer != nil {
@@ -443,7 +450,11 @@ func (p *agentProc) outputEnded(readErr error) {
 	p.reasonMu.Unlock()
 	if st := p.cmd.ProcessState; st != nil {
 		code, sig := exitStatus(st)
-		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig).Inc()
+		by := ""
+		if p.stopped {
+			by = "gateway"
+		}
+		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig, by).Inc()
 		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
 	}
 	if readErr != nil && end.Reason == "" && !seg.Done() {
