@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	if len(cfg.Auth.APIKeys) == 0 {
 		log.Warn().Msg("auth is off: no API keys are configured (auth.api_keys / DOCSTREAM_AUTH_API_KEYS); anyone who reaches the port can run the agent")
+		if slices.Contains(cfg.Server.CORSOrigins, "*") {
+			log.Warn().Msg(`server.cors_origins is "*" and auth is off: any web page open in a browser that reaches the port can run the agent`)
+		}
 	}
 	defer startHeapFloor(uint64(cfg.Server.HeapFloorBytes))()
 	if _, err := ReserveFileTable(cfg.Server.FileTableSize); err != nil {

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -184,8 +187,10 @@ func allowedHeader(h string) bool {
 	return strings.HasPrefix(h, "x-stainless-")
 }
 
-// cors answers preflights without auth and marks responses for the
-// configured origins.
+// cors answers preflights without auth, marks responses for the
+// configured origins, and refuses API requests that a page of any other
+// origin sent: a browser sends some without asking first (a form's POST, a
+// text/plain fetch), and they would run the agent.
 func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 	origins := s.cfg.Server.CORSOrigins
 	return func(c echo.Context) error {
@@ -226,8 +231,42 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Set("Access-Control-Max-Age", "600")
 			return c.NoContent(http.StatusNoContent)
 		}
+		if origin != "" && allowed == "" && strings.HasPrefix(c.Request().URL.Path, "/v1/") && !sameOrigin(c.Request(), origin) {
+			return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
+				Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
+		}
 		return next(c)
 	}
+}
+
+// sameOrigin reports whether origin is the origin the request was sent to:
+// its host and port are the request's Host (or the X-Forwarded-Host of a
+// proxy in front), which a page cannot set on a request it sends without a
+// preflight.
+func sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	want := withPort(u.Host, u.Scheme)
+	fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
+	for _, h := range []string{r.Host, strings.TrimSpace(fwd)} {
+		if h != "" && strings.EqualFold(withPort(h, u.Scheme), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// withPort returns host with the scheme's default port when it has none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if scheme == "https" {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
 // bodyDeadline gives a request's body server.read_body_timeout to arrive:

@@ -1,0 +1,78 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestCrossOriginRefused checks that, with no cors_origins configured, a
+// page of another site cannot run the agent: not with a request a browser
+// sends without a preflight (text/plain, a form), not over the WebSocket;
+// while the gateway's own page, a proxy's forwarded host and clients that
+// send no Origin go through.
+func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t)
+	post := func(ctype, body string, headers ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/chat", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", ctype)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := e2eClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, c := range []struct{ name, ctype, body string }{
+		{"text/plain fetch", "text/plain", `{"prompt":"echo from evil"}`},
+		{"form post", "application/x-www-form-urlencoded", `{"prompt":"echo from evil"}`},
+		{"JSON", "application/json", `{"prompt":"echo from evil"}`},
+	} {
+		for _, origin := range []string{"https://evil.example", "null", "http://localhost:1"} {
+			resp := post(c.ctype, c.body, "Origin", origin)
+			if code, _ := e2eErrorBody(t, resp, http.StatusForbidden); code != "origin_not_allowed" {
+				t.Errorf("%s from %s: code %q", c.name, origin, code)
+			}
+			if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s from %s: Access-Control-Allow-Origin %q", c.name, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+			}
+		}
+	}
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/completions", map[string]any{"messages": []any{userMsg("echo evil")}}, "Origin", "https://evil.example")
+	checkOpenAIError(t, resp, readAll(t, resp), http.StatusForbidden, "invalid_request_error", "origin_not_allowed")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}}); err == nil {
+		conn.CloseNow()
+		t.Errorf("a WebSocket from another site's page was accepted")
+	}
+	if starts := s.simStarts(t); len(starts) != 0 {
+		t.Fatalf("requests from another site started %d agents", len(starts))
+	}
+	// The gateway's own page, behind a proxy or not, and clients without
+	// an Origin.
+	for _, hd := range [][]string{
+		{"Origin", s.URL},
+		{"Origin", "https://docstream.example", "X-Forwarded-Host", "docstream.example"},
+		{"Origin", "https://docstream.example:8443", "X-Forwarded-Host", "docstream.example:8443, inner:80"},
+		nil,
+	} {
+		resp := post("application/json", `{"prompt":"echo same origin"}`, hd...)
+		if b := readAll(t, resp); resp.StatusCode != 200 {
+			t.Errorf("headers %q: %d %s", hd, resp.StatusCode, b)
+		}
+	}
+	ws := s.dialWS(t, "Origin", s.URL)
+	ws.conn.CloseNow()
+}
