@@ -494,6 +494,7 @@ func errorText(v jsontext.Value) string {
 // its layouts into tc and returns the call id it names, if any. raw is owned
 // by tc afterwards: its parts are kept without copies.
 func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
+	var otherName, other []byte // an object of a kind not named …ToolCall
 	eachMember(raw, func(nameQ, v []byte, _, _ int) {
 		name := unquoteName(nameQ)
 		switch {
@@ -513,9 +514,25 @@ func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
 			tc.CompletedAtMs = num(v)
 		case string(name) == "result":
 			tc.Result = v
+		case other == nil && len(v) > 0 && v[0] == '{' && hasArgsOrResult(v):
+			otherName, other = name, v
 		}
 	})
+	if tc.Kind == "" && other != nil {
+		tc.Kind = string(otherName)
+		parseToolInner(other, tc)
+	}
 	return id
+}
+
+// hasArgsOrResult reports whether the object v has an args or a result
+// member, as a tool call's inner object does.
+func hasArgsOrResult(v []byte) bool {
+	found := false
+	eachMember(v, func(name, _ []byte, _, _ int) {
+		found = found || nameIs(name, "args") || nameIs(name, "result")
+	})
+	return found
 }
 
 // toolKind returns the kind key of a tool call, without allocating for the
