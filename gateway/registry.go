@@ -106,7 +106,9 @@ type Run struct {
 	observe []func(documents.Event)
 	// keptBytes is the size of the log while the registry keeps the
 	// finished run, counted in its keep_finished_bytes; 0 otherwise.
+	// keepTimer lets go of it after keep_finished. Both are g.mu's.
 	keptBytes int
+	keepTimer *time.Timer
 }
 
 // Observe has fn called with every event of the run, on the run's
@@ -520,16 +522,22 @@ func (g *Registry) keep(r *Run) {
 			g.letGo(g.kept[0])
 		}
 	}
+	if r.keptBytes > 0 {
+		r.keepTimer = time.AfterFunc(g.cfg.KeepFinished, func() {
+			g.mu.Lock()
+			g.letGo(r)
+			g.mu.Unlock()
+		})
+	}
 	g.mu.Unlock()
-	time.AfterFunc(g.cfg.KeepFinished, func() {
-		g.mu.Lock()
-		g.letGo(r)
-		g.mu.Unlock()
-	})
 }
 
 // letGo stops holding a finished run; g.mu is held.
 func (g *Registry) letGo(r *Run) {
+	if r.keepTimer != nil {
+		r.keepTimer.Stop() // its function holds the run
+		r.keepTimer = nil
+	}
 	if r.keptBytes > 0 {
 		g.keptBytes -= r.keptBytes
 		r.keptBytes = 0

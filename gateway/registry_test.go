@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"
@@ -129,7 +131,7 @@ func TestFinishedRunReleasesResponse(t *testing.T) {
 // letting go of those that finished first, and that keep_finished lets go
 // of the rest.
 func TestFinishedRunsWithinBytes(t *testing.T) {
-	g := NewRegistry(RunsConfig{KeepFinished: 300 * time.Millisecond, KeepFinishedBytes: 6000}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
+	g := NewRegistry(RunsConfig{KeepFinished: 2 * time.Second, KeepFinishedBytes: 6000}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
 		map[string]Backend{"cli": textBackend{}}, NewMemoryStore(), NewMetrics(), zerolog.Nop())
 	var runs []*Run
 	for range 5 {
@@ -145,6 +147,16 @@ func TestFinishedRunsWithinBytes(t *testing.T) {
 	}
 	if g.Get(runs[0].ID) != nil || g.Get(runs[4].ID) == nil {
 		t.Errorf("the registry holds the first run %v and the last %v; want the last only", g.Get(runs[0].ID) != nil, g.Get(runs[4].ID) != nil)
+	}
+	// What the registry let go of is garbage, although keep_finished has
+	// not passed for it (its timer held it, with its whole log).
+	dropped := weak.Make(runs[0])
+	runs[0] = nil
+	for range 3 {
+		runtime.GC()
+	}
+	if dropped.Value() != nil {
+		t.Errorf("a run let go of for keep_finished_bytes is still reachable")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
