@@ -97,8 +97,10 @@ type RunsConfig struct {
 
 // StoreConfig selects the conversation store.
 type StoreConfig struct {
-	Driver string `yaml:"driver"`
-	Path   string `yaml:"path"`
+	Driver         string        `yaml:"driver"`
+	Path           string        `yaml:"path"`
+	MaxAge         time.Duration `yaml:"max_age"`
+	MemoryMaxBytes int64         `yaml:"memory_max_bytes"`
 }
 
 // OpenAIConfig configures the OpenAI-compatible surface.
@@ -151,7 +153,7 @@ func DefaultConfig() Config {
 		},
 		Runs: RunsConfig{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, KeepFinishedBytes: 256 << 20,
 			LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
-		Store:  StoreConfig{Driver: "sqlite", Path: "./data/docstream.db"},
+		Store:  StoreConfig{Driver: "sqlite", Path: "./data/docstream.db", MaxAge: 30 * 24 * time.Hour, MemoryMaxBytes: 256 << 20},
 		OpenAI: OpenAIConfig{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]ModelAlias{}},
 		Cloud:  CloudConfig{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
 		Log:    LogConfig{Format: "auto", Level: "info"},

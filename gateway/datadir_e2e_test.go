@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,5 +138,34 @@ func TestReadOnlyStoreRefused(t *testing.T) {
 	out, err = runOnce(t, env, launch...)
 	if err == nil || !strings.Contains(out, "agents left running by a crash are recorded in "+agents) {
 		t.Fatalf("an agents folder that cannot be written: %v\n%s", err, out)
+	}
+}
+
+// TestStoreMaxAge checks that the gateway deletes conversations idle for
+// store.max_age: their follow-ups are then unknown here.
+func TestStoreMaxAge(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, "DOCSTREAM_STORE_MAX_AGE=2s", "DOCSTREAM_RUNS_KEEP_FINISHED=1s")
+	cr := s.chatJSON(t, map[string]any{"prompt": "echo keep me"})
+	if cr.ConversationID == nil || *cr.ConversationID == "" {
+		t.Fatalf("no conversation id")
+	}
+	path := "/v1/conversations/" + *cr.ConversationID
+	s.e2eGetJSON(t, path, http.StatusOK, nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp := s.e2eDo(t, http.MethodGet, path, nil)
+		readAll(t, resp)
+		if resp.StatusCode == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d 15 s after the turn, with max_age 2s", path, resp.StatusCode)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp := s.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo again", "conversationId": *cr.ConversationID})
+	if code, _ := e2eErrorBody(t, resp, http.StatusNotFound); code != "unknown_conversation" {
+		t.Errorf("a follow-up of a pruned conversation: %q", code)
 	}
 }

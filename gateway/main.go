@@ -115,6 +115,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	} else if n > 0 {
 		log.Warn().Int("runs", n).Msg("marked runs interrupted by the last shutdown")
 	}
+	if cfg.Store.MaxAge > 0 {
+		pruneCtx, stopPruning := context.WithCancel(ctx)
+		defer stopPruning()
+		go pruneStore(pruneCtx, store, cfg.Store.MaxAge, log)
+	}
 	var cc *cloud.Client
 	if cfg.Cloud.APIKey != "" {
 		cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey)

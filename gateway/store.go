@@ -5,15 +5,18 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
 	"github.com/docstream/docstream/documents"
@@ -63,6 +66,10 @@ type Store interface {
 	// conversation has moved past (a turn edited or regenerated) is
 	// ErrNotFound, so that it is not resumed with the turns after it.
 	Fingerprint(ctx context.Context, fingerprint string) (string, error)
+	// Prune deletes the conversations with no turn since before, with
+	// their turns and fingerprints, and the finished turns of no
+	// conversation from before then; it returns how many turns went.
+	Prune(ctx context.Context, before time.Time) (int, error)
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -71,11 +78,31 @@ type Store interface {
 func OpenStore(ctx context.Context, cfg StoreConfig) (Store, error) {
 	switch cfg.Driver {
 	case "memory":
-		return NewMemoryStore(), nil
+		m := NewMemoryStore()
+		m.maxBytes = cfg.MemoryMaxBytes
+		return m, nil
 	case "sqlite", "":
 		return OpenSQLite(ctx, cfg.Path)
 	}
 	return nil, fmt.Errorf("unknown store driver %q", cfg.Driver)
+}
+
+// pruneStore deletes what is older than maxAge from the store now and then
+// every hour (sooner for a short maxAge), until ctx ends.
+func pruneStore(ctx context.Context, store Store, maxAge time.Duration, log zerolog.Logger) {
+	every := min(time.Hour, max(maxAge/4, time.Second))
+	for {
+		if n, err := store.Prune(ctx, time.Now().Add(-maxAge)); err != nil {
+			log.Warn().Err(err).Msg("pruning the store")
+		} else if n > 0 {
+			log.Info().Int("turns", n).Dur("max_age", maxAge).Msg("pruned the store")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 // interruptedResponse rewrites a stored streaming response as interrupted.
@@ -99,6 +126,7 @@ func interruptedResponse(b []byte) []byte {
 
 // MemoryStore is a Store in memory, for --demo and tests. Its maps hold
 // pointers, so that a map's growth moves small slots rather than records.
+// Past maxBytes of responses it forgets its oldest conversations.
 type MemoryStore struct {
 	mu     sync.Mutex
 	convs  map[string]*Conversation
@@ -106,6 +134,11 @@ type MemoryStore struct {
 	byConv map[string][]string // the response ids of each conversation's turns
 	fps    map[string]string
 	heads  map[string]string // conversation → its latest fingerprint
+	// order holds response ids as their turns were first put, oldest
+	// first; bytes is the size of the responses held.
+	order    []string
+	bytes    int64
+	maxBytes int64 // 0: no limit
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -163,13 +196,90 @@ func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
 	}
 	if ok {
+		m.bytes -= int64(len(old.Response))
 		*old = t
 	} else {
 		nt := new(Turn) // t itself stays on the stack
 		*nt = t
 		m.turns[t.ResponseID] = nt
+		m.order = append(m.order, t.ResponseID)
+	}
+	m.bytes += int64(len(t.Response))
+	for m.maxBytes > 0 && m.bytes > m.maxBytes {
+		if !m.forgetOldest(t.ResponseID) {
+			break
+		}
 	}
 	return nil
+}
+
+// forgetOldest forgets the oldest finished turn but keep, and its
+// conversation once it has no turn left, and reports whether there was
+// one.
+func (m *MemoryStore) forgetOldest(keep string) bool {
+	for _, id := range m.order {
+		t := m.turns[id]
+		if id == keep || t.Status == string(documents.StatusStreaming) {
+			continue
+		}
+		conv := t.ConversationID
+		m.forgetTurn(id)
+		if conv != "" && len(m.byConv[conv]) == 0 {
+			m.forgetConversation(conv)
+		}
+		return true
+	}
+	return false
+}
+
+// forgetTurn deletes a turn.
+func (m *MemoryStore) forgetTurn(id string) {
+	t := m.turns[id]
+	if t == nil {
+		return
+	}
+	m.bytes -= int64(len(t.Response))
+	delete(m.turns, id)
+	if i := slices.Index(m.order, id); i >= 0 {
+		m.order = slices.Delete(m.order, i, i+1)
+	}
+	if ids := m.byConv[t.ConversationID]; t.ConversationID != "" {
+		if i := slices.Index(ids, id); i >= 0 {
+			m.byConv[t.ConversationID] = slices.Delete(ids, i, i+1)
+		}
+	}
+}
+
+// forgetConversation deletes a conversation, its turns and fingerprints.
+func (m *MemoryStore) forgetConversation(id string) {
+	for _, rid := range slices.Clone(m.byConv[id]) {
+		m.forgetTurn(rid)
+	}
+	delete(m.byConv, id)
+	delete(m.convs, id)
+	delete(m.heads, id)
+	maps.DeleteFunc(m.fps, func(_, c string) bool { return c == id })
+}
+
+// Prune deletes what is older than before.
+func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.turns)
+	old := func(t *Turn) bool {
+		return t.Created.Before(before) && t.Status != string(documents.StatusStreaming)
+	}
+	for id, c := range m.convs {
+		if c.Updated.Before(before) && !slices.ContainsFunc(m.byConv[id], func(rid string) bool { return !old(m.turns[rid]) }) {
+			m.forgetConversation(id)
+		}
+	}
+	for id, t := range m.turns {
+		if t.ConversationID == "" && old(t) {
+			m.forgetTurn(id)
+		}
+	}
+	return n - len(m.turns), nil
 }
 
 // Turn returns a turn by its response id.
@@ -392,6 +502,37 @@ func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
 		return fmt.Errorf("saving turn: %w", err)
 	}
 	return nil
+}
+
+// Prune deletes what is older than before.
+func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
+	const stale = `SELECT c.id FROM conversations c WHERE c.updated < ?1 AND NOT EXISTS
+		(SELECT 1 FROM turns t WHERE t.conversation_id = c.id AND (t.created >= ?1 OR t.status = 'streaming'))`
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("pruning the store: %w", err)
+	}
+	defer tx.Rollback()
+	at, n := ts(before), int64(0)
+	for _, q := range []string{
+		`DELETE FROM fingerprints WHERE conversation_id IN (` + stale + `)`,
+		`DELETE FROM turns WHERE conversation_id IN (` + stale + `)`,
+		`DELETE FROM turns WHERE conversation_id = '' AND status != 'streaming' AND created < ?1`,
+		`DELETE FROM conversations WHERE updated < ?1 AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id)`,
+	} {
+		res, err := tx.ExecContext(ctx, q, at)
+		if err != nil {
+			return 0, fmt.Errorf("pruning the store: %w", err)
+		}
+		if strings.HasPrefix(q, "DELETE FROM turns") {
+			k, _ := res.RowsAffected()
+			n += k
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("pruning the store: %w", err)
+	}
+	return int(n), nil
 }
 
 // Turn returns a turn by its response id.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,5 +75,121 @@ func TestStoreConversationTurns(t *testing.T) {
 				t.Errorf("unknown conversation: %v, want ErrNotFound", err)
 			}
 		})
+	}
+}
+
+// TestStorePrune checks, on both stores, that Prune deletes the
+// conversations with no turn since the cut, with their turns and
+// fingerprints, and finished turns of no conversation, and keeps a
+// conversation with a newer or a running turn.
+func TestStorePrune(t *testing.T) {
+	ctx := context.Background()
+	for _, driver := range []string{"memory", "sqlite"} {
+		t.Run(driver, func(t *testing.T) {
+			st, err := OpenStore(ctx, StoreConfig{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			cut := time.Now().Add(time.Hour) // every conversation was updated before it
+			old, newer := cut.Add(-48*time.Hour), cut.Add(time.Minute)
+			for _, c := range []string{"old", "running", "recent"} {
+				if err := st.PutConversation(ctx, Conversation{ID: c, Backend: "cli"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.PutFingerprint(ctx, "fp-"+c, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tu := range []Turn{
+				{ResponseID: "o1", ConversationID: "old", Status: "completed", Created: old},
+				{ResponseID: "o2", ConversationID: "old", Status: "error", Created: old.Add(time.Second)},
+				{ResponseID: "r1", ConversationID: "running", Status: "completed", Created: old},
+				{ResponseID: "r2", ConversationID: "running", Status: "streaming", Created: old},
+				{ResponseID: "n1", ConversationID: "recent", Status: "completed", Created: old},
+				{ResponseID: "n2", ConversationID: "recent", Status: "completed", Created: newer},
+				{ResponseID: "x1", Status: "completed", Created: old},
+				{ResponseID: "x2", Status: "streaming", Created: old},
+			} {
+				tu.Response = []byte(`{}`)
+				if err := st.PutTurn(ctx, tu); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := st.Prune(ctx, cut)
+			if err != nil || n != 3 {
+				t.Fatalf("Prune: %d turns, %v; want 3", n, err)
+			}
+			if _, _, err := st.Conversation(ctx, "old"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("the old conversation is still there: %v", err)
+			}
+			if _, err := st.Fingerprint(ctx, "fp-old"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("the old conversation's fingerprint is still there: %v", err)
+			}
+			for _, id := range []string{"o1", "o2", "x1"} {
+				if _, err := st.Turn(ctx, id); !errors.Is(err, ErrNotFound) {
+					t.Errorf("turn %s is still there: %v", id, err)
+				}
+			}
+			for _, c := range []string{"running", "recent"} {
+				if _, ts, err := st.Conversation(ctx, c); err != nil || len(ts) != 2 {
+					t.Errorf("conversation %s: %d turns, %v; want both kept", c, len(ts), err)
+				}
+				if got, err := st.Fingerprint(ctx, "fp-"+c); err != nil || got != c {
+					t.Errorf("fingerprint of %s: %q, %v", c, got, err)
+				}
+			}
+			if _, err := st.Turn(ctx, "x2"); err != nil {
+				t.Errorf("a running turn of no conversation was pruned: %v", err)
+			}
+		})
+	}
+}
+
+// TestMemoryStoreBound checks that the memory store keeps at most
+// memory_max_bytes of responses, forgetting the oldest finished turns and
+// a conversation once its last turn went, never a running turn.
+func TestMemoryStoreBound(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, StoreConfig{Driver: "memory", MemoryMaxBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := st.(*MemoryStore)
+	body := []byte(`{"content":"` + strings.Repeat("x", 28) + `"}`) // 42 bytes
+	put := func(id, conv, status string) {
+		t.Helper()
+		if err := st.PutConversation(ctx, Conversation{ID: conv}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutTurn(ctx, Turn{ResponseID: id, ConversationID: conv, Status: status, Created: time.Now(), Response: body}); err != nil {
+			t.Fatal(err)
+		}
+		if m.bytes > 100 {
+			t.Fatalf("after %s: %d bytes held", id, m.bytes)
+		}
+	}
+	put("a1", "a", "streaming")
+	_ = st.PutFingerprint(ctx, "fp-b", "b")
+	put("b1", "b", "completed")
+	put("c1", "c", "completed") // b1 goes, and b with it; a1 runs
+	if _, _, err := st.Conversation(ctx, "b"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("conversation b outlived its last turn: %v", err)
+	}
+	if _, err := st.Fingerprint(ctx, "fp-b"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("conversation b's fingerprint outlived it: %v", err)
+	}
+	if _, err := st.Turn(ctx, "a1"); err != nil {
+		t.Errorf("a running turn was forgotten: %v", err)
+	}
+	put("a1", "a", "completed")
+	put("c2", "c", "completed") // a1 is the oldest finished turn now
+	for id, want := range map[string]bool{"a1": false, "c1": true, "c2": true} {
+		if _, err := st.Turn(ctx, id); (err == nil) != want {
+			t.Errorf("turn %s kept %v, want %v", id, err == nil, want)
+		}
+	}
+	if _, ts, err := st.Conversation(ctx, "c"); err != nil || len(ts) != 2 {
+		t.Errorf("conversation c: %d turns, %v", len(ts), err)
 	}
 }
