@@ -104,6 +104,8 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	}
 	prompt := ""
 	switch {
+	case req.Prompt != nil && len(req.Messages) > 0:
+		return nil, errBadRequest("prompt_and_messages", "send prompt or messages, not both")
 	case req.Prompt != nil:
 		prompt = *req.Prompt
 	case len(req.Messages) > 0:

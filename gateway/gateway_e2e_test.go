@@ -777,6 +777,7 @@ func TestE2EBadRequests(t *testing.T) {
 		{"empty prompt", `{"prompt":""}`, 400, ""},
 		{"blank prompt", `{"prompt":"  \n\t "}`, 400, ""},
 		{"no user message", `{"messages":[{"role":"assistant","content":"hi"}]}`, 400, ""},
+		{"prompt and messages", `{"prompt":"echo a","messages":[{"role":"user","content":"echo b"}]}`, 400, "not both"},
 		{"ends with a reply", `{"messages":[{"role":"user","content":"echo rm -r build"},{"role":"assistant","content":"Done."}]}`, 400, `"assistant"`},
 		{"bad mode", `{"prompt":"hi","mode":"yolo"}`, 400, "yolo"},
 		{"unknown workspace", `{"prompt":"hi","workspace":"nope"}`, 400, "nope"},
