@@ -341,7 +341,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 		ev := s.log.Info()
-		if status >= 500 {
+		switch {
+		case status == http.StatusServiceUnavailable:
+			ev = s.log.Warn() // load shed on purpose: overloaded, too many connections
+		case status >= 500:
 			ev = s.log.Error()
 		}
 		ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
