@@ -141,6 +141,26 @@ echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-3","model":"a
 	}
 }
 
+// TestRunEndsEscapedTools checks that a tool the agent started in a
+// session of its own (setsid), outside its process group, ends with the
+// run: it used to live on, with PID 1 as its parent, until it exited.
+func TestRunEndsEscapedTools(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	agent := scriptAgent(t, `setsid sleep 302 >/dev/null 2>&1 </dev/null &
+echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-5","model":"auto"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s-5"}'
+`)
+	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	s.e2eKillAgentsAtCleanup(t)
+	if cr := s.chatJSON(t, map[string]any{"prompt": "hi", "workspace": "main"}); cr.Status != documents.StatusCompleted {
+		t.Fatalf("status %s", cr.Status)
+	}
+	s.waitNoAgents(t, 10*time.Second)
+}
+
 // TestCrashKeepsOpenDocument kills the gateway while one text document has
 // been streaming for longer than a snapshot interval. The response used to
 // be saved only as documents ended, so the restarted gateway had only the

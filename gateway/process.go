@@ -210,6 +210,7 @@ type agentProc struct {
 	start  time.Time
 	cmd    *exec.Cmd
 	pgid   int
+	mark   string // the groupMarkName entry in its environment
 	pump   *outputPump
 	stderr *os.File
 	errBuf []byte // stderr is read into it, on the heap so that its reader keeps the smallest stack
@@ -270,7 +271,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
-	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid, killer: spec.Kill,
+	p := &agentProc{b: b, ctx: ctx, start: start, cmd: cmd, pgid: cmd.Process.Pid, mark: mark, killer: spec.Kill,
 		stderr: stderrR, errBuf: make([]byte, 1<<10), tail: newTail(b.cfg.StderrTailBytes), done: done,
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, p.outputEnded)
@@ -413,7 +414,12 @@ func (p *agentProc) kill(kill bool) {
 // outputEnded follows the end of the agent's output (or its result): it
 // ends the process group and says how the run ended.
 func (p *agentProc) outputEnded(readErr error) {
-	defer p.b.forgetGroup(p.pgid)
+	defer func() {
+		// What the agent started in a session of its own (setsid) is not
+		// in its group; it ends with the run all the same.
+		killMarked(map[string]int{p.mark: p.pgid})
+		p.b.forgetGroup(p.pgid)
+	}()
 	seg := p.pump.seg
 	p.disarm()
 	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
@@ -567,26 +573,37 @@ func ReapOrphans(pidDir string) int {
 			reaped[pgid] = true
 		}
 	}
-	if len(marks) > 0 {
-		procs, _ := os.ReadDir("/proc")
-		for _, p := range procs {
-			pid, err := strconv.Atoi(p.Name())
-			if err != nil || pid <= 1 || pid == os.Getpid() {
-				continue
-			}
-			env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
-			if err != nil {
-				continue
-			}
-			for kv := range bytes.SplitSeq(env, []byte{0}) {
-				if pgid, ok := marks[string(kv)]; ok {
-					if syscall.Kill(pid, syscall.SIGKILL) == nil {
-						reaped[pgid] = true
-					}
-					break
+	for pgid := range killMarked(marks) {
+		reaped[pgid] = true
+	}
+	return len(reaped)
+}
+
+// killMarked kills every process whose environment holds one of marks and
+// returns the process groups (the marks' values) that had one.
+func killMarked(marks map[string]int) map[int]bool {
+	killed := map[int]bool{}
+	if len(marks) == 0 {
+		return killed
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid <= 1 || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for kv := range bytes.SplitSeq(env, []byte{0}) {
+			if pgid, ok := marks[string(kv)]; ok {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed[pgid] = true
 				}
+				break
 			}
 		}
 	}
-	return len(reaped)
+	return killed
 }
