@@ -8,6 +8,7 @@
 // go to ./artifacts.
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -72,23 +73,23 @@ after(async () => {
   }
 });
 
-/** Opens the playground in a new tab and records page errors. */
-async function openPlayground() {
+/** Opens the playground (from url) in a new tab and records page errors. */
+async function openPlayground(url = baseURL) {
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (err) => page.errors.push(String(err)));
   page.on('console', (msg) => {
     if (msg.type() === 'error') page.errors.push(msg.text());
   });
-  await page.goto(`${baseURL}/`);
+  await page.goto(`${url}/`);
   assert.equal(await page.title(), 'Docstream playground');
   await page.locator('#model option[value="auto"], #model option:nth-child(2)').first().waitFor({ state: 'attached', timeout: 10_000 });
   return page;
 }
 
 /** Runs fn with a page; on failure saves a screenshot and the server log. */
-async function withPage(name, fn, { keep = false } = {}) {
-  const page = await openPlayground();
+async function withPage(name, fn, { keep = false, url = baseURL } = {}) {
+  const page = await openPlayground(url);
   try {
     await fn(page);
     assert.deepEqual(page.errors, [], 'the page logged errors');
@@ -123,6 +124,124 @@ async function waitDone(page, n, timeout = 90_000) {
 }
 
 const turn = (page, n) => page.locator('article.turn').nth(n - 1);
+
+// ---- a scripted gateway ------------------------------------------------
+// Stands in front of the demo gateway: the routes a test scripts are answered
+// by the test (streams with exact timing, refusals, dropped events), every
+// other request is passed on. Each request's method, path and headers are kept.
+
+class ScriptedGateway {
+  constructor() {
+    this.routes = [];
+    this.requests = [];
+    this.server = null;
+    this.url = '';
+  }
+
+  /** Answers method + path (a RegExp on the pathname) with handler(req, res, body). */
+  on(method, path, handler) {
+    this.routes.push({ method, path, handler });
+    return this;
+  }
+
+  /** The requests seen for method and path. */
+  seen(method, path) {
+    return this.requests.filter((r) => r.method === method && path.test(r.path));
+  }
+
+  async start() {
+    const upstream = new URL(baseURL);
+    this.server = http.createServer(async (req, res) => {
+      const { pathname } = new URL(req.url, 'http://x');
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const body = Buffer.concat(chunks).toString();
+      this.requests.push({ method: req.method, path: pathname, headers: req.headers, body });
+      const route = this.routes.find((r) => r.method === req.method && r.path.test(pathname));
+      if (route) {
+        try {
+          await route.handler(req, res, body);
+        } catch {
+          res.destroy();
+        }
+        return;
+      }
+      const up = http.request(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        (r) => {
+          res.writeHead(r.statusCode, r.headers);
+          r.pipe(res);
+        },
+      );
+      up.on('error', () => res.destroy());
+      up.end(body);
+    });
+    await new Promise((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+    return this;
+  }
+
+  stop() {
+    if (!this.server) return undefined;
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+/** Starts an SSE answer; the returned function writes one event. */
+function sse(res, { responseId = 'resp_s1', conversationId = '' } = {}) {
+  const headers = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Docstream-Response-Id': responseId };
+  if (conversationId) headers['X-Docstream-Conversation-Id'] = conversationId;
+  res.writeHead(200, headers);
+  let id = 0;
+  return (name, data, { noId = false } = {}) => {
+    const line = noId ? '' : `id: ${++id}\n`;
+    return new Promise((resolve) => {
+      if (res.write(`${line}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`)) resolve();
+      else res.once('drain', resolve);
+    });
+  };
+}
+
+function jsonError(res, status, code, message) {
+  res.writeHead(status, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify({ error: { code, message } }));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs fn(page, gw) against a scripted gateway set up by script(gw). The
+ * browser's console notes of the 4xx answers the script gives are not errors.
+ */
+async function withScript(name, script, fn) {
+  const gw = new ScriptedGateway();
+  script(gw);
+  await gw.start();
+  const scripted = (e) => /Failed to load resource: the server responded with a status of 4\d\d/.test(e);
+  try {
+    await withPage(
+      name,
+      async (page) => {
+        await fn(page, gw);
+        page.errors = page.errors.filter((e) => !scripted(e));
+      },
+      { url: gw.url },
+    );
+  } finally {
+    await gw.stop();
+  }
+}
+
+/** Starts measuring the page's long tasks (main-thread blocks over 50 ms). */
+function watchLongTasks(page) {
+  return page.evaluate(() => {
+    window.__longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
+}
 
 // ---- tests --------------------------------------------------------------
 
@@ -314,3 +433,309 @@ test('screenshot of the tour', { timeout: 60_000 }, async () => {
 function escapeRegExp(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+// ---- defects found by an outside tester -----------------------------------
+
+test('long output: 2 MB of markdown and a 1 MB code block leave the page responsive', { timeout: 180_000 }, async () => {
+  const para = (i) => `Paragraph ${i}. ${'word '.repeat(800).slice(0, 4000 - 20)}\n\n`.slice(0, 4096);
+  const text = Array.from({ length: 500 }, (_, i) => para(i + 1)).join('');
+  const line = (i) => `x_${i} = compute(${i}, "value") + other_value  # comment ${i}`.padEnd(63, ' ') + '\n';
+  const code = Array.from({ length: 16_384 }, (_, i) => line(i)).join('');
+  let elapsed = 0;
+  await withScript(
+    'long-output',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        const send = sse(res);
+        const started = Date.now();
+        await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1', model: 'auto', mode: 'agent' });
+        await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: { format: 'markdown' } });
+        for (let i = 0; i < text.length; i += 4096) {
+          await send('content_delta', { documentId: 'doc_001', delta: text.slice(i, i + 4096) });
+          await sleep(20);
+        }
+        await send('document_end', { documentId: 'doc_001', finalContent: text, metadata: { format: 'markdown' } });
+        await send('document_start', { id: 'doc_002', type: 'code_block', sequence: 2, metadata: { language: 'python' } });
+        for (let i = 0; i < code.length; i += 4096) {
+          await send('content_delta', { documentId: 'doc_002', delta: code.slice(i, i + 4096) });
+          await sleep(20);
+        }
+        await send('document_end', { documentId: 'doc_002', finalContent: code, metadata: { language: 'python' } });
+        await send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed', usage: { reported: false } });
+        elapsed = Date.now() - started;
+        res.end();
+      }),
+    async (page) => {
+      await watchLongTasks(page);
+      const t0 = Date.now();
+      await sendPrompt(page, 'much');
+      assert.equal(await waitDone(page, 1, 120_000), 'completed');
+      const total = Date.now() - t0;
+      const tasks = await page.evaluate(() => window.__longTasks);
+      const blocked = tasks.reduce((a, b) => a + b, 0);
+      console.log(`long output: blocked ${Math.round(blocked)} ms in ${tasks.length} long tasks (longest ${Math.round(Math.max(...tasks))} ms); sent in ${elapsed} ms, turn took ${total} ms`);
+      // A page that re-renders the whole document per delta is busy for most
+      // of the stream; a paced one leaves the main thread mostly free.
+      assert.ok(blocked < 0.5 * elapsed, `the main thread was blocked for ${Math.round(blocked)} ms of the ${elapsed} ms the stream took`);
+      assert.ok(total < elapsed + 5_000, `the turn took ${total} ms, the stream was sent in ${elapsed} ms`);
+      const shown = await turn(page, 1).locator('[data-doc-type="text"]').evaluate((el) => el.textContent);
+      for (const i of [1, 2, 250, 499, 500]) assert.equal(shown.split(`Paragraph ${i}.`).length - 1, 1, `paragraph ${i}`);
+      assert.equal(shown.split('Paragraph ').length - 1, 500);
+      const codeShown = await turn(page, 1).locator('[data-doc-type="code_block"] pre.code code').evaluate((el) => el.textContent);
+      assert.equal(codeShown, code.replace(/\n$/, ''), 'the code block is not exact');
+    },
+  );
+});
+
+test('thinking: 20,000 deltas stream in linear time', { timeout: 120_000 }, async () => {
+  const words = Array.from({ length: 20_000 }, (_, i) => `w${i} `);
+  await withScript(
+    'thinking',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        const send = sse(res);
+        await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1' });
+        for (let i = 0; i < words.length; i++) {
+          await send('thinking_delta', { delta: words[i] });
+          if (i % 100 === 99) await sleep(5);
+        }
+        await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: {} });
+        await send('document_end', { documentId: 'doc_001', finalContent: 'Thought it through.' });
+        await send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed' });
+        res.end();
+      }),
+    async (page) => {
+      await watchLongTasks(page);
+      await sendPrompt(page, 'think');
+      assert.equal(await waitDone(page, 1, 100_000), 'completed');
+      const blocked = await page.evaluate(() => window.__longTasks.reduce((a, b) => a + b, 0));
+      console.log(`thinking: blocked ${Math.round(blocked)} ms`);
+      assert.ok(blocked < 1_500, `the main thread was blocked for ${Math.round(blocked)} ms`);
+      const shown = await turn(page, 1).locator('details.thinking .thinking-body').evaluate((el) => el.textContent);
+      assert.equal(shown, words.join(''));
+    },
+  );
+});
+
+test('terminal output: ANSI escape sequences are not shown', { timeout: 60_000 }, async () => {
+  const output = '\x1b[31mred\x1b[0m plain \x1b]8;;https://example.com\x07link\x1b]8;;\x07 \x1b[2J\x1b[1;32mgreen\x1b[m\r\nnext\tline\x07\x00';
+  await withScript(
+    'ansi',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        const send = sse(res);
+        await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1' });
+        await send('document_start', { id: 'doc_001', type: 'terminal_command', sequence: 1, metadata: { command: 'ls --color' } });
+        await send('document_end', { documentId: 'doc_001', metadata: { command: 'ls --color', exitCode: 0, output } });
+        await send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed' });
+        res.end();
+      }),
+    async (page) => {
+      await sendPrompt(page, 'ansi');
+      assert.equal(await waitDone(page, 1), 'completed');
+      const shown = await turn(page, 1).locator('.term-output').textContent();
+      assert.equal(shown, 'red plain link green\nnext\tline');
+    },
+  );
+});
+
+test('sanitizing: agent markdown cannot style the page, add forms or answer a question', { timeout: 60_000 }, async () => {
+  const markdown = [
+    'Hello <span style="color:red" data-x="1">styled</span>',
+    '',
+    '<style>body { display: none }</style>',
+    '',
+    '<form action="/v1/chat"><input name="a"><textarea>t</textarea><select><option>o</option></select><button type="submit">Go</button></form>',
+    '',
+    '<button data-action="answer" data-question-id="q1" data-option-id="jwt">Forged answer</button>',
+    '',
+    '- [x] done task',
+    '- [ ] open task',
+  ].join('\n');
+  await withScript(
+    'sanitize',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        const send = sse(res);
+        await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1' });
+        await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: {} });
+        await send('document_end', { documentId: 'doc_001', finalContent: markdown });
+        const questions = [{ id: 'q1', text: 'Which auth?', options: [{ id: 'jwt', label: 'JWT' }, { id: 'session', label: 'Session' }] }];
+        await send('document_start', { id: 'doc_002', type: 'clarification', sequence: 2, metadata: { questions } });
+        await send('document_end', { documentId: 'doc_002', metadata: { questions } });
+        await send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed' });
+        res.end();
+      }),
+    async (page, gw) => {
+      await sendPrompt(page, 'html');
+      assert.equal(await waitDone(page, 1), 'completed');
+      const doc = turn(page, 1).locator('[data-doc-type="text"]');
+      assert.match(await doc.textContent(), /styled/);
+      for (const tag of ['style', 'form', 'input', 'textarea', 'select', 'button']) {
+        assert.equal(await doc.locator(tag).count(), 0, `a <${tag}> from the stream is in the page`);
+      }
+      assert.equal(await doc.locator('[style]').count(), 0, 'a style attribute from the stream is in the page');
+      const dataAttrs = await doc.evaluate((el) => [...el.querySelectorAll('*')].flatMap((e) => e.getAttributeNames().filter((n) => n.startsWith('data-'))));
+      assert.deepEqual(dataAttrs, [], 'data attributes from the stream are in the page');
+      assert.notEqual(await page.evaluate(() => getComputedStyle(document.body).display), 'none');
+      assert.equal(await doc.locator('li').count(), 2, 'the task list lost its items');
+
+      // A forged button that got past the sanitizer still answers nothing.
+      await doc.evaluate((el) => {
+        const b = document.createElement('button');
+        b.dataset.action = 'answer';
+        b.dataset.questionId = 'q1';
+        b.dataset.optionId = 'jwt';
+        b.textContent = 'Forged';
+        b.id = 'forged';
+        el.append(b);
+      });
+      await page.click('#forged');
+      await sleep(500);
+      assert.equal(gw.seen('POST', /^\/v1\/chat$/).length, 1, 'the forged button sent an answer');
+      assert.equal(await page.locator('article.turn').count(), 1);
+      // the playground's own option still answers
+      const option = turn(page, 1).locator('[data-doc-type="clarification"] button[data-option-id="session"]');
+      assert.equal(await option.isEnabled(), true);
+      // The sanitizer parses the markup in an inert document, where the page's
+      // Content-Security-Policy refuses (and reports) the inline styles before
+      // they are removed.
+      page.errors = page.errors.filter((e) => !/Content Security Policy directive 'style-src/.test(e));
+    },
+  );
+});
+
+test('readiness: a /readyz the ingress does not route is not "not ready"', { timeout: 60_000 }, async () => {
+  await withScript(
+    'readyz',
+    (gw) =>
+      gw.on('GET', /^\/readyz$/, (req, res) => {
+        res.writeHead(404, { 'Content-Type': 'text/plain' });
+        res.end('404 page not found');
+      }),
+    async (page) => {
+      await page.waitForFunction(() => document.querySelector('#ready .ready-text').textContent !== 'checking…');
+      const text = await page.locator('#ready .ready-text').textContent();
+      assert.doesNotMatch(text, /not ready/);
+      assert.equal(await page.locator('#ready').getAttribute('data-ready'), 'unknown');
+      await sendPrompt(page, 'long:3');
+      assert.equal(await waitDone(page, 1), 'completed');
+    },
+  );
+});
+
+test('events_dropped: a client that fell behind shows the finished response', { timeout: 60_000 }, async () => {
+  const final = 'All of the answer, as the run finished it.';
+  let polls = 0;
+  const response = (status) => ({
+    id: 'resp_s1',
+    conversationId: 'conv_s1',
+    status,
+    documents: [{ id: 'doc_001', type: 'text', sequence: 1, content: status === 'streaming' ? 'All of' : final, metadata: {} }],
+  });
+  await withScript(
+    'events-dropped',
+    (gw) =>
+      gw
+        .on('POST', /^\/v1\/chat$/, async (req, res) => {
+          const send = sse(res, { conversationId: 'conv_s1' });
+          await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1' });
+          await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: {} });
+          await send('content_delta', { documentId: 'doc_001', delta: 'All of' });
+          await send('error', { code: 'events_dropped', message: 'the client fell behind' }, { noId: true });
+          res.end();
+        })
+        .on('GET', /^\/v1\/chat\/resp_s1\/stream$/, (req, res) => jsonError(res, 410, 'events_dropped', 'the log no longer holds these events'))
+        .on('GET', /^\/v1\/chat\/resp_s1$/, (req, res) => {
+          polls++;
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end(JSON.stringify(response(polls < 3 ? 'streaming' : 'completed')));
+        }),
+    async (page, gw) => {
+      await sendPrompt(page, 'fall behind');
+      assert.equal(await waitDone(page, 1, 40_000), 'completed');
+      assert.equal((await turn(page, 1).locator('[data-doc-type="text"]').textContent()).trim(), final);
+      assert.ok(polls >= 3, `GET /v1/chat/resp_s1 ${polls} times`);
+      for (const r of gw.seen('GET', /^\/v1\/chat\/resp_s1/)) {
+        assert.equal(r.headers['x-docstream-conversation-id'], 'conv_s1', `${r.path} without the conversation header`);
+      }
+    },
+  );
+});
+
+test('refused: the prompt stays in the composer', { timeout: 60_000 }, async () => {
+  await withScript(
+    'refused',
+    (gw) => gw.on('POST', /^\/v1\/chat$/, (req, res) => jsonError(res, 429, 'rate_limited', 'too many requests')),
+    async (page) => {
+      await sendPrompt(page, 'please keep me');
+      assert.equal(await waitDone(page, 1), 'error');
+      assert.match(await turn(page, 1).textContent(), /429/);
+      assert.equal(await page.inputValue('#prompt'), 'please keep me');
+    },
+  );
+});
+
+test('new conversation while a turn streams: the next prompt starts a new one', { timeout: 120_000 }, async () => {
+  await withPage('new-conversation', async (page) => {
+    await sendPrompt(page, 'long:20');
+    await page.waitForFunction(() => window.__docstream.conversationId);
+    await page.click('#new-conversation');
+    assert.equal(await waitDone(page, 1), 'completed');
+    assert.equal(await page.evaluate(() => window.__docstream.conversationId), null);
+    assert.equal(await page.locator('#conversation-id').textContent(), 'new');
+    const posted = page.waitForRequest((req) => req.method() === 'POST' && new URL(req.url()).pathname === '/v1/chat');
+    await sendPrompt(page, 'long:2');
+    const req = await posted;
+    assert.equal(JSON.parse(req.postData()).conversationId, undefined);
+    assert.equal(req.headers()['x-docstream-conversation-id'], undefined);
+    assert.equal(await waitDone(page, 2), 'completed');
+  });
+});
+
+test('sticky routing: requests about a conversation carry X-Docstream-Conversation-Id', { timeout: 120_000 }, async () => {
+  const gw = await new ScriptedGateway().start();
+  try {
+    await withPage(
+      'sticky',
+      async (page) => {
+        await sendPrompt(page, 'long:2');
+        assert.equal(await waitDone(page, 1), 'completed');
+        const conv = await page.evaluate(() => window.__docstream.conversationId);
+        assert.ok(conv);
+        assert.equal(gw.seen('POST', /^\/v1\/chat$/)[0].headers['x-docstream-conversation-id'], undefined, 'the first turn has no conversation yet');
+
+        // a follow-up, re-attached after a drop, then cancelled
+        await sendPrompt(page, 'long:400');
+        await page.waitForFunction(() => {
+          const el = document.querySelectorAll('article.turn')[1];
+          return el && el.textContent.includes('Paragraph 2 of 400');
+        });
+        await page.evaluate(() => window.__docstream.abortStream());
+        await page.waitForFunction(() => {
+          const el = document.querySelectorAll('article.turn')[1];
+          return el && el.textContent.includes('Paragraph 4 of 400');
+        });
+        await page.click('#cancel');
+        assert.equal(await waitDone(page, 2), 'error');
+
+        // a reload reads the conversation
+        await page.reload();
+        await page.locator('article.turn').nth(1).waitFor();
+
+        const about = [
+          ...gw.seen('POST', /^\/v1\/chat$/).slice(1),
+          ...gw.seen('GET', /^\/v1\/chat\/[^/]+\/stream$/),
+          ...gw.seen('POST', /^\/v1\/chat\/[^/]+\/cancel$/),
+          ...gw.seen('GET', /^\/v1\/conversations\//),
+        ];
+        const kinds = new Set(about.map((r) => `${r.method} ${r.path.replace(/resp_[^/]+|conv_[^/]+|[0-9a-f-]{36}/g, '{id}')}`));
+        assert.ok(kinds.size >= 4, `requests about the conversation: ${[...kinds].join(', ')}`);
+        for (const r of about) assert.equal(r.headers['x-docstream-conversation-id'], conv, `${r.method} ${r.path}`);
+      },
+      { url: gw.url },
+    );
+  } finally {
+    await gw.stop();
+  }
+});

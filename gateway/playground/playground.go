@@ -67,9 +67,9 @@ type handler struct {
 	assets map[string]*file
 }
 
-// Handler serves dist/index.html at "/" (and "/index.html") and the files of
-// dist/assets under /assets/. Any other path is 404; methods other than GET
-// and HEAD are 405.
+// Handler serves dist/index.html at "/" and the files of dist/assets under
+// /assets/, the two paths the gateway routes to it. Any other path is 404;
+// methods other than GET and HEAD are 405.
 func Handler() http.Handler {
 	h, err := newHandler(dist)
 	if err != nil {
@@ -130,7 +130,7 @@ func newFile(name string, data []byte, cache string) *file {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var f *file
 	switch p := r.URL.Path; {
-	case p == "/" || p == "/index.html":
+	case p == "/":
 		f = h.index
 	case strings.HasPrefix(p, AssetPrefix):
 		f = h.assets[strings.TrimPrefix(p, AssetPrefix)]

@@ -39,14 +39,17 @@ export function knownLanguage(language) {
   return Boolean(language) && Boolean(hljs.getLanguage(String(language).toLowerCase()));
 }
 
+// Longer code is shown as plain text: highlighting a megabyte takes seconds.
+const HIGHLIGHT_MAX = 256 * 1024;
+
 /**
  * Returns highlighted HTML for code in the given language, or the escaped
- * code when the language is unknown or empty.
+ * code when the language is unknown or empty, or the code is too long.
  */
 export function highlight(code, language) {
   const text = code == null ? '' : String(code);
   const lang = language ? String(language).toLowerCase() : '';
-  if (lang && hljs.getLanguage(lang)) {
+  if (lang && text.length <= HIGHLIGHT_MAX && hljs.getLanguage(lang)) {
     try {
       return hljs.highlight(text, { language: lang, ignoreIllegals: true }).value;
     } catch {

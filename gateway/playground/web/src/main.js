@@ -1,6 +1,7 @@
 // The Docstream playground: a reference client for the document stream.
 import './styles.css';
-import { ChatStream, apiKey, getJSON, postJSON } from './stream.js';
+import { Conversation } from './conversation.js';
+import { ChatStream, apiKey, getJSON, postJSON, waitForResponse } from './stream.js';
 import { PlanRegistry, Turn, onRendered } from './turn.js';
 
 const $ = (id) => document.getElementById(id);
@@ -49,7 +50,6 @@ const activeRun = {
 const plans = new PlanRegistry();
 
 const state = {
-  conversationId: null,
   /** @type {{turn: Turn, stream: ChatStream} | null} */
   active: null,
   cancelling: false,
@@ -96,26 +96,33 @@ function fillSelect(select, items, selected) {
   if (wanted) select.value = wanted;
 }
 
+/**
+ * Shows the gateway's readiness. Behind an ingress that routes only the page
+ * and /v1 (deploy/k8s), /readyz is not the gateway's: its readiness is then
+ * unknown, which is not "not ready".
+ */
 async function loadReady() {
   const text = ui.ready.querySelector('.ready-text');
+  let res = null;
+  let body = null;
   try {
-    const res = await fetch('/readyz', { cache: 'no-store', headers: { Accept: 'application/json' } });
-    let body = {};
-    try {
-      body = await res.json();
-    } catch {
-      body = {};
-    }
-    const agent = (body && body.agent) || {};
-    ui.simulator.hidden = agent.simulator !== true;
-    ui.examples.hidden = agent.simulator !== true;
-    ui.ready.dataset.ready = res.ok ? 'ready' : 'not-ready';
-    text.textContent = res.ok ? 'ready' : 'not ready';
-    ui.ready.title = agent.binary ? `agent: ${agent.binary}` : '';
+    res = await fetch('/readyz', { cache: 'no-store', headers: { Accept: 'application/json' } });
+    body = await res.json();
   } catch {
-    ui.ready.dataset.ready = 'down';
-    text.textContent = 'unreachable';
+    body = null;
   }
+  if (!res || !body || typeof body.status !== 'string') {
+    ui.ready.dataset.ready = 'unknown';
+    text.textContent = 'unknown';
+    ui.ready.title = "the gateway's /readyz is not reachable from this page";
+    return;
+  }
+  const agent = body.agent || {};
+  ui.simulator.hidden = agent.simulator !== true;
+  ui.examples.hidden = agent.simulator !== true;
+  ui.ready.dataset.ready = res.ok ? 'ready' : 'not-ready';
+  text.textContent = res.ok ? 'ready' : 'not ready';
+  ui.ready.title = agent.binary ? `agent: ${agent.binary}` : '';
 }
 
 async function loadWorkspaces() {
@@ -143,8 +150,9 @@ async function loadModels() {
 
 // ---- conversation -------------------------------------------------------
 
-function setConversation(id) {
-  state.conversationId = id || null;
+const conversation = new Conversation(showConversation);
+
+function showConversation(id) {
   // the address keeps the conversation, so that a reload shows it again
   const hash = id ? `#conversation=${encodeURIComponent(id)}` : '';
   if (location.hash !== hash) history.replaceState(null, '', `${location.pathname}${location.search}${hash}`);
@@ -192,20 +200,22 @@ function requestSettings() {
   };
 }
 
-function startTurn(request, body, { attachTo = null, turn: existing = null } = {}) {
+function startTurn(request, body, { attachTo = null, turn: existing = null, conversationId = conversation.id } = {}) {
   ui.empty.hidden = true;
   const turn = existing || new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
+  const generation = conversation.generation;
   const stream = new ChatStream({
     body,
+    conversationId,
     onEvent: (name, data) => {
       turn.handle(name, data);
       if (name === 'response_start' && data) {
-        if (data.conversationId) setConversation(data.conversationId);
-        if (data.id) activeRun.set({ responseId: data.id, request });
+        conversation.adopt(generation, data.conversationId);
+        if (data.id) activeRun.set({ responseId: data.id, conversationId: data.conversationId || stream.conversationId, request });
       }
-      if (name === 'done' && data && data.conversationId) setConversation(data.conversationId);
+      if (name === 'done' && data) conversation.adopt(generation, data.conversationId);
     },
-    onState: (s, info) => onStreamState(turn, stream, s, info),
+    onState: (s, info) => onStreamState({ turn, stream, request, generation }, s, info),
   });
   state.active = { turn, stream };
   state.cancelling = false;
@@ -223,7 +233,8 @@ function startTurn(request, body, { attachTo = null, turn: existing = null } = {
   });
 }
 
-async function onStreamState(turn, stream, s, info) {
+async function onStreamState(run, s, info) {
+  const { turn, stream } = run;
   switch (s) {
     case 'reconnecting':
       turn.showConnection(`reconnecting… (attempt ${info.attempt})`);
@@ -244,31 +255,45 @@ async function onStreamState(turn, stream, s, info) {
       const hint = info.status === 401 ? ' Set the API key and try again.' : '';
       turn.fail('error', `The gateway refused the request (${info.status} ${info.code})`, `${info.message}${hint}`);
       setRunStatus('error', `Refused (${info.status})`);
+      // the prompt never ran: give it back for another try
+      if (run.request.kind === 'prompt' && !ui.prompt.value) ui.prompt.value = run.request.text;
       break;
     }
     case 'complete-response':
       turn.applyResponse(info.response);
-      if (info.response && info.response.conversationId) setConversation(info.response.conversationId);
+      if (info.response) conversation.adopt(run.generation, info.response.conversationId);
       setRunStatus(turn.statusEl.dataset.status, 'Done');
       break;
     case 'gone':
     case 'lost':
-      await recover(turn, stream, s, info);
+      await recover(run, s, info);
+      break;
+    case 'dropped':
+      await catchUp(run);
       break;
     default:
       break;
   }
 }
 
+/** Shows a finished response (GET /v1/chat/{id}) in its turn. */
+function showResponse(run, resp) {
+  run.turn.applyResponse(resp);
+  conversation.adopt(run.generation, resp.conversationId);
+  setRunStatus(resp.status, resp.status === 'completed' ? 'Completed' : 'Ended with an error');
+}
+
+function readResponse(stream) {
+  return getJSON(`/v1/chat/${encodeURIComponent(stream.responseId)}`, { conversationId: stream.conversationId });
+}
+
 /** The stream is gone: fetch the finished response once, else report the loss. */
-async function recover(turn, stream, s, info) {
-  if (stream.responseId) {
+async function recover(run, s, info) {
+  if (run.stream.responseId) {
     try {
-      const resp = await getJSON(`/v1/chat/${encodeURIComponent(stream.responseId)}`);
+      const resp = await readResponse(run.stream);
       if (resp && resp.status && resp.status !== 'streaming') {
-        turn.applyResponse(resp);
-        if (resp.conversationId) setConversation(resp.conversationId);
-        setRunStatus(resp.status, resp.status === 'completed' ? 'Completed' : 'Ended with an error');
+        showResponse(run, resp);
         return;
       }
     } catch {
@@ -276,7 +301,26 @@ async function recover(turn, stream, s, info) {
     }
   }
   const message = s === 'gone' ? 'The run is no longer available to re-attach to.' : info.message;
-  turn.fail('disconnected', 'The connection to the gateway was lost', message);
+  run.turn.fail('disconnected', 'The connection to the gateway was lost', message);
+  setRunStatus('disconnected', 'Disconnected');
+}
+
+/** The gateway dropped events this page had not read: wait for the run to end, then show its response. */
+async function catchUp(run) {
+  run.turn.showConnection('fell behind the stream: waiting for the run to end…');
+  setRunStatus('reconnecting', 'Waiting for the run to end…');
+  let resp = null;
+  let problem = 'The run was still going after 30 minutes.';
+  try {
+    resp = await waitForResponse(() => readResponse(run.stream));
+  } catch (err) {
+    problem = err.message;
+  }
+  if (resp) {
+    showResponse(run, resp);
+    return;
+  }
+  run.turn.fail('disconnected', 'The page fell too far behind the stream', problem);
   setRunStatus('disconnected', 'Disconnected');
 }
 
@@ -287,7 +331,7 @@ function send() {
   const body = { prompt, mode: settings.mode, stream: true, thinking: settings.thinking };
   if (settings.model) body.model = settings.model;
   if (settings.workspace) body.workspace = settings.workspace;
-  if (state.conversationId) body.conversationId = state.conversationId;
+  if (conversation.id) body.conversationId = conversation.id;
   ui.prompt.value = '';
   startTurn({ kind: 'prompt', text: prompt, mode: settings.mode, model: settings.model, workspace: settings.workspace }, body);
 }
@@ -299,7 +343,7 @@ function answer({ conversationId, answers, summary }) {
   const body = { conversationId, answers, stream: true, mode: settings.mode, thinking: settings.thinking };
   if (settings.model) body.model = settings.model;
   if (settings.workspace) body.workspace = settings.workspace;
-  setConversation(conversationId);
+  conversation.set(conversationId);
   startTurn({ kind: 'answer', text: summary, mode: settings.mode }, body);
   return true;
 }
@@ -313,7 +357,7 @@ async function cancel() {
   updateControls();
   setRunStatus('cancelling', 'Cancelling…');
   try {
-    await postJSON(`/v1/chat/${encodeURIComponent(id)}/cancel`, {});
+    await postJSON(`/v1/chat/${encodeURIComponent(id)}/cancel`, {}, { conversationId: active.stream.conversationId || active.turn.conversationId });
   } catch (err) {
     state.cancelling = false;
     updateControls();
@@ -335,7 +379,7 @@ ui.prompt.addEventListener('keydown', (e) => {
 });
 ui.cancel.addEventListener('click', cancel);
 ui.newConversation.addEventListener('click', () => {
-  setConversation(null);
+  conversation.startNew();
   ui.prompt.focus();
 });
 for (const el of [ui.mode, ui.model, ui.workspace, ui.thinking]) el.addEventListener('change', saveSettings);
@@ -361,17 +405,17 @@ async function restoreConversation() {
   const m = /^#conversation=(.+)$/.exec(location.hash);
   const running = activeRun.get();
   if (!m) {
-    setConversation(null);
+    conversation.set(null);
     if (running && running.responseId) followRun(running);
     return;
   }
   const id = decodeURIComponent(m[1]);
-  setConversation(id);
+  conversation.set(id);
   let conv;
   try {
-    conv = await getJSON(`/v1/conversations/${encodeURIComponent(id)}`);
+    conv = await getJSON(`/v1/conversations/${encodeURIComponent(id)}`, { conversationId: id });
   } catch (err) {
-    if (err.status === 404) setConversation(null);
+    if (err.status === 404) conversation.set(null);
     if (running && running.responseId) followRun(running);
     return;
   }
@@ -384,7 +428,7 @@ async function restoreConversation() {
       // still running: follow it live from the first event
       const turn = new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
       turn.restored = true;
-      startTurn(request, null, { attachTo: t.responseId || resp.id, turn });
+      startTurn(request, null, { attachTo: t.responseId || resp.id, turn, conversationId: id });
       continue;
     }
     ui.empty.hidden = true;
@@ -400,7 +444,7 @@ function followRun(running) {
   const request = running.request || { kind: 'prompt', text: '' };
   const turn = new Turn({ container: ui.transcript, request, plans, onAnswer: answer });
   turn.restored = true;
-  startTurn(request, null, { attachTo: running.responseId, turn });
+  startTurn(request, null, { attachTo: running.responseId, turn, conversationId: running.conversationId || conversation.id });
 }
 
 updateControls();
@@ -422,6 +466,6 @@ window.__docstream = {
     return state.active ? state.active.stream.lastEventId : 0;
   },
   get conversationId() {
-    return state.conversationId;
+    return conversation.id;
   },
 };

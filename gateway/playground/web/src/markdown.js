@@ -15,6 +15,10 @@ const marked = new Marked({
       const cls = knownLanguage(language) ? ` class="hljs language-${escapeHTML(language)}"` : ' class="hljs"';
       return `<pre class="md-code"><code${cls}>${highlight(text, language)}</code></pre>\n`;
     },
+    // a task list's box is a mark, not a form control (the sanitizer drops <input>)
+    checkbox({ checked }) {
+      return checked ? '<span class="task-box" role="img" aria-label="done">☑</span> ' : '<span class="task-box" role="img" aria-label="to do">☐</span> ';
+    },
   },
 });
 
@@ -25,13 +29,22 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
+// Markdown from a stream may format text; it may not style the page, add
+// form controls, or carry data-* attributes (the page's own controls use them).
+const SANITIZE = {
+  ADD_ATTR: ['target'],
+  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'optgroup', 'fieldset', 'label', 'datalist', 'output'],
+  FORBID_ATTR: ['style'],
+  ALLOW_DATA_ATTR: false,
+};
+
 /** Renders markdown to sanitized HTML. */
 export function renderMarkdown(source) {
   const html = marked.parse(source == null ? '' : String(source));
-  return DOMPurify.sanitize(html, { ADD_ATTR: ['target'] });
+  return DOMPurify.sanitize(html, SANITIZE);
 }
 
 /** Sanitizes an HTML string (used for highlighted code). */
 export function sanitize(html) {
-  return DOMPurify.sanitize(html);
+  return DOMPurify.sanitize(html, SANITIZE);
 }

@@ -2,6 +2,7 @@
 // (accumulated from stream events) and returns the inner HTML of its element.
 // Everything from the stream is escaped, highlighted by highlight.js (which
 // escapes) or sanitized by DOMPurify.
+import { stripAnsi } from './ansi.js';
 import { countChanges, diffLines, parseUnifiedDiff } from './diff.js';
 import { escapeHTML as esc, highlight } from './highlight.js';
 import { renderMarkdown } from './markdown.js';
@@ -67,16 +68,31 @@ function json(value) {
   }
 }
 
+// The buttons the playground renders carry this attribute until
+// renderDocument registers them as controls; content from a stream cannot
+// know its value, so a button it smuggles in is never taken for one.
+const CONTROL_MARK = `data-control="${Math.random().toString(36).slice(2)}"`;
+const controls = new WeakSet();
+
+/** Reports whether el is a button the playground rendered (not one from a stream). */
+export function isControl(el) {
+  return controls.has(el);
+}
+
 function badge(text, cls = '', title = '') {
   const t = title ? ` title="${esc(title)}"` : '';
   return `<span class="badge ${cls}"${t}>${esc(text)}</span>`;
 }
 
-/** A code view with an optional line-number gutter. */
-function codeView(code, language, firstLine = null) {
+// Code longer than this is highlighted only when its document has ended.
+const LIVE_HIGHLIGHT_MAX = 20_000;
+
+/** A code view with an optional line-number gutter; live: the document still streams. */
+function codeView(code, language, firstLine = null, live = false) {
   const text = code == null ? '' : String(code).replace(/\n$/, '');
   const langClass = language ? ` language-${esc(language)}` : '';
-  const body = `<pre class="code"><code class="hljs${langClass}">${highlight(text, language)}</code></pre>`;
+  const shown = live && text.length > LIVE_HIGHLIGHT_MAX ? esc(text) : highlight(text, language);
+  const body = `<pre class="code"><code class="hljs${langClass}">${shown}</code></pre>`;
   if (firstLine == null) return `<div class="code-view">${body}</div>`;
   const count = text === '' ? 1 : text.split('\n').length;
   const numbers = [];
@@ -89,7 +105,7 @@ function streamingMark(doc) {
 }
 
 function copyButton() {
-  return '<button type="button" class="icon-button copy" data-action="copy" title="Copy to clipboard">Copy</button>';
+  return `<button type="button" class="icon-button copy" data-action="copy" ${CONTROL_MARK} title="Copy to clipboard">Copy</button>`;
 }
 
 // ---- text ---------------------------------------------------------------
@@ -114,7 +130,7 @@ function renderCodeBlock(doc) {
       ${streamingMark(doc)}
       <span class="spacer"></span>${copyButton()}
     </figcaption>
-    ${codeView(doc.content, lang)}`;
+    ${codeView(doc.content, lang, null, !doc.ended)}`;
 }
 
 // ---- code_reference -----------------------------------------------------
@@ -135,7 +151,7 @@ function renderCodeReference(doc) {
       ${streamingMark(doc)}
       <span class="spacer"></span>${copyButton()}
     </figcaption>
-    ${codeView(doc.content, m.language || '', first)}`;
+    ${codeView(doc.content, m.language || '', first, !doc.ended)}`;
 }
 
 // ---- file_edit ----------------------------------------------------------
@@ -190,7 +206,7 @@ function renderFileEdit(doc) {
     const content = doc.content ?? argOf(args, 'contents', 'content', 'fileText', 'streamContent');
     const n = content ? String(content).replace(/\n$/, '').split('\n').length : 0;
     stats = `<span class="diffstat"><span class="plus">+${m.linesAdded ?? n}</span></span>`;
-    body = content != null ? codeView(content, lang, 1) : '<p class="file-note">Writing…</p>';
+    body = content != null ? codeView(content, lang, 1, !doc.ended) : '<p class="file-note">Writing…</p>';
   } else {
     const lines = editDiffLines(m, args);
     if (lines) {
@@ -200,7 +216,7 @@ function renderFileEdit(doc) {
       stats = `<span class="diffstat"><span class="plus">+${added}</span> <span class="minus">−${removed}</span></span>`;
       body = diffTable(lines, lang);
     } else if (doc.content) {
-      body = codeView(doc.content, lang);
+      body = codeView(doc.content, lang, null, !doc.ended);
     } else {
       body = `<p class="file-note">${doc.ended ? 'No diff reported.' : 'Editing…'}</p>`;
     }
@@ -221,7 +237,7 @@ function renderFileEdit(doc) {
 function renderTerminal(doc) {
   const m = doc.metadata;
   const args = doc.arguments;
-  const command = m.command || argOf(args, 'command', 'cmd') || '';
+  const command = stripAnsi(m.command || argOf(args, 'command', 'cmd') || '');
   const cwd = m.workingDirectory || argOf(args, 'workingDirectory', 'cwd', 'working_directory') || '';
   const output = m.output ?? (doc.result && typeof doc.result.data === 'object' && doc.result.data ? doc.result.data.output : undefined);
   const badges = [];
@@ -236,7 +252,7 @@ function renderTerminal(doc) {
   }
   if (typeof m.duration_ms === 'number' && doc.ended && !m.rejected) badges.push(badge(formatDuration(m.duration_ms), 'muted duration'));
   for (const p of Array.isArray(m.permissions) ? m.permissions : []) badges.push(badge(p, 'perm'));
-  const outText = output == null || output === '' ? '' : String(output).replace(/\n$/, '');
+  const outText = output == null || output === '' ? '' : stripAnsi(output).replace(/\n$/, '');
   const reason = m.rejected && m.reason ? `<p class="reject-reason">${esc(m.reason)}</p>` : '';
   return `<figcaption class="doc-head term-head">
       <span class="term-dots" aria-hidden="true"><i></i><i></i><i></i></span>
@@ -329,7 +345,7 @@ function renderClarification(doc) {
     const opts = (Array.isArray(q.options) ? q.options : []).map((o, oi) => {
       const oid = String(o.id ?? `o${oi + 1}`);
       const chosen = answers[qid] === oid;
-      return `<button type="button" class="option${chosen ? ' chosen' : ''}" data-action="answer" data-question-id="${esc(qid)}" data-option-id="${esc(oid)}" aria-pressed="${chosen}"${answered ? ' disabled' : ''}>${esc(o.label ?? oid)}</button>`;
+      return `<button type="button" class="option${chosen ? ' chosen' : ''}" data-action="answer" ${CONTROL_MARK} data-question-id="${esc(qid)}" data-option-id="${esc(oid)}" aria-pressed="${chosen}"${answered ? ' disabled' : ''}>${esc(o.label ?? oid)}</button>`;
     });
     return `<fieldset class="question${answered ? ' is-answered' : ''}" data-question-id="${esc(qid)}"><legend>${esc(q.text ?? q.prompt ?? qid)}</legend><div class="options">${opts.join('')}</div></fieldset>`;
   });
@@ -449,6 +465,10 @@ export function renderDocument(doc, ctx) {
     : `<details data-key="unknown"><summary>${esc(doc.type)} document</summary><pre class="code plain-out">${esc(json({ content: doc.content, metadata: doc.metadata }))}</pre></details>`;
   for (const d of el.querySelectorAll('details[data-key]')) {
     if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);
+  }
+  for (const c of el.querySelectorAll(`[${CONTROL_MARK}]`)) {
+    controls.add(c);
+    c.removeAttribute('data-control');
   }
   el.classList.toggle('is-streaming', !doc.ended);
   const m = doc.metadata || {};

@@ -34,11 +34,16 @@ export const apiKey = {
   },
 };
 
-/** Request headers with the Authorization header when a key is set. */
-export function authHeaders(extra = {}) {
+/**
+ * Request headers with the Authorization header when a key is set, and the
+ * conversation header when the request is about a known conversation (a
+ * gateway behind an ingress routes on it: deploy/SCALING.md).
+ */
+export function authHeaders(extra = {}, conversationId = null) {
   const headers = { ...extra };
   const key = apiKey.get().trim();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (conversationId) headers['X-Docstream-Conversation-Id'] = conversationId;
   return headers;
 }
 
@@ -67,17 +72,17 @@ export async function errorFrom(res) {
 }
 
 /** GETs a JSON document. Throws ApiError on a non-2xx answer. */
-export async function getJSON(path, { signal } = {}) {
-  const res = await fetch(path, { headers: authHeaders({ Accept: 'application/json' }), signal, cache: 'no-store' });
+export async function getJSON(path, { signal, conversationId } = {}) {
+  const res = await fetch(path, { headers: authHeaders({ Accept: 'application/json' }, conversationId), signal, cache: 'no-store' });
   if (!res.ok) throw await errorFrom(res);
   return res.json();
 }
 
 /** POSTs JSON and returns the parsed answer (or null for an empty one). */
-export async function postJSON(path, body, { signal } = {}) {
+export async function postJSON(path, body, { signal, conversationId } = {}) {
   const res = await fetch(path, {
     method: 'POST',
-    headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+    headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }, conversationId),
     body: JSON.stringify(body ?? {}),
     signal,
   });
@@ -87,6 +92,28 @@ export async function postJSON(path, body, { signal } = {}) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Reads a response (read() is GET /v1/chat/{id}) until its status is no
+ * longer `streaming` and returns it, or null when it still streams after
+ * giveUpMs. The wait between reads starts at firstMs and grows by half up to
+ * maxMs. A read that fails is tried again, except a 4xx answer, which is thrown.
+ */
+export async function waitForResponse(read, { firstMs = 1000, maxMs = 10_000, giveUpMs = 30 * 60_000, wait = sleep, now = Date.now } = {}) {
+  const deadline = now() + giveUpMs;
+  let delay = firstMs;
+  for (;;) {
+    try {
+      const resp = await read();
+      if (resp && resp.status && resp.status !== 'streaming') return resp;
+    } catch (err) {
+      if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) throw err;
+    }
+    if (now() + delay > deadline) return null;
+    await wait(delay);
+    delay = Math.min(delay * 1.5, maxMs);
+  }
+}
 
 class StreamDropped extends Error {
   constructor(message) {
@@ -102,19 +129,25 @@ class StreamDropped extends Error {
  * Callbacks:
  *   onEvent(name, data, id)   every event once, in id order
  *   onState(state, info)      'connecting' | 'streaming' | 'reconnecting' | 'attached'
- *                             | 'done' | 'gone' | 'lost' | 'rejected'
+ *                             | 'done' | 'gone' | 'lost' | 'dropped' | 'rejected';
+ *                             the stream ends when the promise onState returns
+ *                             for 'gone', 'lost' or 'dropped' settles
+ *
+ * 'dropped': the gateway dropped events this client had not read yet
+ * (events_dropped); the stream cannot go on, the ChatResponse is whole.
  */
 export class ChatStream {
-  constructor({ body, onEvent, onState, maxRetries = 6, idleTimeoutMs = 60_000 }) {
+  constructor({ body, conversationId = null, onEvent, onState, maxRetries = 6, idleTimeoutMs = 60_000 }) {
     this.body = body;
     this.onEvent = onEvent;
     this.onState = onState;
     this.maxRetries = maxRetries;
     this.idleTimeoutMs = idleTimeoutMs;
     this.responseId = null;
-    this.conversationId = null;
+    this.conversationId = conversationId;
     this.lastEventId = 0;
     this.done = false;
+    this.dropped = false;
     this.reconnects = 0;
     this.controller = null;
   }
@@ -131,13 +164,13 @@ export class ChatStream {
     try {
       res = await fetch('/v1/chat', {
         method: 'POST',
-        headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+        headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }, this.conversationId),
         body: JSON.stringify(this.body),
         signal: this.controller.signal,
         cache: 'no-store',
       });
     } catch (err) {
-      this.onState('lost', { message: `The request failed: ${describe(err)}` });
+      await this.onState('lost', { message: `The request failed: ${describe(err)}` });
       return;
     }
     if (!res.ok) {
@@ -146,7 +179,7 @@ export class ChatStream {
       return;
     }
     this.responseId = res.headers.get('X-Docstream-Response-Id') || null;
-    this.conversationId = res.headers.get('X-Docstream-Conversation-Id') || null;
+    this.conversationId = res.headers.get('X-Docstream-Conversation-Id') || this.conversationId;
     const type = res.headers.get('Content-Type') || '';
     if (!type.includes('text/event-stream')) {
       // A gateway that answered with the whole ChatResponse instead of a stream.
@@ -155,7 +188,7 @@ export class ChatStream {
         this.done = true;
         this.onState('complete-response', { response });
       } catch (err) {
-        this.onState('lost', { message: `Unexpected answer: ${describe(err)}` });
+        await this.onState('lost', { message: `Unexpected answer: ${describe(err)}` });
       }
       return;
     }
@@ -174,12 +207,16 @@ export class ChatStream {
     let attempt = 0;
     let first = immediate;
     while (!this.done) {
+      if (this.dropped) {
+        await this.onState('dropped', { responseId: this.responseId });
+        return;
+      }
       if (!this.responseId) {
-        this.onState('lost', { message: 'The connection dropped before the response id was known.' });
+        await this.onState('lost', { message: 'The connection dropped before the response id was known.' });
         return;
       }
       if (attempt >= this.maxRetries) {
-        this.onState('lost', { message: `The connection dropped and ${attempt} attempts to re-attach failed.` });
+        await this.onState('lost', { message: `The connection dropped and ${attempt} attempts to re-attach failed.` });
         return;
       }
       const initial = first; // attaching after a reload is not a reconnect
@@ -193,7 +230,7 @@ export class ChatStream {
       let res;
       try {
         res = await fetch(`/v1/chat/${encodeURIComponent(this.responseId)}/stream`, {
-          headers: authHeaders({ Accept: 'text/event-stream', 'Last-Event-ID': String(this.lastEventId) }),
+          headers: authHeaders({ Accept: 'text/event-stream', 'Last-Event-ID': String(this.lastEventId) }, this.conversationId),
           signal: this.controller.signal,
           cache: 'no-store',
         });
@@ -201,13 +238,17 @@ export class ChatStream {
         continue;
       }
       if (res.status === 204) {
-        this.onState('gone', { responseId: this.responseId });
+        await this.onState('gone', { responseId: this.responseId });
         return;
       }
       if (!res.ok) {
         const err = await errorFrom(res);
+        if (err.code === 'events_dropped') {
+          this.dropped = true;
+          continue;
+        }
         if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
-          this.onState('lost', { message: `Re-attach refused: ${err.status} ${err.code}: ${err.message}` });
+          await this.onState('lost', { message: `Re-attach refused: ${err.status} ${err.code}: ${err.message}` });
           return;
         }
         continue;
@@ -243,7 +284,7 @@ export class ChatStream {
         if (done) break;
         arm();
         parser.feed(decoder.decode(value, { stream: true }));
-        if (this.done) break;
+        if (this.done || this.dropped) break;
       }
       parser.feed(decoder.decode());
     } catch {
@@ -255,7 +296,7 @@ export class ChatStream {
       } catch {
         // already released
       }
-      if (this.done) {
+      if (this.done || this.dropped) {
         try {
           await res.body.cancel();
         } catch {
@@ -266,7 +307,7 @@ export class ChatStream {
   }
 
   dispatch(message) {
-    if (this.done) return;
+    if (this.done || this.dropped) return;
     let id = null;
     if (message.id !== undefined && message.id !== '') {
       const n = Number(message.id);
@@ -293,6 +334,7 @@ export class ChatStream {
       this.done = true;
       if (data && data.conversationId) this.conversationId = data.conversationId;
     }
+    if (name === 'error' && data && data.code === 'events_dropped') this.dropped = true;
     this.onEvent(name, data, id);
     if (name === 'done') this.onState('done', { reconnects: this.reconnects });
   }

@@ -1,33 +1,30 @@
 // One turn of the conversation: the user's prompt (or answers) and the
 // response folded live from the document stream.
-import { createDocElement, formatDuration, planTodos, renderDocument, updateTodos } from './render.js';
+import { browserPacer } from './pacer.js';
+import { createDocElement, formatDuration, isControl, planTodos, renderDocument, updateTodos } from './render.js';
 
 const TEXT_TYPES = new Set(['text', 'code_block', 'code_reference', 'error']);
 
 // ---- render scheduling --------------------------------------------------
-// Deltas only mark a document dirty; one animation frame renders every dirty
-// document once. A timer backs the frame up for hidden tabs, where frames stop.
+// Deltas only mark a document pending; the pacer renders it at a later frame,
+// less often the longer its renders take, and at once when it ended.
 
-const dirty = new Map();
-let frame = 0;
-let timer = 0;
 const afterRender = new Set();
-
-function flush() {
-  cancelAnimationFrame(frame);
-  clearTimeout(timer);
-  frame = 0;
-  timer = 0;
-  const docs = [...dirty.entries()];
-  dirty.clear();
-  for (const [doc, ctx] of docs) renderDocument(doc, ctx);
-  for (const fn of afterRender) fn();
-}
+const pacer = browserPacer({
+  backoff: 5,
+  onRun: () => {
+    for (const fn of afterRender) fn();
+  },
+});
 
 function schedule(doc, ctx) {
-  dirty.set(doc, ctx);
-  if (!frame) frame = requestAnimationFrame(flush);
-  if (!timer) timer = setTimeout(flush, 250);
+  const render = () => {
+    renderDocument(doc, ctx);
+    // lay the document out now, so that the pacer's measure of a render
+    // includes layout, which costs more than the render for a long document
+    void doc.el.offsetHeight;
+  };
+  pacer.mark(doc, render, { urgent: doc.ended });
 }
 
 /** Registers a callback run after each batch of renders (used for auto-scroll). */
@@ -37,7 +34,7 @@ export function onRendered(fn) {
 
 /** Renders everything pending now. */
 export function flushRenders() {
-  if (dirty.size) flush();
+  pacer.flush();
 }
 
 // ---- plans across turns -------------------------------------------------
@@ -253,11 +250,14 @@ export class Turn {
       const body = h('div', { class: 'thinking-body' });
       const el = h('details', { class: 'thinking' }, h('summary', { text: 'Thinking' }), body);
       this.docsEl.append(el);
-      this.thinking = { el, body, text: '' };
+      this.thinking = { el, body, pending: '' };
     }
-    this.thinking.text += delta;
-    this.thinking.body.textContent = this.thinking.text;
-    for (const fn of afterRender) fn();
+    const thinking = this.thinking;
+    thinking.pending += delta;
+    pacer.mark(thinking, () => {
+      thinking.body.append(thinking.pending);
+      thinking.pending = '';
+    });
   }
 
   onDone(data) {
@@ -355,7 +355,7 @@ export class Turn {
 
   onClick(e) {
     const target = e.target instanceof Element ? e.target.closest('[data-action]') : null;
-    if (!target || !this.el.contains(target)) return;
+    if (!target || !isControl(target) || !this.el.contains(target)) return;
     const docEl = target.closest('[data-doc-id]');
     const doc = docEl ? this.docs.get(docEl.dataset.docId) : null;
     const action = target.dataset.action;
