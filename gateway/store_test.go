@@ -9,73 +9,80 @@ import (
 	"time"
 )
 
+// eachStore runs test on a new store of each driver.
+func eachStore(t *testing.T, test func(t *testing.T, st Store)) {
+	for _, driver := range []string{"memory", "sqlite"} {
+		t.Run(driver, func(t *testing.T) {
+			st, err := OpenStore(context.Background(), StoreConfig{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			test(t, st)
+		})
+	}
+}
+
 // TestStoreConversationTurns checks, on both stores, that a conversation
 // returns its own turns oldest first, that replacing a turn keeps one copy,
 // that a turn moved to another conversation leaves the first one, and that
 // a turn stored before it has a conversation joins it once.
 func TestStoreConversationTurns(t *testing.T) {
 	ctx := context.Background()
-	for _, driver := range []string{"memory", "sqlite"} {
-		t.Run(driver, func(t *testing.T) {
-			st, err := OpenStore(ctx, StoreConfig{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")})
+	eachStore(t, func(t *testing.T, st Store) {
+		for _, c := range []string{"a", "b"} {
+			if err := st.PutConversation(ctx, Conversation{ID: c, Backend: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		put := func(id, conv, status string, at int) {
+			t.Helper()
+			turn := Turn{ResponseID: id, ConversationID: conv, Prompt: id, Status: status,
+				Created: t0.Add(time.Duration(at) * time.Second), Response: []byte(`{}`)}
+			if err := st.PutTurn(ctx, turn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("r3", "a", "streaming", 3)
+		put("r1", "a", "streaming", 1)
+		put("r2", "b", "streaming", 2)
+		put("r1", "a", "completed", 1) // replaced, not added
+		put("r4", "a", "completed", 4)
+		put("r4", "b", "completed", 4) // moved to b
+		put("r5", "", "streaming", 5)  // no conversation yet
+		if ms, ok := st.(*MemoryStore); ok && len(ms.byConv[""]) != 0 {
+			t.Errorf("turns indexed under no conversation: %v", ms.byConv[""])
+		}
+		put("r5", "a", "completed", 5)
+		check := func(conv string, want ...string) {
+			t.Helper()
+			_, ts, err := st.Conversation(ctx, conv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
-			for _, c := range []string{"a", "b"} {
-				if err := st.PutConversation(ctx, Conversation{ID: c, Backend: "cli"}); err != nil {
-					t.Fatal(err)
-				}
+			var got []string
+			for _, tu := range ts {
+				got = append(got, tu.ResponseID)
 			}
-			t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			put := func(id, conv, status string, at int) {
-				t.Helper()
-				turn := Turn{ResponseID: id, ConversationID: conv, Prompt: id, Status: status,
-					Created: t0.Add(time.Duration(at) * time.Second), Response: []byte(`{}`)}
-				if err := st.PutTurn(ctx, turn); err != nil {
-					t.Fatal(err)
-				}
+			if len(got) != len(want) {
+				t.Fatalf("conversation %s: turns %v, want %v", conv, got, want)
 			}
-			put("r3", "a", "streaming", 3)
-			put("r1", "a", "streaming", 1)
-			put("r2", "b", "streaming", 2)
-			put("r1", "a", "completed", 1) // replaced, not added
-			put("r4", "a", "completed", 4)
-			put("r4", "b", "completed", 4) // moved to b
-			put("r5", "", "streaming", 5)  // no conversation yet
-			if ms, ok := st.(*MemoryStore); ok && len(ms.byConv[""]) != 0 {
-				t.Errorf("turns indexed under no conversation: %v", ms.byConv[""])
-			}
-			put("r5", "a", "completed", 5)
-			check := func(conv string, want ...string) {
-				t.Helper()
-				_, ts, err := st.Conversation(ctx, conv)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, tu := range ts {
-					got = append(got, tu.ResponseID)
-				}
-				if len(got) != len(want) {
+			for i := range got {
+				if got[i] != want[i] {
 					t.Fatalf("conversation %s: turns %v, want %v", conv, got, want)
 				}
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("conversation %s: turns %v, want %v", conv, got, want)
-					}
-				}
 			}
-			check("a", "r1", "r3", "r5")
-			check("b", "r2", "r4")
-			if tu, err := st.Turn(ctx, "r1"); err != nil || tu.Status != "completed" {
-				t.Errorf("Turn(r1) = %+v, %v", tu, err)
-			}
-			if _, _, err := st.Conversation(ctx, "c"); !errors.Is(err, ErrNotFound) {
-				t.Errorf("unknown conversation: %v, want ErrNotFound", err)
-			}
-		})
-	}
+		}
+		check("a", "r1", "r3", "r5")
+		check("b", "r2", "r4")
+		if tu, err := st.Turn(ctx, "r1"); err != nil || tu.Status != "completed" {
+			t.Errorf("Turn(r1) = %+v, %v", tu, err)
+		}
+		if _, _, err := st.Conversation(ctx, "c"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown conversation: %v, want ErrNotFound", err)
+		}
+	})
 }
 
 // TestStorePrune checks, on both stores, that Prune deletes the
@@ -84,66 +91,59 @@ func TestStoreConversationTurns(t *testing.T) {
 // conversation with a newer or a running turn.
 func TestStorePrune(t *testing.T) {
 	ctx := context.Background()
-	for _, driver := range []string{"memory", "sqlite"} {
-		t.Run(driver, func(t *testing.T) {
-			st, err := OpenStore(ctx, StoreConfig{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")})
-			if err != nil {
+	eachStore(t, func(t *testing.T, st Store) {
+		cut := time.Now().Add(time.Hour) // every conversation was updated before it
+		old, newer := cut.Add(-48*time.Hour), cut.Add(time.Minute)
+		for _, c := range []string{"old", "running", "recent"} {
+			if err := st.PutConversation(ctx, Conversation{ID: c, Backend: "cli"}); err != nil {
 				t.Fatal(err)
 			}
-			defer st.Close()
-			cut := time.Now().Add(time.Hour) // every conversation was updated before it
-			old, newer := cut.Add(-48*time.Hour), cut.Add(time.Minute)
-			for _, c := range []string{"old", "running", "recent"} {
-				if err := st.PutConversation(ctx, Conversation{ID: c, Backend: "cli"}); err != nil {
-					t.Fatal(err)
-				}
-				if err := st.PutFingerprint(ctx, "fp-"+c, c); err != nil {
-					t.Fatal(err)
-				}
+			if err := st.PutFingerprint(ctx, "fp-"+c, c); err != nil {
+				t.Fatal(err)
 			}
-			for _, tu := range []Turn{
-				{ResponseID: "o1", ConversationID: "old", Status: "completed", Created: old},
-				{ResponseID: "o2", ConversationID: "old", Status: "error", Created: old.Add(time.Second)},
-				{ResponseID: "r1", ConversationID: "running", Status: "completed", Created: old},
-				{ResponseID: "r2", ConversationID: "running", Status: "streaming", Created: old},
-				{ResponseID: "n1", ConversationID: "recent", Status: "completed", Created: old},
-				{ResponseID: "n2", ConversationID: "recent", Status: "completed", Created: newer},
-				{ResponseID: "x1", Status: "completed", Created: old},
-				{ResponseID: "x2", Status: "streaming", Created: old},
-			} {
-				tu.Response = []byte(`{}`)
-				if err := st.PutTurn(ctx, tu); err != nil {
-					t.Fatal(err)
-				}
+		}
+		for _, tu := range []Turn{
+			{ResponseID: "o1", ConversationID: "old", Status: "completed", Created: old},
+			{ResponseID: "o2", ConversationID: "old", Status: "error", Created: old.Add(time.Second)},
+			{ResponseID: "r1", ConversationID: "running", Status: "completed", Created: old},
+			{ResponseID: "r2", ConversationID: "running", Status: "streaming", Created: old},
+			{ResponseID: "n1", ConversationID: "recent", Status: "completed", Created: old},
+			{ResponseID: "n2", ConversationID: "recent", Status: "completed", Created: newer},
+			{ResponseID: "x1", Status: "completed", Created: old},
+			{ResponseID: "x2", Status: "streaming", Created: old},
+		} {
+			tu.Response = []byte(`{}`)
+			if err := st.PutTurn(ctx, tu); err != nil {
+				t.Fatal(err)
 			}
-			n, err := st.Prune(ctx, cut)
-			if err != nil || n != 3 {
-				t.Fatalf("Prune: %d turns, %v; want 3", n, err)
+		}
+		n, err := st.Prune(ctx, cut)
+		if err != nil || n != 3 {
+			t.Fatalf("Prune: %d turns, %v; want 3", n, err)
+		}
+		if _, _, err := st.Conversation(ctx, "old"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the old conversation is still there: %v", err)
+		}
+		if _, err := st.Fingerprint(ctx, "fp-old"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the old conversation's fingerprint is still there: %v", err)
+		}
+		for _, id := range []string{"o1", "o2", "x1"} {
+			if _, err := st.Turn(ctx, id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("turn %s is still there: %v", id, err)
 			}
-			if _, _, err := st.Conversation(ctx, "old"); !errors.Is(err, ErrNotFound) {
-				t.Errorf("the old conversation is still there: %v", err)
+		}
+		for _, c := range []string{"running", "recent"} {
+			if _, ts, err := st.Conversation(ctx, c); err != nil || len(ts) != 2 {
+				t.Errorf("conversation %s: %d turns, %v; want both kept", c, len(ts), err)
 			}
-			if _, err := st.Fingerprint(ctx, "fp-old"); !errors.Is(err, ErrNotFound) {
-				t.Errorf("the old conversation's fingerprint is still there: %v", err)
+			if got, err := st.Fingerprint(ctx, "fp-"+c); err != nil || got != c {
+				t.Errorf("fingerprint of %s: %q, %v", c, got, err)
 			}
-			for _, id := range []string{"o1", "o2", "x1"} {
-				if _, err := st.Turn(ctx, id); !errors.Is(err, ErrNotFound) {
-					t.Errorf("turn %s is still there: %v", id, err)
-				}
-			}
-			for _, c := range []string{"running", "recent"} {
-				if _, ts, err := st.Conversation(ctx, c); err != nil || len(ts) != 2 {
-					t.Errorf("conversation %s: %d turns, %v; want both kept", c, len(ts), err)
-				}
-				if got, err := st.Fingerprint(ctx, "fp-"+c); err != nil || got != c {
-					t.Errorf("fingerprint of %s: %q, %v", c, got, err)
-				}
-			}
-			if _, err := st.Turn(ctx, "x2"); err != nil {
-				t.Errorf("a running turn of no conversation was pruned: %v", err)
-			}
-		})
-	}
+		}
+		if _, err := st.Turn(ctx, "x2"); err != nil {
+			t.Errorf("a running turn of no conversation was pruned: %v", err)
+		}
+	})
 }
 
 // TestMemoryStoreBound checks that the memory store keeps at most
