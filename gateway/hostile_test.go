@@ -460,6 +460,15 @@ func TestConcurrencyCap(t *testing.T) {
 	if n200 != 1 {
 		t.Errorf("%d of a burst of %d were admitted with one slot busy and a queue of 1; want 1", n200, burst)
 	}
+	// A refusal sheds load on purpose: one warning each, not two errors.
+	for _, line := range strings.Split(h.Logs(), "\n") {
+		if strings.Contains(line, "overloaded") && (strings.Contains(line, `"level":"error"`) || strings.Contains(line, "request failed")) {
+			t.Errorf("a 503 overloaded logged as an error: %s", line)
+		}
+	}
+	if n := strings.Count(h.Logs(), `"error":"overloaded"`); n != burst-n200 {
+		t.Errorf("%d request lines name the overload, want %d", n, burst-n200)
+	}
 	if got := h.metricValue(t, "docstream_run_queue_length"); got > 1 {
 		t.Errorf("queue length %v, over the queue size of 1", got)
 	}
