@@ -181,7 +181,7 @@ func allowedHeader(h string) bool {
 	h = strings.ToLower(strings.TrimSpace(h))
 	switch h {
 	case "authorization", "content-type", "accept", "last-event-id", "x-api-key", "x-request-id",
-		"x-docstream-conversation-id", "openai-organization", "openai-project", "openai-beta", "cache-control", "user-agent":
+		"x-docstream-conversation-id", "x-docstream-route-key", "openai-organization", "openai-project", "openai-beta", "cache-control", "user-agent":
 		return true
 	}
 	return strings.HasPrefix(h, "x-stainless-")
