@@ -360,12 +360,20 @@ func (ls listState) after(head []byte, long bool) listState {
 	code := i-in.top() > 3 // an indented code line, or paragraph text
 	if !code {
 		switch {
-		case thematicBreak(head[i:]), heading(head[i:]):
+		case thematicBreak(head[i:]), heading(head[i:]), ls.para && setextLine(head[i:]):
 			in.para, in.empty = false, false
 			return in
 		}
 		if col, empty, first, ok := listItem(head, i); ok {
 			if next, ok := ls.item(i, col, empty, first); ok {
+				// An item may open with another ("1. - a").
+				for !empty && !thematicBreak(head[col:]) {
+					c, e, _, ok := listItem(head, col)
+					if !ok {
+						break
+					}
+					next, col, empty = next.push(c, e), c, e
+				}
 				next.para = !empty // the item's first line of text
 				return next
 			}
@@ -384,6 +392,10 @@ func (ls listState) after(head []byte, long bool) listState {
 // where the fence run starts, at 0 when the line is not one; decided is
 // false when more of the line is needed to tell.
 func (ls listState) itemFence(b []byte, eof bool) (next listState, at int, decided bool) {
+	if n := ls.top() + 4 + maxListDepth*16; len(b) > n {
+		// No line of list markers is longer: what is past n decides.
+		b, eof = b[:n], true
+	}
 	i := 0
 	for depth := 0; depth < maxListDepth; depth++ {
 		for i < len(b) && b[i] == ' ' {
@@ -439,6 +451,12 @@ func (ls listState) fenceOpened(indent int) listState {
 	in, _ := ls.close(indent)
 	in.para, in.empty = false, false
 	return in
+}
+
+// setextLine reports whether b is a setext heading's = underline.
+func setextLine(b []byte) bool {
+	b = bytes.TrimRight(b, " \t\r")
+	return len(b) > 0 && len(bytes.Trim(b, "=")) == 0
 }
 
 // heading reports whether b starts an ATX heading: 1 to 6 # and then a
