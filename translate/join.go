@@ -124,8 +124,8 @@ func (j *joiner) complete(t string, repeat bool) string {
 		return t
 	}
 	hi, ok := surrogate(h)
-	if !ok {
-		return h + t
+	if !ok || len(h) > 3 {
+		return h + t // a UTF-8 start, or a high surrogate and the start of what follows
 	}
 	if lo, ok := surrogate(t); ok && lo >= 0xDC00 {
 		return string(utf16.DecodeRune(hi, lo)) + t[3:]
@@ -151,8 +151,20 @@ func (j *joiner) flush() string {
 
 // incompleteTail returns where an incomplete character at the end of t
 // starts (a high surrogate, the start of one, or the start of a UTF-8
-// sequence that runs past the end), or len(t).
+// sequence that runs past the end), or len(t). A high surrogate before
+// the start of another goes with it.
 func incompleteTail(t string) int {
+	k := incompleteEnd(t)
+	if k < len(t) && k >= 3 {
+		if r, ok := surrogate(t[k-3 : k]); ok && r < 0xDC00 {
+			return k - 3
+		}
+	}
+	return k
+}
+
+// incompleteEnd is incompleteTail without the look back.
+func incompleteEnd(t string) int {
 	n := len(t)
 	if n >= 3 {
 		if r, ok := surrogate(t[n-3:]); ok && r < 0xDC00 {
