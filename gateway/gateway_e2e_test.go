@@ -777,6 +777,8 @@ func TestE2EBadRequests(t *testing.T) {
 		{"empty prompt", `{"prompt":""}`, 400, ""},
 		{"blank prompt", `{"prompt":"  \n\t "}`, 400, ""},
 		{"no user message", `{"messages":[{"role":"assistant","content":"hi"}]}`, 400, ""},
+		{"role in capitals", `{"messages":[{"role":"user","content":"echo a"},{"role":"Assistant","content":"b"}]}`, 400, "Assistant"},
+		{"unknown role", `{"messages":[{"role":"bogus","content":"echo a"}]}`, 400, "bogus"},
 		{"prompt and messages", `{"prompt":"echo a","messages":[{"role":"user","content":"echo b"}]}`, 400, "not both"},
 		{"ends with a reply", `{"messages":[{"role":"user","content":"echo rm -r build"},{"role":"assistant","content":"Done."}]}`, 400, `"assistant"`},
 		{"bad mode", `{"prompt":"hi","mode":"yolo"}`, 400, "yolo"},

@@ -76,6 +76,11 @@ func (m ChatMessage) Text() string {
 // of content parts (objects) or null.
 func checkMessages(msgs []ChatMessage) error {
 	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool", "function":
+		default:
+			return errBadRequest("bad_role", "messages/%d/role %q is not one of system, developer, user, assistant, tool, function", i, m.Role)
+		}
 		switch m.Content.Kind() {
 		case 0, 'n', '"':
 			continue
