@@ -231,31 +231,67 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Set("Access-Control-Max-Age", "600")
 			return c.NoContent(http.StatusNoContent)
 		}
-		if origin != "" && allowed == "" && strings.HasPrefix(c.Request().URL.Path, "/v1/") && !sameOrigin(c.Request(), origin) {
-			return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
-				Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
+		if origin != "" && allowed == "" && strings.HasPrefix(c.Request().URL.Path, "/v1/") {
+			if !sameOrigin(c.Request(), origin) {
+				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
+					Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
+			}
+			if len(s.cfg.Auth.APIKeys) == 0 && !literalHost(origin) {
+				// A page whose name was made to point here (DNS rebinding)
+				// is of the same origin by its Host; without keys, only
+				// pages served under an address or localhost are.
+				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
+					Message: fmt.Sprintf("requests from pages of origin %q need API keys (auth.api_keys) or the origin listed in server.cors_origins", origin)}
+			}
 		}
 		return next(c)
 	}
 }
 
 // sameOrigin reports whether origin is the origin the request was sent to:
-// its host and port are the request's Host (or the X-Forwarded-Host of a
-// proxy in front), which a page cannot set on a request it sends without a
-// preflight.
+// its host and port are the request's Host, or the host a proxy in front
+// names (Forwarded, or X-Forwarded-Host with X-Forwarded-Port), which a
+// page cannot set on a request it sends without a preflight.
 func sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
 	}
 	want := withPort(u.Host, u.Scheme)
-	fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
-	for _, h := range []string{r.Host, strings.TrimSpace(fwd)} {
+	hosts := []string{r.Host}
+	if fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ","); strings.TrimSpace(fwd) != "" {
+		h := strings.TrimSpace(fwd)
+		if port, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Port"), ","); strings.TrimSpace(port) != "" {
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				h = net.JoinHostPort(strings.Trim(h, "[]"), strings.TrimSpace(port))
+			}
+		}
+		hosts = append(hosts, h)
+	}
+	if fwd, _, _ := strings.Cut(r.Header.Get("Forwarded"), ","); fwd != "" {
+		for _, kv := range strings.Split(fwd, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.EqualFold(k, "host") {
+				hosts = append(hosts, strings.Trim(v, `"`))
+			}
+		}
+	}
+	for _, h := range hosts {
 		if h != "" && strings.EqualFold(withPort(h, u.Scheme), want) {
 			return true
 		}
 	}
 	return false
+}
+
+// literalHost reports whether origin's host is an IP address or localhost,
+// names that no other site's DNS can make point here.
+func literalHost(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	return net.ParseIP(h) != nil || strings.EqualFold(h, "localhost")
 }
 
 // withPort returns host with the scheme's default port when it has none.

@@ -60,12 +60,22 @@ func TestCrossOriginRefused(t *testing.T) {
 	if starts := s.simStarts(t); len(starts) != 0 {
 		t.Fatalf("requests from another site started %d agents", len(starts))
 	}
+	// A page of a name made to point here (DNS rebinding) is of the same
+	// origin by its Host; without keys it is refused all the same.
+	rebind := strings.Replace(s.URL, "127.0.0.1", "rebind.attacker.example", 1)
+	resp = post("text/plain", `{"prompt":"echo rebound"}`, "Host", strings.TrimPrefix(rebind, "http://"), "Origin", rebind)
+	if code, _ := e2eErrorBody(t, resp, http.StatusForbidden); code != "origin_not_allowed" {
+		t.Errorf("a rebound name: code %q", code)
+	}
+	if starts := s.simStarts(t); len(starts) != 0 {
+		t.Fatalf("requests from another site started %d agents", len(starts))
+	}
 	// The gateway's own page, behind a proxy or not, and clients without
 	// an Origin.
 	for _, hd := range [][]string{
 		{"Origin", s.URL},
-		{"Origin", "https://docstream.example", "X-Forwarded-Host", "docstream.example"},
-		{"Origin", "https://docstream.example:8443", "X-Forwarded-Host", "docstream.example:8443, inner:80"},
+		{"Origin", "http://127.0.0.1:9443", "X-Forwarded-Host", "127.0.0.1", "X-Forwarded-Port", "9443"},
+		{"Origin", "http://localhost:9443", "Forwarded", `for=10.0.0.1;host="localhost:9443";proto=http`},
 		nil,
 	} {
 		resp := post("application/json", `{"prompt":"echo same origin"}`, hd...)
@@ -75,4 +85,19 @@ func TestCrossOriginRefused(t *testing.T) {
 	}
 	ws := s.dialWS(t, "Origin", s.URL)
 	ws.conn.CloseNow()
+	ws = s.dialWS(t, "Origin", "http://localhost:9443", "X-Forwarded-Host", "localhost:9443")
+	ws.conn.CloseNow()
+
+	// With API keys, a page served under a name, behind a proxy, is the
+	// gateway's own.
+	k := startE2E(t, "DOCSTREAM_AUTH_API_KEYS=key-1")
+	for _, hd := range [][]string{
+		{"Origin", "https://docstream.example", "X-Forwarded-Host", "docstream.example"},
+		{"Origin", "https://docstream.example:8443", "X-Forwarded-Host", "docstream.example:8443, inner:80"},
+	} {
+		resp := k.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo proxied"}, append(hd, "Authorization", "Bearer key-1")...)
+		if b := readAll(t, resp); resp.StatusCode != 200 {
+			t.Errorf("with keys, headers %q: %d %s", hd, resp.StatusCode, b)
+		}
+	}
 }
