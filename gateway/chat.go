@@ -94,9 +94,9 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		req.Model = firstNonEmpty(alias.Model, "auto")
 		if req.Backend == "" {
 			req.Backend = firstNonEmpty(alias.Backend, "cli")
-			if alias.Backend == "cloud" && req.Source == nil && alias.Repository != "" {
-				req.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
-			}
+		}
+		if alias.Backend == "cloud" && req.Backend == "cloud" && req.Source == nil && alias.Repository != "" {
+			req.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
 		}
 	}
 	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +268,31 @@ func TestCloudRunLimits(t *testing.T) {
 				t.Errorf("the agent was not stopped upstream: %v", fake.Calls())
 			}
 		})
+	}
+}
+
+// TestCloudAliasOnNativeChat checks that a cloud alias launches on its
+// repository from /v1/chat, with or without "backend": "cloud" in the
+// request (naming the backend lost the alias's repository: 400 no_source).
+func TestCloudAliasOnNativeChat(t *testing.T) {
+	fake, s := startCloud(t, "", "20ms")
+	s.stop(t)
+	cfg := "openai:\n  aliases:\n    shop: {backend: cloud, repository: \"https://github.com/acme/shop\", ref: main}\n"
+	if err := os.WriteFile(filepath.Join(s.Dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	for _, body := range []map[string]any{
+		{"prompt": "add a README", "model": "shop"},
+		{"prompt": "add a README", "model": "shop", "backend": "cloud"},
+	} {
+		resp := s.post(t, "/v1/chat", body)
+		b := readAll(t, resp)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"status":"completed"`) {
+			t.Errorf("%v: %d %s", body, resp.StatusCode, b)
+		}
+	}
+	if n := len(fake.AgentIDs()); n != 2 {
+		t.Errorf("%d cloud agents launched, want 2", n)
 	}
 }

@@ -57,8 +57,8 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 			return
 		}
 		he := asHTTPError(err)
-		if he.Status >= 500 && he.Status != http.StatusServiceUnavailable {
-			// A 503 sheds load on purpose; its request line says which.
+		if he.Status >= 500 && he.Code != "overloaded" {
+			// An overload sheds load on purpose; its request line says so.
 			s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
 		}
 		if he.RetryAfter > 0 {

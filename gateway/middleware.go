@@ -378,8 +378,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 		ev := s.log.Info()
 		switch {
-		case status == http.StatusServiceUnavailable:
-			ev = s.log.Warn() // load shed on purpose: overloaded, too many connections
+		case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
+			ev = s.log.Warn() // load shed on purpose
 		case status >= 500:
 			ev = s.log.Error()
 		}
