@@ -512,7 +512,7 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 // go early. Clients still attached to a run let go keep reading it; a
 // re-attach answers 204, and GET /v1/chat/{id} answers from the store.
 func (g *Registry) keep(r *Run) {
-	size := max(r.Log.Size(), 1)
+	size := r.Log.Size() + len(r.Spec.Prompt) + len(r.Spec.UserPrompt) + runOverhead
 	g.mu.Lock()
 	r.keptBytes = size
 	g.keptBytes += size
@@ -531,6 +531,11 @@ func (g *Registry) keep(r *Run) {
 	}
 	g.mu.Unlock()
 }
+
+// runOverhead is what a finished run holds besides its log and prompt (its
+// state, the segmenter and document builder, the final response's
+// structure), counted in keep_finished_bytes.
+const runOverhead = 16 << 10
 
 // letGo stops holding a finished run; g.mu is held.
 func (g *Registry) letGo(r *Run) {
