@@ -417,7 +417,7 @@ func (p *agentProc) outputEnded(readErr error) {
 	defer func() {
 		// What the agent started in a session of its own (setsid) is not
 		// in its group; it ends with the run all the same.
-		killMarked(map[string]int{p.mark: p.pgid})
+		killMarked(map[string]int{p.mark: p.pgid}, p.pgid)
 		p.b.forgetGroup(p.pgid)
 	}()
 	seg := p.pump.seg
@@ -467,6 +467,20 @@ func (p *agentProc) outputEnded(readErr error) {
 		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
 	}
 	p.done(end)
+}
+
+// lastPid returns the pid the kernel gave last (0 when unknown).
+func lastPid() int {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 5 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[4])
+	return n
 }
 
 // exitStatus returns the exit code (-1 when killed) and the signal name.
@@ -573,23 +587,28 @@ func ReapOrphans(pidDir string) int {
 			reaped[pgid] = true
 		}
 	}
-	for pgid := range killMarked(marks) {
+	for pgid := range killMarked(marks, 0) {
 		reaped[pgid] = true
 	}
 	return len(reaped)
 }
 
 // killMarked kills every process whose environment holds one of marks and
-// returns the process groups (the marks' values) that had one.
-func killMarked(marks map[string]int) map[int]bool {
+// returns the process groups (the marks' values) that had one. Processes
+// with a pid below since are passed over while pids have not wrapped
+// around since it was given: they were started before it.
+func killMarked(marks map[string]int, since int) map[int]bool {
 	killed := map[int]bool{}
 	if len(marks) == 0 {
 		return killed
 	}
+	if since > 0 && lastPid() < since {
+		since = 0 // pids wrapped around
+	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid <= 1 || pid == os.Getpid() {
+		if err != nil || pid <= 1 || pid < since || pid == os.Getpid() {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
