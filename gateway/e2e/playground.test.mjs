@@ -108,16 +108,19 @@ async function sendPrompt(page, prompt) {
   await page.press('#prompt', 'Control+Enter');
 }
 
+// A turn's own status line (markdown in the turn cannot stand in for it).
+const STATUS = ':scope > section.response > footer.turn-status';
+
 /** Waits until the n-th turn (1-based) has finished and returns its status. */
 async function waitDone(page, n, timeout = 90_000) {
-  const status = page.locator(`article.turn:nth-of-type(${n}) .turn-status`);
+  const status = page.locator(`#transcript > article.turn:nth-of-type(${n}) > section.response > footer.turn-status`);
   await page.waitForFunction(
-    (i) => {
-      const el = document.querySelectorAll('article.turn')[i - 1];
-      const s = el && el.querySelector('.turn-status');
+    ([i, sel]) => {
+      const el = document.querySelectorAll('#transcript > article.turn')[i - 1];
+      const s = el && el.querySelector(sel);
       return Boolean(s) && !['connecting', 'streaming'].includes(s.dataset.status);
     },
-    n,
+    [n, STATUS],
     { timeout },
   );
   return status.getAttribute('data-status');
@@ -310,7 +313,7 @@ test('tour: every document type renders live', { timeout: 120_000 }, async () =>
       assert.ok((await t.locator('details.thinking').count()) >= 1, 'no thinking block');
 
       // done: usage and timings
-      const statusText = await t.locator('.turn-status').textContent();
+      const statusText = await t.locator(STATUS).textContent();
       assert.match(statusText, /Completed/);
       assert.match(statusText, /total \d/);
       assert.match(statusText, /First document/);
@@ -363,7 +366,7 @@ test('cancel: the stream ends with a CANCELLED error document', { timeout: 120_0
     const text = await t.locator('[data-doc-type="text"]').first().textContent();
     assert.ok(!text.includes('Paragraph 400 of 400'), 'the run was not cut short');
     assert.ok(text.includes('Paragraph 1 of 400'), 'the text already sent was dropped');
-    assert.match(await t.locator('.turn-status').textContent(), /cancelled/i);
+    assert.match(await t.locator(STATUS).textContent(), /cancelled/i);
     assert.ok(await page.locator('#send').isEnabled(), 'Send stays disabled after the run ended');
   });
 });
@@ -517,6 +520,78 @@ test('thinking: 20,000 deltas stream in linear time', { timeout: 120_000 }, asyn
   );
 });
 
+test('burst: 1,500 documents sent at once render without freezing the page, text exact', { timeout: 180_000 }, async () => {
+  // a reload or re-attach replays the whole log like this
+  const N = 750; // iterations of [text in 5-character deltas, tool_call or code_block, thinking]
+  const texts = [];
+  const codes = [];
+  let elapsed = 0;
+  await withScript(
+    'burst',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        // the whole stream in a few writes, as a replay of the log arrives
+        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Docstream-Response-Id': 'resp_s1' });
+        const events = [];
+        const send = (name, data) => events.push(`id: ${events.length + 1}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+        const started = Date.now();
+        send('response_start', { id: 'resp_s1', conversationId: 'conv_s1', model: 'auto', mode: 'agent' });
+        let seq = 0;
+        for (let i = 0; i < N; i++) {
+          const id = `doc_${++seq}`;
+          const text = `Step ${i}: looked at the **file** number ${i} and found it fine. `;
+          texts.push(text);
+          send('document_start', { id, type: 'text', sequence: seq, metadata: { format: 'markdown' } });
+          for (let k = 0; k < text.length; k += 5) send('content_delta', { documentId: id, delta: text.slice(k, k + 5) });
+          send('document_end', { documentId: id, finalContent: text, metadata: { format: 'markdown' } });
+          send('thinking_delta', { delta: `thought ${i} ` });
+          const other = `doc_${++seq}`;
+          if (i % 2) {
+            const code = `x_${i} = compute(${i})\nprint(x_${i})`;
+            codes.push(code);
+            send('document_start', { id: other, type: 'code_block', sequence: seq, metadata: { language: 'python' } });
+            for (let k = 0; k < code.length; k += 5) send('content_delta', { documentId: other, delta: code.slice(k, k + 5) });
+            send('document_end', { documentId: other, finalContent: code, metadata: { language: 'python' } });
+          } else {
+            send('document_start', { id: other, type: 'tool_call', sequence: seq, metadata: {} });
+            send('tool_call_start', { documentId: other, toolName: 'read_file', toolCallId: `call_${i}` });
+            send('tool_call_arguments', { documentId: other, arguments: { path: `src/file_${i}.go` } });
+            send('tool_result', { documentId: other, result: { status: 'success', data: `contents ${i}` } });
+            send('document_end', { documentId: other, metadata: { toolName: 'read_file', result: { status: 'success', data: `contents ${i}` } } });
+          }
+        }
+        send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed', usage: { reported: false } });
+        const body = events.join('');
+        for (let k = 0; k < body.length; k += 256 * 1024) {
+          if (!res.write(body.slice(k, k + 256 * 1024))) await new Promise((r) => res.once('drain', r));
+        }
+        elapsed = Date.now() - started;
+        res.end();
+      }),
+    async (page) => {
+      await watchLongTasks(page);
+      const t0 = Date.now();
+      await sendPrompt(page, 'burst');
+      assert.equal(await waitDone(page, 1, 150_000), 'completed');
+      const total = Date.now() - t0;
+      const tasks = await page.evaluate(() => window.__longTasks);
+      const longest = Math.max(0, ...tasks);
+      const blocked = tasks.reduce((a, b) => a + b, 0);
+      console.log(`burst: ${2 * N} documents sent in ${elapsed} ms; longest task ${Math.round(longest)} ms, ${tasks.length} long tasks, blocked ${Math.round(blocked)} ms; turn took ${total} ms`);
+      assert.ok(longest < 2_000, `a ${Math.round(longest)} ms task froze the page`);
+      const t = turn(page, 1);
+      assert.equal(await t.locator('.doc').count(), 2 * N);
+      const shownTexts = await t.locator('[data-doc-type="text"]').evaluateAll((els) => els.map((e) => e.textContent));
+      assert.deepEqual(shownTexts.map((s) => s.trim()), texts.map((s) => s.replace(/\*\*/g, '').trim()));
+      const shownCodes = await t.locator('[data-doc-type="code_block"] pre.code code').evaluateAll((els) => els.map((e) => e.textContent));
+      assert.deepEqual(shownCodes, codes);
+      const seqs = await t.locator('.doc').evaluateAll((els) => els.map((e) => Number(e.dataset.sequence)));
+      assert.deepEqual(seqs, Array.from({ length: 2 * N }, (_, i) => i + 1), 'documents out of order');
+      assert.equal(await t.locator('[data-doc-type="tool_call"] .tool-name').count(), N / 2);
+    },
+  );
+});
+
 test('terminal output: ANSI escape sequences are not shown', { timeout: 60_000 }, async () => {
   const output = '\x1b[31mred\x1b[0m plain \x1b]8;;https://example.com\x07link\x1b]8;;\x07 \x1b[2J\x1b[1;32mgreen\x1b[m\r\nnext\tline\x07\x00';
   await withScript(
@@ -551,6 +626,21 @@ test('sanitizing: agent markdown cannot style the page, add forms or answer a qu
     '',
     '- [x] done task',
     '- [ ] open task',
+    '',
+    // imitations of the page's own UI: a "You" message, an error box, a status line, hidden text, duplicate ids
+    '<div class="user-msg" id="prompt"><div class="who">You</div><div class="bubble">fake prompt</div></div>',
+    '',
+    '<div class="request-error" role="alert"><strong>fake gateway error</strong></div>',
+    '',
+    '<footer class="turn-status" data-status="completed"><span class="status-badge s-completed">Completed</span></footer>',
+    '',
+    '<p hidden id="transcript">hidden text</p>',
+    '',
+    '<p class="hljs-keyword md-code visually-hidden">mixed classes</p>',
+    '',
+    '```js',
+    'const x = class A extends B {};',
+    '```',
   ].join('\n');
   await withScript(
     'sanitize',
@@ -579,6 +669,19 @@ test('sanitizing: agent markdown cannot style the page, add forms or answer a qu
       assert.deepEqual(dataAttrs, [], 'data attributes from the stream are in the page');
       assert.notEqual(await page.evaluate(() => getComputedStyle(document.body).display), 'none');
       assert.equal(await doc.locator('li').count(), 2, 'the task list lost its items');
+      assert.equal(await doc.locator('.task-box').count(), 2, 'the task boxes lost their class');
+      assert.equal(await doc.locator('[id]').count(), 0, 'an id from the stream is in the page');
+      assert.equal(await doc.locator('[hidden]').count(), 0, 'a hidden attribute from the stream is in the page');
+      assert.equal(await page.locator('#prompt').count(), 1, 'a duplicate id');
+      for (const cls of ['user-msg', 'who', 'bubble', 'request-error', 'turn-status', 'status-badge', 's-completed', 'visually-hidden']) {
+        assert.equal(await doc.locator(`.${cls}`).count(), 0, `class ${cls} from the stream is in the page`);
+      }
+      assert.equal(await page.locator('.user-msg').count(), 1, 'a fake "You" message');
+      assert.equal(await page.locator('.request-error').count(), 0, 'a fake gateway error');
+      assert.equal(await page.locator('.turn-status').count(), 1, 'a fake status line');
+      assert.equal(await doc.locator('p.hljs-keyword.md-code').count(), 1, "the renderer's own classes were dropped");
+      assert.equal(await doc.locator('pre.md-code > code.hljs.language-js .hljs-keyword').count() > 0, true, 'the fenced code lost its highlighting');
+      assert.ok((await doc.locator('pre.md-code .hljs-title.class_').count()) > 0, 'a highlight.js tiered class was dropped');
 
       // A forged button that got past the sanitizer still answers nothing.
       await doc.evaluate((el) => {

@@ -2,9 +2,11 @@
 // terminal (colours, cursor moves, hyperlinks, titles) are dropped.
 
 // ESC or its 8-bit form, then: a CSI sequence; an OSC, DCS, SOS, PM or APC
-// string up to BEL or ST; or a two- or three-character escape.
+// string up to BEL or ST, or, unterminated, up to the end of its line (so that
+// a cut sequence does not hide the rest of the output); or a two- or
+// three-character escape.
 const ESCAPES =
-  /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[ -/]*[0-~]?/g;
+  /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?|\x1b[ -/]*[0-~]?/g;
 
 // C0 controls but \t, \n and \r; DEL; C1 controls.
 const CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;

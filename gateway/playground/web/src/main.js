@@ -248,8 +248,8 @@ async function onStreamState(run, s, info) {
       break;
     case 'done':
       turn.reconnects = info.reconnects;
-      if (turn.statusEl.dataset.status !== 'completed' && turn.statusEl.dataset.status !== 'error') break;
-      setRunStatus(turn.statusEl.dataset.status, turn.statusEl.dataset.status === 'completed' ? 'Completed' : 'Ended with an error');
+      if (turn.status !== 'completed' && turn.status !== 'error') break;
+      setRunStatus(turn.status, turn.status === 'completed' ? 'Completed' : 'Ended with an error');
       break;
     case 'rejected': {
       const hint = info.status === 401 ? ' Set the API key and try again.' : '';
@@ -262,7 +262,7 @@ async function onStreamState(run, s, info) {
     case 'complete-response':
       turn.applyResponse(info.response);
       if (info.response) conversation.adopt(run.generation, info.response.conversationId);
-      setRunStatus(turn.statusEl.dataset.status, 'Done');
+      setRunStatus(turn.status, 'Done');
       break;
     case 'gone':
     case 'lost':

@@ -29,12 +29,28 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
+// The classes this renderer and highlight.js write: hljs, hljs-<scope>, the
+// tiers of a scope (function_, inherited__), language-<name>, md-code and
+// task-box. Any other class is dropped, so that markdown cannot dress up as
+// the page's own UI (a "You" message, an error box, a status badge).
+const OWN_CLASS = /^(?:hljs(?:-[\w-]+)?|[a-z][\w-]*_+|language-[\w+#.:-]+|md-code|task-box)$/;
+
+DOMPurify.addHook('uponSanitizeAttribute', (node, data) => {
+  if (data.attrName !== 'class') return;
+  const kept = String(data.attrValue || '')
+    .split(/\s+/)
+    .filter((c) => OWN_CLASS.test(c));
+  if (kept.length) data.attrValue = kept.join(' ');
+  else data.keepAttr = false;
+});
+
 // Markdown from a stream may format text; it may not style the page, add
-// form controls, or carry data-* attributes (the page's own controls use them).
+// form controls, carry data-* attributes (the page's own controls use them),
+// ids (the page's own use them) or hidden text, or use the page's classes.
 const SANITIZE = {
   ADD_ATTR: ['target'],
   FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'optgroup', 'fieldset', 'label', 'datalist', 'output'],
-  FORBID_ATTR: ['style'],
+  FORBID_ATTR: ['style', 'id', 'hidden'],
   ALLOW_DATA_ATTR: false,
 };
 

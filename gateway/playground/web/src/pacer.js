@@ -3,7 +3,13 @@
 // frame, and a job whose last run took T ms waits `backoff` times T after that
 // run before it runs again, so that a document too big to re-render per frame
 // leaves the main thread mostly free. An urgent job (a document that ended)
-// runs at the next frame whatever its cost.
+// runs at the next frame that has time for it. A frame runs jobs for about
+// `budgetMs` (at least one), in the order they were first marked, and leaves
+// the rest to the next frames, so that a burst of many documents (a replayed
+// log) never blocks the page for long. While a backlog lasts, a frame may run
+// jobs as long as the browser took since the last one (laying out and
+// painting a long page), up to `maxBudgetMs`: the jobs get about half of the
+// main thread, and a long page is not rendered in many slow frames.
 
 export class Pacer {
   /**
@@ -12,15 +18,23 @@ export class Pacer {
    * @param {(fn: () => void) => () => void} opts.frame   runs fn at the next frame; returns a cancel
    * @param {(ms: number, fn: () => void) => () => void} opts.after  runs fn after ms; returns a cancel
    * @param {number} [opts.backoff]          the wait after a run, in multiples of its cost
+   * @param {number} [opts.budgetMs]         a frame starts no job after it has run jobs this long
+   * @param {number} [opts.maxBudgetMs]      the most a frame's budget grows to while a backlog lasts
    * @param {number} [opts.fallbackMs]       runs due jobs this long after a frame was asked for, in case frames stop (hidden tabs)
+   * @param {() => void} [opts.settle]       called once after each batch of runs (e.g. to lay the page out); its cost is
+   *                                         shared among the batch's jobs in proportion to their own
    * @param {() => void} [opts.onRun]        called after each batch of runs
    */
-  constructor({ now, frame, after, backoff = 4, fallbackMs = 250, onRun = () => {} }) {
+  constructor({ now, frame, after, backoff = 4, budgetMs = Infinity, maxBudgetMs = budgetMs, fallbackMs = 250, settle = null, onRun = () => {} }) {
     this.now = now;
     this.frame = frame;
     this.after = after;
     this.backoff = backoff;
+    this.budgetMs = budgetMs;
+    this.maxBudgetMs = Math.max(budgetMs, maxBudgetMs);
+    this.backlogSince = null; // when the last tick ended with due jobs left over
     this.fallbackMs = fallbackMs;
+    this.settle = settle;
     this.onRun = onRun;
     this.pending = new Map(); // key → {run, urgent}
     this.last = new WeakMap(); // key → {end, cost} of its last run
@@ -31,8 +45,14 @@ export class Pacer {
   /** Marks the job of key pending; run replaces the pending run of key. */
   mark(key, run, { urgent = false } = {}) {
     const job = this.pending.get(key);
-    this.pending.set(key, { run, urgent: urgent || Boolean(job && job.urgent) });
-    this.arm();
+    const next = { run, urgent: urgent || Boolean(job && job.urgent) };
+    this.pending.set(key, next);
+    this.armAt(this.dueAt(key, next));
+  }
+
+  /** Reports whether the job of key is pending. */
+  has(key) {
+    return this.pending.has(key);
   }
 
   /** Runs every pending job now. */
@@ -40,8 +60,12 @@ export class Pacer {
     this.disarm();
     const jobs = [...this.pending];
     this.pending.clear();
-    for (const [key, job] of jobs) this.runJob(key, job);
-    if (jobs.length) this.onRun();
+    const ran = [];
+    try {
+      for (const [key, job] of jobs) ran.push(this.runJob(key, job));
+    } finally {
+      this.afterBatch(ran);
+    }
   }
 
   /** The time at which the job of key may run. */
@@ -51,39 +75,79 @@ export class Pacer {
     return last.end + this.backoff * last.cost;
   }
 
+  /** Runs one job and records its cost; returns the record. */
   runJob(key, job) {
     const start = this.now();
+    const record = { end: start, cost: 0 };
+    this.last.set(key, record);
     try {
       job.run();
     } finally {
-      const end = this.now();
-      this.last.set(key, { end, cost: end - start });
+      record.end = this.now();
+      record.cost = record.end - start;
+    }
+    return record;
+  }
+
+  /** Settles a batch of runs (its cost shared among them) and reports it. */
+  afterBatch(ran) {
+    if (!ran.length) return;
+    try {
+      if (this.settle) {
+        const start = this.now();
+        this.settle();
+        const end = this.now();
+        const extra = end - start;
+        const total = ran.reduce((sum, r) => sum + r.cost, 0);
+        for (const r of ran) {
+          r.cost += total > 0 ? (extra * r.cost) / total : extra / ran.length;
+          r.end = end;
+        }
+      }
+    } finally {
+      this.onRun();
     }
   }
 
   tick() {
     this.disarm();
-    const now = this.now();
-    let ran = false;
+    const start = this.now();
+    const budget = this.backlogSince == null ? this.budgetMs : Math.min(this.maxBudgetMs, Math.max(this.budgetMs, start - this.backlogSince));
+    const ran = [];
+    let leftOver = false;
     try {
       for (const [key, job] of [...this.pending]) {
-        if (this.dueAt(key, job) > now) continue;
+        if (this.dueAt(key, job) > start) continue;
+        if (ran.length && this.now() - start >= budget) {
+          leftOver = true;
+          break;
+        }
         this.pending.delete(key);
-        ran = true;
-        this.runJob(key, job);
+        ran.push(this.runJob(key, job));
       }
     } finally {
-      if (ran) this.onRun();
-      this.arm();
+      try {
+        this.afterBatch(ran);
+      } finally {
+        this.backlogSince = leftOver ? this.now() : null;
+        this.arm();
+      }
     }
   }
 
   /** Asks for a tick when the earliest pending job is due. */
   arm() {
-    if (!this.pending.size) return;
     let due = Infinity;
-    for (const [key, job] of this.pending) due = Math.min(due, this.dueAt(key, job));
-    if (due >= this.wakeAt) return;
+    for (const [key, job] of this.pending) {
+      due = Math.min(due, this.dueAt(key, job));
+      if (due <= 0) break;
+    }
+    this.armAt(due);
+  }
+
+  /** Asks for a tick at time due, unless one is asked for at or before it. */
+  armAt(due) {
+    if (due === Infinity || due >= this.wakeAt) return;
     this.disarm();
     this.wakeAt = due;
     const wait = due - this.now();

@@ -7,24 +7,27 @@ const TEXT_TYPES = new Set(['text', 'code_block', 'code_reference', 'error']);
 
 // ---- render scheduling --------------------------------------------------
 // Deltas only mark a document pending; the pacer renders it at a later frame,
-// less often the longer its renders take, and at once when it ended.
+// less often the longer its renders take, and as soon as it can when it ended.
+// A frame renders for about 8 ms (up to 50 ms while a backlog lasts on a page
+// slow to lay out) and leaves the rest to the next frames, so that a burst of
+// documents (a reload replays the whole log) does not freeze the page.
 
 const afterRender = new Set();
 const pacer = browserPacer({
   backoff: 5,
+  budgetMs: 8,
+  maxBudgetMs: 50,
+  // one layout per frame, not one per document: its cost is shared among the
+  // documents just rendered, so that a long document, whose layout costs more
+  // than its render, is paced by both
+  settle: () => void document.documentElement.offsetHeight,
   onRun: () => {
     for (const fn of afterRender) fn();
   },
 });
 
 function schedule(doc, ctx) {
-  const render = () => {
-    renderDocument(doc, ctx);
-    // lay the document out now, so that the pacer's measure of a render
-    // includes layout, which costs more than the render for a long document
-    void doc.el.offsetHeight;
-  };
-  pacer.mark(doc, render, { urgent: doc.ended });
+  pacer.mark(doc, () => renderDocument(doc, ctx), { urgent: doc.ended });
 }
 
 /** Registers a callback run after each batch of renders (used for auto-scroll). */
@@ -106,6 +109,9 @@ export class Turn {
     this.firstDocAt = null;
     this.finished = false;
     this.thinking = null;
+    this.thoughts = []; // every thinking block, for whenRendered
+    this.maxSequence = -Infinity; // the largest sequence of a document element
+    this.status = 'connecting'; // the turn's status now; the status line shows it once the documents are rendered
     this.ctx = { todoText: (id) => plans.todoText(id) };
 
     const titleId = `turn-${this.number}-title`;
@@ -186,7 +192,7 @@ export class Turn {
     const parts = [data.id, data.model, data.mode].filter(Boolean);
     this.metaEl.textContent = parts.join(' · ');
     if (data.id) this.el.dataset.responseId = data.id;
-    this.setStatusLine('streaming', 'Streaming…');
+    if (!this.finished) this.setStatusLine('streaming', 'Streaming…');
   }
 
   onDocumentStart(data) {
@@ -206,13 +212,20 @@ export class Turn {
     this.insert(doc.el, doc.sequence);
     this.thinking = null;
     if (this.firstDocAt == null) this.firstDocAt = performance.now();
-    if (this.statusEl.dataset.status === 'connecting') this.setStatusLine('streaming', 'Streaming…');
+    if (this.status === 'connecting') this.setStatusLine('streaming', 'Streaming…');
     this.afterChange(doc);
     schedule(doc, this.ctx);
   }
 
+  /** Inserts a document element in sequence order (appends when its sequence is the largest yet, as in a stream). */
   insert(el, sequence) {
     el.dataset.sequence = String(sequence);
+    const seq = Number(sequence);
+    if (!Number.isFinite(seq) || seq >= this.maxSequence) {
+      if (Number.isFinite(seq)) this.maxSequence = seq;
+      this.docsEl.append(el);
+      return;
+    }
     for (const child of this.docsEl.children) {
       const s = Number(child.dataset.sequence);
       if (Number.isFinite(s) && s > sequence) {
@@ -251,6 +264,7 @@ export class Turn {
       const el = h('details', { class: 'thinking' }, h('summary', { text: 'Thinking' }), body);
       this.docsEl.append(el);
       this.thinking = { el, body, pending: '' };
+      this.thoughts.push(this.thinking);
     }
     const thinking = this.thinking;
     thinking.pending += delta;
@@ -263,6 +277,7 @@ export class Turn {
   onDone(data) {
     if (this.finished) return;
     this.finished = true;
+    this.status = data.status || 'completed';
     if (data.conversationId) this.conversationId = data.conversationId;
     for (const doc of this.docs.values()) {
       if (!doc.ended) {
@@ -271,10 +286,28 @@ export class Turn {
         schedule(doc, this.ctx);
       }
     }
-    flushRenders();
-    this.responseEl.setAttribute('aria-busy', 'false');
     this.showConnection(null);
-    this.renderDone(data);
+    this.whenRendered(() => {
+      this.responseEl.setAttribute('aria-busy', 'false');
+      this.renderDone(data);
+    });
+  }
+
+  /**
+   * Runs fn at a frame after every pending render of the turn has run: the
+   * status line says the turn ended only once its documents show it all.
+   */
+  whenRendered(fn) {
+    const job = () => {
+      if (this.rendering()) pacer.mark(this, job, { urgent: true });
+      else fn();
+    };
+    pacer.mark(this, job, { urgent: true });
+  }
+
+  rendering() {
+    for (const doc of this.docs.values()) if (pacer.has(doc)) return true;
+    return this.thoughts.some((t) => pacer.has(t));
   }
 
   renderDone(data) {
@@ -305,6 +338,7 @@ export class Turn {
   // ---- connection state -------------------------------------------------
 
   setStatusLine(status, text) {
+    this.status = status;
     this.statusEl.dataset.status = status;
     if (this.el) this.el.dataset.status = status;
     this.statusEl.replaceChildren(h('span', { class: `status-badge s-${status}` }, h('span', { class: 'status-dot', 'aria-hidden': 'true' }), document.createTextNode(text)));
@@ -323,12 +357,14 @@ export class Turn {
   fail(status, title, message) {
     if (this.finished) return;
     this.finished = true;
-    flushRenders();
-    this.responseEl.setAttribute('aria-busy', 'false');
+    this.status = status;
     this.showConnection(null);
-    const box = h('div', { class: 'request-error', role: 'alert' }, h('strong', { text: title }), message ? h('p', { text: message }) : null);
-    this.docsEl.append(box);
-    this.setStatusLine(status, status === 'disconnected' ? 'Disconnected' : 'Error');
+    this.whenRendered(() => {
+      this.responseEl.setAttribute('aria-busy', 'false');
+      const box = h('div', { class: 'request-error', role: 'alert' }, h('strong', { text: title }), message ? h('p', { text: message }) : null);
+      this.docsEl.append(box);
+      this.setStatusLine(status, status === 'disconnected' ? 'Disconnected' : 'Error');
+    });
   }
 
   /** Folds a whole ChatResponse (GET /v1/chat/{id}) into the turn. */

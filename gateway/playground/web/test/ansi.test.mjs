@@ -32,3 +32,9 @@ test('stripAnsi: a carriage return overwrites the line, CRLF is a newline', () =
   assert.equal(stripAnsi('progress 10%\rprogress 55%\rprogress 100%\ndone'), 'progress 100%\ndone');
   assert.equal(stripAnsi('abcdef\rxy'), 'xycdef');
 });
+
+test('stripAnsi: an unterminated OSC string ends at the end of its line', () => {
+  assert.equal(stripAnsi('before\n\x1b]0;unterminated title\nline after\nlast'), 'before\n\nline after\nlast');
+  assert.equal(stripAnsi('a\x9d8;;https://x.y\nb'), 'a\nb');
+  assert.equal(stripAnsi('\x1b]0;title\x07kept\n\x1b]0;cut'), 'kept\n');
+});

@@ -171,3 +171,56 @@ test('the latest run of a key replaces the pending one', () => {
   env.frame();
   assert.deepEqual(seen, ['new']);
 });
+
+test('a burst is spread over frames: a frame runs jobs for about its budget, in order', () => {
+  const { pacer, env } = fakePacer({ budgetMs: 10 });
+  const runs = [];
+  for (let i = 0; i < 100; i++) pacer.mark({}, () => {
+    runs.push(i);
+    env.t += 1;
+  });
+  env.frame();
+  assert.equal(runs.length, 10, 'the first frame ran 10 ms of jobs');
+  env.t += 16;
+  while (env.frame()) env.t += 16;
+  assert.deepEqual(runs, Array.from({ length: 100 }, (_, i) => i));
+});
+
+test('while a backlog lasts, a frame runs jobs as long as the browser took since the last, up to maxBudgetMs', () => {
+  const { pacer, env } = fakePacer({ budgetMs: 10, maxBudgetMs: 50 });
+  let runs = 0;
+  for (let i = 0; i < 1000; i++) pacer.mark({}, () => {
+    runs++;
+    env.t += 1;
+  });
+  env.frame();
+  assert.equal(runs, 10);
+  env.t += 30; // layout and paint of a long page
+  env.frame();
+  assert.equal(runs, 40);
+  env.t += 200;
+  env.frame();
+  assert.equal(runs, 90, 'capped at maxBudgetMs');
+});
+
+test('settle runs once per batch and its cost is shared among the batch', () => {
+  let settles = 0;
+  const { pacer, env } = fakePacer({ backoff: 4, settle: () => {
+    settles++;
+    env.t += 30;
+  } });
+  const a = {};
+  const b = {};
+  const runs = [];
+  pacer.mark(a, job(env, 10, runs));
+  pacer.mark(b, job(env, 20, runs));
+  env.frame(); // a 0..10, b 10..30, settle 30..60: a costs 20, b 40
+  assert.equal(settles, 1);
+  pacer.mark(a, job(env, 1, runs));
+  pacer.mark(b, job(env, 1, runs));
+  env.advance(139);
+  assert.equal(env.frames.length, 0);
+  env.advance(140);
+  env.frame();
+  assert.deepEqual(runs, [0, 10, 140], 'a runs at 60 + 4 × 20; b waits until 60 + 4 × 40');
+});
