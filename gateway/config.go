@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,11 @@ type AuthConfig struct {
 	APIKeys       []string `yaml:"api_keys"`
 	RatePerMinute float64  `yaml:"rate_per_minute"`
 	Burst         int      `yaml:"burst"`
+}
+
+// HasKeys reports whether any API key is configured (blank ones are none).
+func (a AuthConfig) HasKeys() bool {
+	return slices.ContainsFunc(a.APIKeys, func(k string) bool { return strings.TrimSpace(k) != "" })
 }
 
 // LimitsConfig bounds the work the gateway accepts.

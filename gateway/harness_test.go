@@ -223,11 +223,14 @@ func newRequest(t testing.TB, method, url string, body any, headers ...string) *
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
+		switch {
+		case headers[i+1] == "":
 			req.Header.Del(headers[i])
-			continue
+		case strings.EqualFold(headers[i], "Host"):
+			req.Host = headers[i+1]
+		default:
+			req.Header.Set(headers[i], headers[i+1])
 		}
-		req.Header.Set(headers[i], headers[i+1])
 	}
 	return req
 }

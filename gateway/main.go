@@ -76,7 +76,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		defer cleanup()
 		log.Warn().Str("agent", "simulator").Msg("demo mode: the agent is Docstream's built-in cursor-agent simulator, not the real cursor-agent")
 	}
-	if len(cfg.Auth.APIKeys) == 0 {
+	if !cfg.Auth.HasKeys() {
 		log.Warn().Msg("auth is off: no API keys are configured (auth.api_keys / DOCSTREAM_AUTH_API_KEYS); anyone who reaches the port can run the agent")
 		if slices.Contains(cfg.Server.CORSOrigins, "*") {
 			log.Warn().Msg(`server.cors_origins is "*" and auth is off: any web page open in a browser that reaches the port can run the agent`)

@@ -231,17 +231,20 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 			h.Set("Access-Control-Max-Age", "600")
 			return c.NoContent(http.StatusNoContent)
 		}
-		if origin != "" && allowed == "" && strings.HasPrefix(c.Request().URL.Path, "/v1/") {
-			if !sameOrigin(c.Request(), origin) {
+		req := c.Request()
+		if allowed == "" && strings.HasPrefix(req.URL.Path, "/v1/") {
+			if origin != "" && !sameOrigin(req, origin) {
 				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
 					Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
 			}
-			if len(s.cfg.Auth.APIKeys) == 0 && !literalHost(origin) {
+			browser := origin != "" || req.Header.Get("Sec-Fetch-Site") != "" || req.Header.Get("Sec-Fetch-Mode") != ""
+			if browser && !s.auth.enabled() && !literalHosts(req, origin) {
 				// A page whose name was made to point here (DNS rebinding)
-				// is of the same origin by its Host; without keys, only
-				// pages served under an address or localhost are.
+				// is of the same origin by its Host, and a browser sends its
+				// GETs without an Origin; without keys, only pages served
+				// under an address or localhost may call the API.
 				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
-					Message: fmt.Sprintf("requests from pages of origin %q need API keys (auth.api_keys) or the origin listed in server.cors_origins", origin)}
+					Message: fmt.Sprintf("pages served under %q need API keys (auth.api_keys) to call the API, or their origin listed in server.cors_origins", req.Host)}
 			}
 		}
 		return next(c)
@@ -259,6 +262,11 @@ func sameOrigin(r *http.Request, origin string) bool {
 	}
 	want := withPort(u.Host, u.Scheme)
 	hosts := []string{r.Host}
+	if port, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Port"), ","); strings.TrimSpace(port) != "" {
+		if _, _, err := net.SplitHostPort(r.Host); err != nil {
+			hosts = append(hosts, net.JoinHostPort(strings.Trim(r.Host, "[]"), strings.TrimSpace(port)))
+		}
+	}
 	if fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ","); strings.TrimSpace(fwd) != "" {
 		h := strings.TrimSpace(fwd)
 		if port, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Port"), ","); strings.TrimSpace(port) != "" {
@@ -281,6 +289,19 @@ func sameOrigin(r *http.Request, origin string) bool {
 		}
 	}
 	return false
+}
+
+// literalHosts reports whether every name the request was sent to is an
+// address or localhost: its Host, a proxy's X-Forwarded-Host and the
+// origin of its page.
+func literalHosts(r *http.Request, origin string) bool {
+	fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
+	for _, o := range []string{"http://" + r.Host, "http://" + strings.TrimSpace(fwd), origin} {
+		if o != "http://" && o != "" && !literalHost(o) {
+			return false
+		}
+	}
+	return true
 }
 
 // literalHost reports whether origin's host is an IP address or localhost,

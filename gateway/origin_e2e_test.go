@@ -26,6 +26,10 @@ func TestCrossOriginRefused(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", ctype)
 		for i := 0; i+1 < len(headers); i += 2 {
+			if headers[i] == "Host" {
+				req.Host = headers[i+1]
+				continue
+			}
 			req.Header.Set(headers[i], headers[i+1])
 		}
 		resp, err := e2eClient.Do(req)
@@ -70,6 +74,18 @@ func TestCrossOriginRefused(t *testing.T) {
 	if starts := s.simStarts(t); len(starts) != 0 {
 		t.Fatalf("requests from another site started %d agents", len(starts))
 	}
+	// A browser sends a same-origin GET without an Origin; it still names
+	// the rebound host, and says it is a browser's fetch. A client that
+	// is no browser may reach the gateway by any name.
+	host := strings.TrimPrefix(rebind, "http://")
+	resp = s.e2eDo(t, http.MethodGet, "/v1/workspaces", nil, "Host", host, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "cors")
+	if code, _ := e2eErrorBody(t, resp, http.StatusForbidden); code != "origin_not_allowed" {
+		t.Errorf("a rebound page's GET: code %q", code)
+	}
+	resp = s.e2eDo(t, http.MethodGet, "/v1/workspaces", nil, "Host", host)
+	if b := readAll(t, resp); resp.StatusCode != 200 {
+		t.Errorf("a client by name: %d %s", resp.StatusCode, b)
+	}
 	// The gateway's own page, behind a proxy or not, and clients without
 	// an Origin.
 	for _, hd := range [][]string{
@@ -94,6 +110,7 @@ func TestCrossOriginRefused(t *testing.T) {
 	for _, hd := range [][]string{
 		{"Origin", "https://docstream.example", "X-Forwarded-Host", "docstream.example"},
 		{"Origin", "https://docstream.example:8443", "X-Forwarded-Host", "docstream.example:8443, inner:80"},
+		{"Origin", "https://docstream.example:8443", "Host", "docstream.example", "X-Forwarded-Port", "8443"},
 	} {
 		resp := k.e2eDo(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo proxied"}, append(hd, "Authorization", "Bearer key-1")...)
 		if b := readAll(t, resp); resp.StatusCode != 200 {

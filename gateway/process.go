@@ -417,7 +417,13 @@ func (p *agentProc) outputEnded(readErr error) {
 	defer func() {
 		// What the agent started in a session of its own (setsid) is not
 		// in its group; it ends with the run all the same.
-		killMarked(map[string]int{p.mark: p.pgid}, p.pgid)
+		// Pids may wrap around and climb past the agent's again in a long
+		// run; a short one passes over the processes older than its agent.
+		since := p.pgid
+		if time.Since(p.start) > time.Minute {
+			since = 0
+		}
+		killMarked(map[string]int{p.mark: p.pgid}, since)
 		p.b.forgetGroup(p.pgid)
 	}()
 	seg := p.pump.seg
