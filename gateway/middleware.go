@@ -252,56 +252,60 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // sameOrigin reports whether origin is the origin the request was sent to:
-// its host and port are the request's Host, or the host a proxy in front
-// names (Forwarded, or X-Forwarded-Host with X-Forwarded-Port), which a
-// page cannot set on a request it sends without a preflight.
+// its host and port are one of requestHosts, which a page cannot set on a
+// request it sends without a preflight.
 func sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
 	}
 	want := withPort(u.Host, u.Scheme)
-	hosts := []string{r.Host}
-	if port, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Port"), ","); strings.TrimSpace(port) != "" {
-		if _, _, err := net.SplitHostPort(r.Host); err != nil {
-			hosts = append(hosts, net.JoinHostPort(strings.Trim(r.Host, "[]"), strings.TrimSpace(port)))
-		}
-	}
-	if fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ","); strings.TrimSpace(fwd) != "" {
-		h := strings.TrimSpace(fwd)
-		if port, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Port"), ","); strings.TrimSpace(port) != "" {
-			if _, _, err := net.SplitHostPort(h); err != nil {
-				h = net.JoinHostPort(strings.Trim(h, "[]"), strings.TrimSpace(port))
-			}
-		}
-		hosts = append(hosts, h)
-	}
-	if fwd, _, _ := strings.Cut(r.Header.Get("Forwarded"), ","); fwd != "" {
-		for _, kv := range strings.Split(fwd, ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.EqualFold(k, "host") {
-				hosts = append(hosts, strings.Trim(v, `"`))
-			}
-		}
-	}
-	for _, h := range hosts {
-		if h != "" && strings.EqualFold(withPort(h, u.Scheme), want) {
+	for _, h := range requestHosts(r) {
+		if strings.EqualFold(withPort(h, u.Scheme), want) {
 			return true
 		}
 	}
 	return false
 }
 
-// literalHosts reports whether every name the request was sent to is an
-// address or localhost: its Host, a proxy's X-Forwarded-Host and the
-// origin of its page.
+// requestHosts returns the names the request was sent to: its Host and
+// those a proxy in front gives (X-Forwarded-Host, Forwarded host=), and
+// each of them with X-Forwarded-Port when it names no port.
+func requestHosts(r *http.Request) []string {
+	hosts := []string{r.Host}
+	if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
+		hosts = append(hosts, h)
+	}
+	for _, kv := range strings.Split(firstValue(r.Header.Get("Forwarded")), ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.EqualFold(k, "host") && v != "" {
+			hosts = append(hosts, strings.Trim(v, `"`))
+		}
+	}
+	if port := firstValue(r.Header.Get("X-Forwarded-Port")); port != "" {
+		for _, h := range hosts {
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				hosts = append(hosts, net.JoinHostPort(strings.Trim(h, "[]"), port))
+			}
+		}
+	}
+	return hosts
+}
+
+// firstValue returns the first of a header's comma-separated values.
+func firstValue(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	return strings.TrimSpace(v)
+}
+
+// literalHosts reports whether every name the request was sent to
+// (requestHosts) and the origin of its page is an address or localhost.
 func literalHosts(r *http.Request, origin string) bool {
-	fwd, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
-	for _, o := range []string{"http://" + r.Host, "http://" + strings.TrimSpace(fwd), origin} {
-		if o != "http://" && o != "" && !literalHost(o) {
+	for _, h := range requestHosts(r) {
+		if !literalHost("http://" + h) {
 			return false
 		}
 	}
-	return true
+	return origin == "" || literalHost(origin)
 }
 
 // literalHost reports whether origin's host is an IP address or localhost,

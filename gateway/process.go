@@ -416,9 +416,9 @@ func (p *agentProc) kill(kill bool) {
 func (p *agentProc) outputEnded(readErr error) {
 	defer func() {
 		// What the agent started in a session of its own (setsid) is not
-		// in its group; it ends with the run all the same.
-		// Pids may wrap around and climb past the agent's again in a long
-		// run; a short one passes over the processes older than its agent.
+		// in its group; it ends with the run all the same. A short run
+		// passes over the processes older than its agent; in a long one
+		// pids may wrap around and climb past the agent's again.
 		since := p.pgid
 		if time.Since(p.start) > time.Minute {
 			since = 0

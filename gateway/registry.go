@@ -104,8 +104,9 @@ type Run struct {
 	kill    chan struct{} // made when first asked for (see KillNow)
 	killed  bool
 	observe []func(documents.Event)
-	// keptBytes is the size of the log while the registry keeps the
-	// finished run, counted in its keep_finished_bytes; 0 otherwise.
+	// keptBytes is what the finished run counts in keep_finished_bytes
+	// (its log, prompt and runOverhead) while the registry keeps it; 0
+	// otherwise.
 	// keepTimer lets go of it after keep_finished. Both are g.mu's.
 	keptBytes int
 	keepTimer *time.Timer

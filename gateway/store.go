@@ -135,7 +135,8 @@ type MemoryStore struct {
 	fps    map[string]string
 	heads  map[string]string // conversation → its latest fingerprint
 	// order holds response ids as their turns were first put, oldest
-	// first; bytes is the size of the responses held.
+	// first (forgotten ones too, until Prune or forgetOldest passes);
+	// bytes is the size of the responses held.
 	order    []string
 	bytes    int64
 	maxBytes int64 // 0: no limit
@@ -217,11 +218,16 @@ func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 // conversation once it has no turn left, and reports whether there was
 // one.
 func (m *MemoryStore) forgetOldest(keep string) bool {
-	for _, id := range m.order {
+	for i, id := range m.order {
 		t := m.turns[id]
-		if id == keep || t.Status == string(documents.StatusStreaming) {
+		if t == nil && i == 0 {
+			m.order = m.order[1:] // forgotten before
+			return true
+		}
+		if t == nil || id == keep || t.Status == string(documents.StatusStreaming) {
 			continue
 		}
+		m.order = slices.Delete(m.order, i, i+1)
 		conv := t.ConversationID
 		m.forgetTurn(id)
 		if conv != "" && len(m.byConv[conv]) == 0 {
@@ -240,9 +246,6 @@ func (m *MemoryStore) forgetTurn(id string) {
 	}
 	m.bytes -= int64(len(t.Response))
 	delete(m.turns, id)
-	if i := slices.Index(m.order, id); i >= 0 {
-		m.order = slices.Delete(m.order, i, i+1)
-	}
 	if ids := m.byConv[t.ConversationID]; t.ConversationID != "" {
 		if i := slices.Index(ids, id); i >= 0 {
 			m.byConv[t.ConversationID] = slices.Delete(ids, i, i+1)
@@ -279,6 +282,7 @@ func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
 			m.forgetTurn(id)
 		}
 	}
+	m.order = slices.DeleteFunc(m.order, func(id string) bool { return m.turns[id] == nil })
 	return n - len(m.turns), nil
 }
 

@@ -319,11 +319,12 @@ func (ls listState) close(indent int) (listState, bool) {
 // push returns the state with an item whose content starts at col open
 // in the innermost one.
 func (ls listState) push(col int, empty bool) listState {
+	ls.para, ls.empty = false, false
 	if ls.n < maxListDepth {
 		ls.cols[ls.n] = int32(col)
 		ls.n++
+		ls.empty = empty // so that a blank line closes this item, not its parent
 	}
-	ls.para, ls.empty = false, empty
 	return ls
 }
 

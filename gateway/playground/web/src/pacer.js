@@ -55,19 +55,6 @@ export class Pacer {
     return this.pending.has(key);
   }
 
-  /** Runs every pending job now. */
-  flush() {
-    this.disarm();
-    const jobs = [...this.pending];
-    this.pending.clear();
-    const ran = [];
-    try {
-      for (const [key, job] of jobs) ran.push(this.runJob(key, job));
-    } finally {
-      this.afterBatch(ran);
-    }
-  }
-
   /** The time at which the job of key may run. */
   dueAt(key, job) {
     const last = this.last.get(key);

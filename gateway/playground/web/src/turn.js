@@ -35,11 +35,6 @@ export function onRendered(fn) {
   afterRender.add(fn);
 }
 
-/** Renders everything pending now. */
-export function flushRenders() {
-  pacer.flush();
-}
-
 // ---- plans across turns -------------------------------------------------
 
 /** Every plan on the page, so that a todo_update can tick the matching todos. */

@@ -138,20 +138,6 @@ test('documents are paced apart: a cheap one is not held back by a costly one', 
   assert.deepEqual(bigRuns, [0, 1000]);
 });
 
-test('flush renders everything pending at once, due or not', () => {
-  const { pacer, env } = fakePacer({ backoff: 4 });
-  const doc = {};
-  const runs = [];
-  pacer.mark(doc, job(env, 100, runs));
-  env.frame();
-  pacer.mark(doc, job(env, 100, runs));
-  pacer.flush();
-  assert.deepEqual(runs, [0, 100]);
-  assert.equal(env.frames.length + env.timers.length, 0);
-  env.advance(10_000);
-  assert.deepEqual(runs, [0, 100]);
-});
-
 test('without frames (a hidden tab) a timer renders', () => {
   const { pacer, env } = fakePacer({ fallbackMs: 250 });
   const runs = [];
