@@ -93,7 +93,9 @@ func surrogate(s string) (rune, bool) {
 // joiner holds the start of a character split at the end of one piece of
 // streamed text until the next piece completes it.
 type joiner struct {
-	held [4]byte
+	// held is a cut character (at most 3 of its bytes), or a high surrogate
+	// and the cut start of what follows it (3 + 3).
+	held [6]byte
 	n    uint8
 }
 
@@ -124,8 +126,11 @@ func (j *joiner) complete(t string, repeat bool) string {
 		return t
 	}
 	hi, ok := surrogate(h)
-	if !ok || len(h) > 3 {
-		return h + t // a UTF-8 start, or a high surrogate and the start of what follows
+	if !ok || len(h) > 3 || incompleteEnd(t) == 0 {
+		// A UTF-8 start, or a high surrogate and the start of what follows,
+		// which t completes; or a high surrogate and a piece too short to
+		// tell what follows it, held again with it.
+		return h + t
 	}
 	if lo, ok := surrogate(t); ok && lo >= 0xDC00 {
 		return string(utf16.DecodeRune(hi, lo)) + t[3:]

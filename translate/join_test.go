@@ -62,7 +62,9 @@ func FuzzJoin(f *testing.F) {
 	for _, s := range []string{"Smile 😀 done", "🚀🎉", "a\"b\\c", "日本語のテキスト", "é", "x𝄞y", "Done\n😀 ok"} {
 		f.Add(s, uint8(3), uint8(1))
 	}
-	f.Add("Done\n😀 ok", uint8(7), uint8(7)) // within the emoji's bytes, after an escape
+	f.Add("Done\n😀 ok", uint8(7), uint8(7))       // within the emoji's bytes, after an escape
+	f.Add("Smile 😀 and go", uint8(11), uint8(11)) // in WTF-8, within the low surrogate's bytes
+	f.Add("🚀", uint8(3), uint8(4))                // in WTF-8, a piece of one byte after the high surrogate
 	f.Fuzz(func(t *testing.T, s string, cut1, cut2 uint8) {
 		if !utf8.ValidString(s) {
 			return
@@ -100,7 +102,37 @@ func FuzzJoin(f *testing.F) {
 		if got.String() != s {
 			t.Fatalf("in UTF-8 pieces cut at %d, %d: joined %q, want %q", b1, b2, got.String(), s)
 		}
+
+		// In WTF-8, as a text in which each half of a pair arrived escaped
+		// becomes, cut between any two bytes.
+		w := toWTF8(units)
+		b1, b2 = int(cut1)%(len(w)+1), int(cut2)%(len(w)+1)
+		if b1 > b2 {
+			b1, b2 = b2, b1
+		}
+		got.Reset()
+		for _, p := range []string{w[:b1], w[b1:b2], w[b2:]} {
+			got.WriteString(j.join(p, false))
+		}
+		got.WriteString(j.flush())
+		if got.String() != s {
+			t.Fatalf("in WTF-8 pieces cut at %d, %d: joined %q, want %q", b1, b2, got.String(), s)
+		}
 	})
+}
+
+// toWTF8 writes UTF-16 units as WTF-8: each surrogate on its own, as three
+// bytes.
+func toWTF8(units []uint16) string {
+	var b []byte
+	for _, u := range units {
+		if u >= 0xD800 && u <= 0xDFFF {
+			b = append(b, wtf8(rune(u))...)
+		} else {
+			b = utf8.AppendRune(b, rune(u))
+		}
+	}
+	return string(b)
 }
 
 func TestJoinSnapshot(t *testing.T) {
