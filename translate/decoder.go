@@ -69,6 +69,10 @@ type Event struct {
 
 	Raw  []byte // the whole line, without its newline
 	Size int    // the line's length in bytes (also for oversize lines)
+
+	// unique is set by a Decoder that found no object in Raw repeating a
+	// member name.
+	unique bool
 }
 
 // Init is the content of a system/init event.
@@ -164,7 +168,7 @@ func (d *Decoder) release() {
 	d.r.release()
 	d.r = nil
 	if d.w != nil {
-		*d.w = wire{}
+		d.w.reset()
 		wires.Put(d.w)
 		d.w = nil
 	}
@@ -180,7 +184,7 @@ var ErrPending = errors.New("translate: no input for now")
 // call to Next takes one again.
 func (d *Decoder) Idle() {
 	if d.r != nil && !d.long && d.r.idle() && d.w != nil {
-		*d.w = wire{}
+		d.w.reset()
 		wires.Put(d.w)
 		d.w = nil
 	}

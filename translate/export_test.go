@@ -113,3 +113,11 @@ func (l ListState) FenceAt(indent int) bool { return l.s.fenceAt(indent) }
 
 // FenceOpened is listState.fenceOpened.
 func (l ListState) FenceOpened(indent int) ListState { return ListState{l.s.fenceOpened(indent)} }
+
+// ScanLine is the validating scan of a line: whether it is one JSON object,
+// and whether the scan saw that an object in it may repeat a name.
+func ScanLine(line []byte) (object, mayRepeat bool) {
+	var ls lineScan
+	object = isObjectLine(line, func([]byte, []byte, bool) {}, &ls)
+	return object, ls.repeats
+}

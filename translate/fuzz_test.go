@@ -169,6 +169,12 @@ func FuzzDecoder(f *testing.F) {
 				if (ev.Kind == translate.KindNotJSON) == isObject {
 					t.Fatalf("%s: event %d is %s for %q", how, i, ev.Kind, w.raw)
 				}
+				// A line the scan finds free of repeated names is free of them.
+				if object, mayRepeat := translate.ScanLine(w.raw); object != isObject {
+					t.Fatalf("%s: ScanLine says object=%v for %q", how, object, w.raw)
+				} else if object && !mayRepeat && !jsontext.Value(w.raw).IsValid(jsontext.AllowInvalidUTF8(true)) {
+					t.Fatalf("%s: ScanLine missed a repeated name in %q", how, w.raw)
+				}
 			}
 			if i != len(want) {
 				t.Fatalf("%s: %d events, want %d", how, i, len(want))

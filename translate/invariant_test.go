@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
 	"github.com/docstream/docstream/translate"
@@ -55,7 +56,7 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 			if !slicesContains(documents.Types, e.Type) {
 				return fmt.Errorf("event %d: unknown document type %q", n, e.Type)
 			}
-			if len(e.Metadata) > 0 && !e.Metadata.IsValid() {
+			if len(e.Metadata) > 0 && !e.Metadata.IsValid(metaOpts) {
 				return fmt.Errorf("event %d: metadata is not JSON: %s", n, e.Metadata)
 			}
 			docs[e.ID] = &open{typ: e.Type}
@@ -96,7 +97,7 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 					return fmt.Errorf("event %d: %s %s has only whitespace", n, d.typ, e.DocumentID)
 				}
 			}
-			if len(e.Metadata) == 0 || !e.Metadata.IsValid() {
+			if len(e.Metadata) == 0 || !e.Metadata.IsValid(metaOpts) {
 				return fmt.Errorf("event %d: document_end of %s has no valid metadata: %q", n, e.DocumentID, e.Metadata)
 			}
 		case documents.Done:
@@ -167,6 +168,12 @@ func slicesContains(ts []documents.Type, t documents.Type) bool {
 	}
 	return false
 }
+
+// metaOpts is how metadata must be valid: raw agent JSON is copied into it
+// as it is, and its invalid UTF-8 becomes U+FFFD when it is encoded, but a
+// repeated member name (compared as the encoder compares them) cannot be
+// encoded at all.
+var metaOpts = jsontext.AllowInvalidUTF8(true)
 
 // TestStreamInvariants checks the stream contract on every golden case.
 func TestStreamInvariants(t *testing.T) {

@@ -151,7 +151,7 @@ func scanLiteral(b []byte, i int, lit string) int {
 
 // scanValue reads the value starting at b[i] (no leading whitespace) and
 // returns the index after it, or -1 when it is not valid JSON.
-func scanValue(b []byte, i, depth int) int {
+func scanValue(b []byte, i, depth int, ls *lineScan) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -160,9 +160,9 @@ func scanValue(b []byte, i, depth int) int {
 		end, _ := scanString(b, i)
 		return end
 	case c == '{':
-		return scanObject(b, i, depth+1, nil)
+		return scanObject(b, i, depth+1, nil, ls)
 	case c == '[':
-		return scanArray(b, i, depth+1)
+		return scanArray(b, i, depth+1, ls)
 	case c == 't':
 		return scanLiteral(b, i, "true")
 	case c == 'f':
@@ -185,12 +185,45 @@ type lineMemberFunc func(name, value []byte, escaped bool)
 // name's quote) and ends (after its value) in the scanned bytes.
 type memberFunc func(name, value []byte, start, end int)
 
+// lineScan is what a validating scan learns of a line beside its
+// validity: whether an object in it may repeat a member name.
+type lineScan struct {
+	names [][]byte // the names read so far of the open objects
+	// repeats is set when an object repeats a name, or when that is not
+	// told cheaply: a name with an escape or invalid UTF-8 (U+FFFD to
+	// jsontext), an object of many members.
+	repeats bool
+}
+
+// maxCheckedNames is how many names of one object a lineScan compares.
+const maxCheckedNames = 16
+
+// name notes a member name (quoted) of the object whose names start at
+// names[from].
+func (ls *lineScan) name(name []byte, escaped bool, from int) {
+	if ls.repeats {
+		return
+	}
+	if escaped || len(ls.names)-from >= maxCheckedNames || !plainName(name) {
+		ls.repeats = true
+		return
+	}
+	for _, x := range ls.names[from:] {
+		if string(x) == string(name) {
+			ls.repeats = true
+			return
+		}
+	}
+	ls.names = append(ls.names, name)
+}
+
 // scanObject reads the object whose '{' is b[i], calling fn for each member
 // when fn is not nil, and returns the index after it, or -1.
-func scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
+func scanObject(b []byte, i, depth int, fn lineMemberFunc, ls *lineScan) int {
 	if depth > maxDepth {
 		return -1
 	}
+	from := len(ls.names)
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
@@ -204,13 +237,14 @@ func scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 		if nameEnd < 0 {
 			return -1
 		}
+		ls.name(b[start:nameEnd], escaped, from)
 		i = skipWS(b, nameEnd)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
 		i = skipWS(b, i+1)
 		valStart := i
-		i = scanValue(b, i, depth)
+		i = scanValue(b, i, depth, ls)
 		if i < 0 {
 			return -1
 		}
@@ -225,6 +259,8 @@ func scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
+			// A failed scan leaves names behind; the next line starts over.
+			ls.names = ls.names[:from]
 			return i + 1
 		default:
 			return -1
@@ -234,7 +270,7 @@ func scanObject(b []byte, i, depth int, fn lineMemberFunc) int {
 
 // scanArray reads the array whose '[' is b[i] and returns the index after
 // it, or -1.
-func scanArray(b []byte, i, depth int) int {
+func scanArray(b []byte, i, depth int, ls *lineScan) int {
 	if depth > maxDepth {
 		return -1
 	}
@@ -243,7 +279,7 @@ func scanArray(b []byte, i, depth int) int {
 		return i + 1
 	}
 	for {
-		i = scanValue(b, i, depth)
+		i = scanValue(b, i, depth, ls)
 		if i < 0 {
 			return -1
 		}
@@ -411,12 +447,13 @@ func eachElement(arr []byte, fn func(elem []byte)) bool {
 }
 
 // isObjectLine reports whether line is exactly one JSON object, with its
-// members reported to fn.
-func isObjectLine(line []byte, fn lineMemberFunc) bool {
+// members reported to fn and what else the scan learns in ls.
+func isObjectLine(line []byte, fn lineMemberFunc, ls *lineScan) bool {
+	ls.names, ls.repeats = ls.names[:0], false
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	end := scanObject(line, 0, 1, fn)
+	end := scanObject(line, 0, 1, fn, ls)
 	return end >= 0 && skipWS(line, end) == len(line)
 }
 

@@ -267,7 +267,10 @@ func (s *Segmenter) rawEvent(ev Event) {
 		s.emit(documents.AgentEvent{ID: id, ChatID: s.opts.ResponseID, Timestamp: s.rawTS, Type: "raw", Data: string(ev.Raw)})
 		return
 	}
-	payload := s.names.dedupe(ev.Raw)
+	payload := jsontext.Value(ev.Raw)
+	if !ev.unique {
+		payload = s.names.dedupe(ev.Raw)
+	}
 	if len(payload) > 0 && &payload[0] == &ev.Raw[0] {
 		payload = jsontext.Value(ev.Raw).Clone()
 	}

@@ -41,6 +41,15 @@ type wire struct {
 	permissionMode  string
 	apiKeySource    string
 	payloadIsObject bool
+	// scan is what validating the line learnt; its buffer is kept from
+	// line to line.
+	scan lineScan
+}
+
+// reset clears w for the next line, keeping its buffers.
+func (w *wire) reset() {
+	names := w.scan.names
+	*w = wire{scan: lineScan{names: names[:0]}}
 }
 
 // decodeOpts tolerates what agents emit: duplicate names and invalid UTF-8.
@@ -59,12 +68,13 @@ func (d *Decoder) decode(line []byte) Event {
 	if d.w == nil {
 		d.w = wires.Get().(*wire)
 	}
-	*d.w = wire{}
+	d.w.reset()
 	if !d.members(line, 0) {
 		ev.Kind = KindNotJSON
 		return ev
 	}
 	w := d.w
+	ev.unique = !w.scan.repeats
 	ev.Type, ev.Subtype = w.typ, w.sub
 	ev.SessionID = w.session
 	ev.ModelCallID = w.modelCallID
@@ -143,7 +153,9 @@ func (d *Decoder) toolEvent(ev *Event) {
 		tc.Result = w.resultObj
 	}
 	// Repeated names would make the events unencodable downstream.
-	tc.Args, tc.Result = d.names.dedupe(tc.Args), d.names.dedupe(tc.Result)
+	if w.scan.repeats {
+		tc.Args, tc.Result = d.names.dedupe(tc.Args), d.names.dedupe(tc.Result)
+	}
 	ev.Tool = tc
 	ev.CallID = w.callID
 	if ev.CallID == "" {
@@ -162,7 +174,7 @@ func (d *Decoder) members(val []byte, depth int) bool {
 				name = name[1 : len(name)-1]
 			}
 			d.member(name, v, depth)
-		})
+		}, &d.w.scan)
 	}
 	return eachMember(val, func(name, v []byte, _, _ int) { d.member(unquoteName(name), v, depth) })
 }
@@ -321,12 +333,24 @@ func internType(v jsontext.Value) string {
 }
 
 // unquoteName returns a member name without quotes, unescaping if needed.
+// Invalid UTF-8 becomes U+FFFD, byte by byte, as jsontext compares names.
 func unquoteName(name jsontext.Value) []byte {
-	if len(name) >= 2 && bytes.IndexByte(name, '\\') < 0 {
+	if len(name) >= 2 && plainName(name) {
 		return name[1 : len(name)-1]
 	}
 	b, _ := jsontext.AppendUnquote(nil, name)
 	return b
+}
+
+// plainName reports whether a name has neither escapes nor bytes beyond
+// ASCII, so that it reads as it is written.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // str returns the string a JSON value holds, or "" when it is no string.
