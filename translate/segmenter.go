@@ -216,7 +216,7 @@ func (s *Segmenter) Feed(ev Event) {
 		s.result(ev.Result, 0)
 	case KindError:
 		s.ensureStarted()
-		s.endSegment()
+		s.breakText()
 		msg := pairSurrogates(ev.Text)
 		if msg == "" {
 			msg = "the agent reported an error"
@@ -231,7 +231,7 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindOversize:
 		s.stats.Oversize++
 		s.ensureStarted()
-		s.endSegment()
+		s.breakText()
 		limit := s.opts.MaxLine
 		if limit <= 0 {
 			limit = DefaultMaxLine
@@ -394,6 +394,15 @@ func (s *Segmenter) endSegment() {
 	}
 	s.seg = s.seg[:0]
 	s.segMCID, s.segHasText, s.sealed = false, false, false
+}
+
+// breakText ends the open text or code document, so that a document can
+// come between (an error), but not the segment: a snapshot after it still
+// repeats what the segment streamed before it, and is not shown again.
+func (s *Segmenter) breakText() {
+	if len(s.seg) > 0 {
+		s.lex.End()
+	}
 }
 
 // lexerSink
