@@ -197,6 +197,9 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 			}
 		}
 	}
+	if err := s.needWorkspace(spec); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 
@@ -217,6 +220,17 @@ func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
 	}
 	spec.Workspace, spec.WorkspaceName = dir, name
 	return nil
+}
+
+// needWorkspace refuses a run that names no workspace where there is no
+// default to fall back on: the agent would run in the gateway's own
+// directory, which is not one of its workspaces.
+func (s *Server) needWorkspace(spec *RunSpec) error {
+	if spec.Workspace != "" {
+		return nil
+	}
+	return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
+		strings.Join(s.workspaceNames(), ", "))
 }
 
 // answerPrompt turns clarification answers into a follow-up naming each

@@ -106,3 +106,12 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceEmptyDirectory: a workspace configured with no directory is
+// refused at start instead of meaning the current directory.
+func TestWorkspaceEmptyDirectory(t *testing.T) {
+	t.Parallel()
+	if _, _, err := resolveWorkspaces(AgentConfig{Workspaces: map[string]string{"a": " "}}); err == nil || !strings.Contains(err.Error(), "workspace a") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -710,3 +710,51 @@ func TestWrongMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceRequired: with several workspaces and no default, a run that
+// names none is refused on every route, where it used to run the agent in
+// the gateway's own directory; a follow-up keeps its conversation's.
+func TestWorkspaceRequired(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := hdStart(t, "DOCSTREAM_AGENT_WORKSPACES=a="+a+",b="+b)
+	h.Workspace = a
+	e := h.expectError(t, h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo none"}), 400, "workspace_required")
+	if !strings.Contains(e.Error.Message, "a, b") {
+		t.Errorf("the message does not name the workspaces: %s", e.Error.Message)
+	}
+	h.expectError(t, h.request(t, http.MethodPost, "/v1/chat/completions", map[string]any{
+		"model": "auto", "messages": []map[string]string{{"role": "user", "content": "echo none"}}}), 400, "workspace_required")
+	if n := len(h.starts(t)); n != 0 {
+		t.Fatalf("%d agents started", n)
+	}
+	resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo named", "workspace": "b"})
+	body := h.body(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	realB, _ := filepath.EvalSymlinks(b)
+	if st := h.startOf(t, "echo named"); st["cwd"] != realB {
+		t.Errorf("the agent ran in %v, want %s", st["cwd"], realB)
+	}
+	var r struct {
+		ConversationID string `json:"conversationId"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.ConversationID == "" {
+		t.Fatalf("no conversation: %v %s", err, body)
+	}
+	resp = h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "echo again", "conversationId": r.ConversationID})
+	if b := h.body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("follow-up: status %d: %s", resp.StatusCode, b)
+	}
+	if st := h.startOf(t, "echo again"); st["cwd"] != realB {
+		t.Errorf("the follow-up ran in %v, want its conversation's %s", st["cwd"], realB)
+	}
+}
+

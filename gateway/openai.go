@@ -199,6 +199,9 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
 			return err
 		}
+		if err := s.needWorkspace(spec); err != nil {
+			return err
+		}
 		if !isAlias {
 			if err := s.checkModel(ctx, spec.Model); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -97,6 +98,9 @@ func resolveWorkspaces(cfg AgentConfig) (map[string]string, string, error) {
 	for name, dir := range ws {
 		if !namePattern.MatchString(name) {
 			return nil, "", fmt.Errorf("workspace name %q: use letters, digits, '.', '_' and '-'", name)
+		}
+		if strings.TrimSpace(dir) == "" {
+			return nil, "", fmt.Errorf("workspace %s: the directory is empty", name)
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
