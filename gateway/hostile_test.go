@@ -758,3 +758,47 @@ func TestWorkspaceRequired(t *testing.T) {
 	}
 }
 
+
+// TestAgentStderrRedacted: the agent's stderr goes to clients in an error's
+// details, without the key and header values the gateway gave the agent.
+func TestAgentStderrRedacted(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	const header = "hdr-value-marker"
+	body := "#!/bin/sh\necho \"key=$CURSOR_API_KEY header=" + header + " then the end\" >&2\nexit 3\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := hdStart(t, "DOCSTREAM_AGENT_BINARY="+script, "DOCSTREAM_AGENT_HEADERS=X-Test: "+header)
+	for _, stream := range []bool{false, true} {
+		resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "x", "stream": stream})
+		b := h.body(t, resp)
+		if !bytes.Contains(b, []byte("key=[redacted] header=[redacted] then the end")) {
+			t.Errorf("stream=%v: the stderr is not in the answer, redacted: %s", stream, clip(string(b)))
+		}
+		if bytes.Contains(b, []byte(header)) {
+			t.Errorf("stream=%v: the header value reached the client", stream)
+		}
+	}
+	// hdStart's cleanup fails the test if the key shows in a body or log.
+}
+
+// TestReadyzScriptInterpreter: an agent script whose interpreter is missing
+// cannot start, and /readyz says so.
+func TestReadyzScriptInterpreter(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/nonexistent/interp -x\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "DOCSTREAM_AGENT_BINARY="+script)
+	resp, err := http.Get(s.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte("/nonexistent/interp")) {
+		t.Fatalf("/readyz %d: %s", resp.StatusCode, b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -42,6 +43,9 @@ type CLIBackend struct {
 
 	probeOnce sync.Once
 	hasDebug  bool
+
+	// secrets are masked in the agent's stderr before clients see it.
+	secrets []string
 }
 
 // NewCLIBackend resolves the agent binary and the agent's environment.
@@ -58,8 +62,35 @@ func NewCLIBackend(cfg AgentConfig, environ []string, m *Metrics, demo bool) *CL
 		}
 	}
 	b.env = agentEnv(environ, cfg)
+	b.secrets = agentSecrets(cfg)
 	b.parker = defaultParker()
 	return b
+}
+
+// agentSecrets are the values the gateway hands the agent that its stderr
+// must not pass on to clients: the API key and the header values.
+func agentSecrets(cfg AgentConfig) []string {
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= 4 {
+			out = append(out, v)
+		}
+	}
+	add(cfg.APIKey)
+	for _, h := range cfg.Headers {
+		if _, v, ok := strings.Cut(h, ":"); ok {
+			add(v)
+		}
+	}
+	return out
+}
+
+// redact replaces every secret in s.
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
 }
 
 // Binary returns the agent binary, "" when none was found.
@@ -87,6 +118,36 @@ func (b *CLIBackend) Ready() error {
 	}
 	if st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("agent binary %s is not executable", p)
+	}
+	if err := syscall.Access(p, 1); err != nil { // X_OK, for the gateway's own user
+		return fmt.Errorf("agent binary %s cannot be run by this user: %w", p, err)
+	}
+	return interpreterReady(p)
+}
+
+// interpreterReady checks the interpreter a script names on its #! line:
+// without it the script does not start either.
+func interpreterReady(script string) error {
+	f, err := os.Open(script)
+	if err != nil {
+		return fmt.Errorf("agent binary: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
+	if !ok {
+		return nil
+	}
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return fmt.Errorf("agent binary %s: its #! line names no interpreter", script)
+	}
+	if err := syscall.Access(fields[0], 1); err != nil {
+		return fmt.Errorf("agent binary %s: its interpreter %s cannot be run: %w", script, fields[0], err)
 	}
 	return nil
 }
@@ -456,7 +517,7 @@ func (p *agentProc) outputEnded(readErr error) {
 	}
 	p.pump.close()
 
-	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
+	end := translate.End{Stderr: redact(p.tail.String(), p.b.secrets), Elapsed: time.Since(p.start).Milliseconds()}
 	p.reasonMu.Lock()
 	end.Reason, end.Message = p.reason, p.reasonMsg
 	p.reasonMu.Unlock()
