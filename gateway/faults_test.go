@@ -723,3 +723,56 @@ func hdHeader(head, name string) string {
 	}
 	return ""
 }
+
+// TestShutdownSignals: SIGHUP drains like SIGTERM (it ended the process at
+// once, leaving its clients without done), and a second signal during the
+// drain ends the runs at once instead of after the shutdown timeout.
+func TestShutdownSignals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		sigs  []syscall.Signal
+		least time.Duration // the stream lasts at least this long after the first signal
+		most  time.Duration // and at most this long
+	}{
+		{"SIGHUP", []syscall.Signal{syscall.SIGHUP}, 1500 * time.Millisecond, 10 * time.Second},
+		{"twice", []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, 0, 8 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			timeout := "2s"
+			if len(c.sigs) > 1 {
+				timeout = "60s"
+			}
+			h := hdStart(t, "DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT="+timeout)
+			var first time.Time
+			_, evs := h.stream(t, map[string]any{"prompt": "fault:hang-mid"}, func(id string, ev event) {
+				if ev.Name != documents.EventContentDelta || !first.IsZero() {
+					return
+				}
+				first = time.Now()
+				for i, sig := range c.sigs {
+					if i > 0 {
+						time.Sleep(300 * time.Millisecond)
+					}
+					if err := h.cmd.Process.Signal(sig); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			hdExpectErrorDoc(t, fold(t, evs), documents.CodeShutdown, documents.StopShutdown)
+			if d := time.Since(first); d < c.least || d > c.most {
+				t.Errorf("the stream ended %s after the first signal; want %s to %s", d, c.least, c.most)
+			}
+			select {
+			case <-h.exited:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the gateway did not exit within 10s")
+			}
+			if code := h.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("the gateway exited with %d:\n%s", code, h.Logs())
+			}
+			h.waitNoAgents(t, 2*time.Second)
+		})
+	}
+}

@@ -758,7 +758,6 @@ func TestWorkspaceRequired(t *testing.T) {
 	}
 }
 
-
 // TestAgentStderrRedacted: the agent's stderr goes to clients in an error's
 // details, without the key and header values the gateway gave the agent.
 func TestAgentStderrRedacted(t *testing.T) {

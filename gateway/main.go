@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -160,10 +162,24 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	case <-ctx.Done():
 	}
-	log.Info().Dur("drain", cfg.Server.ShutdownTimeout).Msg("shutting down: draining streams")
+	log.Info().Dur("drain", cfg.Server.ShutdownTimeout).Msg("shutting down: draining streams (a second signal ends the runs now)")
 	drain, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
+	// A second signal cuts the drain short: the runs end at once, with
+	// their shutdown error, and the process exits as it would at the end of
+	// the drain.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(again)
 	done := make(chan struct{})
+	go func() {
+		select {
+		case <-again:
+			log.Warn().Msg("second signal: ending the runs now")
+			cancel()
+		case <-done:
+		}
+	}()
 	go func() {
 		srv.Shutdown(drain)
 		close(done)
