@@ -206,6 +206,51 @@ func TestHugeBodies(t *testing.T) {
 	}
 }
 
+// TestHugeBodyStalled declares a body over the limit and stops sending it,
+// or asks for "100 Continue" first: the 413 comes by the body's read
+// deadline, or at once, and the connection closes after it. (The stalled
+// client never got its 413: after the drain gave up, the server tried to
+// read the rest without a deadline.)
+func TestHugeBodyStalled(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=1048576", "DOCSTREAM_SERVER_READ_BODY_TIMEOUT=2s")
+	for _, c := range []struct {
+		name, expect string
+		within       time.Duration
+	}{
+		{"stalled", "", 8 * time.Second},
+		{"100-continue", "Expect: 100-continue\r\n", time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", h.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n%sContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n",
+				hdClientKey, c.expect)
+			if c.expect == "" {
+				fmt.Fprint(conn, `{"prompt":"`)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer after %s: %v", time.Since(start), err)
+			}
+			h.expectError(t, resp, 413, "too_large")
+			if d := time.Since(start); d > c.within {
+				t.Errorf("the 413 took %s", d)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("the connection stays open after the 413: %v", err)
+			}
+		})
+	}
+}
+
 // TestShortBody sends less body than its Content-Length says and stops
 // sending: the answer is a 400 that says the body could not be read, not a
 // hang or a 500.

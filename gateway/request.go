@@ -110,8 +110,7 @@ var chatFields = map[string]bool{"prompt": true, "messages": true, "conversation
 const drainLimit = 256 << 20
 
 // readBody reads the request body within the configured limit. A larger
-// body is refused with 413 after the rest of it is read and discarded
-// (within drainLimit and 30 seconds).
+// body is refused with 413 (see refuseBody).
 func readBody(c echo.Context, max int64) ([]byte, error) {
 	req := c.Request()
 	if req.ContentLength > max {
@@ -156,15 +155,22 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 // alone cannot make the server allocate.
 const presizedBody = 64 << 10
 
-// refuseBody reads and discards the rest of a body that is over the limit
-// and returns the 413 for it.
+// refuseBody returns the 413 for a body over the limit, and closes the
+// connection after it. A client that sends its body before it reads the
+// answer gets it after the rest of its body is read and discarded (within
+// drainLimit and the body's read deadline); one that waits for "100
+// Continue" gets it at once.
 func refuseBody(c echo.Context, max int64) error {
-	rc := http.NewResponseController(c.Response().Writer)
-	_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	n, _ := io.Copy(io.Discard, io.LimitReader(c.Request().Body, drainLimit))
-	_ = rc.SetReadDeadline(time.Time{})
-	if n >= drainLimit {
-		c.Response().Header().Set("Connection", "close")
+	req := c.Request()
+	c.Response().Header().Set("Connection", "close") // nothing more is read after the answer
+	if !strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue") {
+		rc := http.NewResponseController(c.Response().Writer)
+		if _, set := req.Body.(*trackedBody); !set {
+			// bodyDeadline set none (server.read_body_timeout is 0).
+			_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))
+		_ = rc.SetReadDeadline(time.Now())
 	}
 	return &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
 		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
