@@ -738,10 +738,11 @@ func TestWrongMethods(t *testing.T) {
 	s := startServer(t)
 	for _, r := range []struct{ method, path, allow string }{
 		{http.MethodGet, "/v1/chat", "POST"}, {http.MethodPut, "/v1/chat", "POST"},
-		{http.MethodDelete, "/v1/chat/chat_000000000000000000000000", "GET"},
+		{http.MethodDelete, "/v1/chat/chat_000000000000000000000000", "GET, HEAD"},
 		{http.MethodGet, "/v1/chat/chat_000000000000000000000000/cancel", "POST"},
 		{http.MethodPost, "/v1/chat/chat_000000000000000000000000/stream", "GET"},
-		{http.MethodPost, "/v1/workspaces", "GET"}, {http.MethodPatch, "/v1/cloud/agents/x", "DELETE, GET"},
+		{http.MethodPost, "/v1/workspaces", "GET, HEAD"}, {http.MethodPatch, "/v1/cloud/agents/x", "DELETE, GET"},
+		{http.MethodTrace, "/v1/chat", "POST"},
 	} {
 		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
 		if err != nil {
@@ -752,6 +753,44 @@ func TestWrongMethods(t *testing.T) {
 		}
 		if got := resp.Header.Get("Allow"); got != r.allow {
 			t.Errorf("%s %s: Allow %q, want %q", r.method, r.path, got, r.allow)
+		}
+	}
+}
+
+// TestHeadAndOptions: HEAD is answered as GET without the body on the
+// routes that only read (monitors probe with it; it was a 405), and OPTIONS
+// on an API path names its methods (it was a 404 "no such route").
+func TestHeadAndOptions(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/v1/models", "/v1/models/auto", "/v1/workspaces"} {
+		resp, err := http.DefaultClient.Do(newRequest(t, http.MethodHead, s.URL+path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(b) != 0 {
+			t.Errorf("HEAD %s: %d with %d bytes", path, resp.StatusCode, len(b))
+		}
+	}
+	resp, err := http.DefaultClient.Do(newRequest(t, http.MethodHead, s.URL+"/v1/chat/chat_000000000000000000000000", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("HEAD of an unknown response: %d", resp.StatusCode)
+	}
+	for path, allow := range map[string]string{"/v1/chat": "POST, OPTIONS", "/v1/chat/chat_000000000000000000000000": "GET, HEAD, OPTIONS",
+		"/v1/chat/completions": "POST, OPTIONS"} {
+		resp, err := http.DefaultClient.Do(newRequest(t, http.MethodOptions, s.URL+path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Allow") != allow {
+			t.Errorf("OPTIONS %s: %d, Allow %q, want 204 and %q", path, resp.StatusCode, resp.Header.Get("Allow"), allow)
 		}
 	}
 }

@@ -22,9 +22,18 @@ func (s *Server) routes() *echo.Echo {
 	e.Use(s.observe, s.recoverPanics, s.bodyDeadline, s.cors)
 
 	// Public: health, readiness, metrics and the playground page.
-	e.GET("/healthz", s.handleHealth)
-	e.GET("/readyz", s.handleReady)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
+	// HEAD is answered as GET (net/http drops the body) where a GET only
+	// reads: monitors probe with it.
+	get := func(g interface {
+		GET(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
+		HEAD(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
+	}, path string, h echo.HandlerFunc) {
+		g.GET(path, h)
+		g.HEAD(path, h)
+	}
+	get(e, "/healthz", s.handleHealth)
+	get(e, "/readyz", s.handleReady)
+	get(e, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
 	page := echo.WrapHandler(playground.Handler())
 	e.GET("/", page)
 	e.HEAD("/", page)
@@ -35,16 +44,16 @@ func (s *Server) routes() *echo.Echo {
 	api := e.Group("/v1", s.requireAuth)
 	api.POST("/chat", s.handleChat)
 	api.GET("/chat/ws", s.handleWS)
-	api.GET("/chat/:id", s.handleGetChat)
+	get(api, "/chat/:id", s.handleGetChat)
 	api.GET("/chat/:id/stream", s.handleStream)
 	api.POST("/chat/:id/cancel", s.handleCancel)
-	api.GET("/conversations/:id", s.handleConversation)
-	api.GET("/workspaces", s.handleWorkspaces)
+	get(api, "/conversations/:id", s.handleConversation)
+	get(api, "/workspaces", s.handleWorkspaces)
 
 	// OpenAI-compatible surface.
 	api.POST("/chat/completions", s.handleCompletions)
-	api.GET("/models", s.handleModels)
-	api.GET("/models/:id", s.handleModel)
+	get(api, "/models", s.handleModels)
+	get(api, "/models/:id", s.handleModel)
 
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
@@ -58,7 +67,8 @@ func (s *Server) routes() *echo.Echo {
 	cl.GET("/repositories", s.handleCloudRepositories)
 
 	// The other methods on each /v1 path are a 405 naming the ones it
-	// serves, taken from the routes above.
+	// serves, taken from the routes above; OPTIONS (but a CORS preflight,
+	// which the cors middleware answers) names them with a 204.
 	served := map[string][]string{}
 	for _, r := range e.Routes() {
 		if strings.HasPrefix(r.Path, "/v1/") && slices.Contains(routeMethods, r.Method) {
@@ -68,6 +78,11 @@ func (s *Server) routes() *echo.Echo {
 	for path, methods := range served {
 		slices.Sort(methods)
 		e.Match(methodsBut(methods...), path, onlyMethods(methods...), s.requireAuth)
+		allow := strings.Join(append(methods, http.MethodOptions), ", ")
+		e.OPTIONS(path, func(c echo.Context) error {
+			c.Response().Header().Set("Allow", allow)
+			return c.NoContent(http.StatusNoContent)
+		}, s.requireAuth)
 	}
 	return e
 }
@@ -80,7 +95,7 @@ func isOpenAIRoute(path string) bool {
 
 // routeMethods are the methods routes serve or refuse with a 405 (OPTIONS
 // is the CORS preflight's).
-var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodTrace}
 
 // methodsBut lists the methods a route does not serve.
 func methodsBut(allowed ...string) []string {
