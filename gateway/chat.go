@@ -25,14 +25,22 @@ func (s *Server) handleChat(c echo.Context) error {
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
 		return err
 	}
+	// The answer streams when the body says so, unless the query says
+	// otherwise.
+	stream := req.Stream != nil && *req.Stream
+	if q := queryValue(c.Request().URL.RawQuery, "stream"); q != "" {
+		v, err := strconv.ParseBool(q)
+		if err != nil {
+			err := errBadRequest("bad_query", "?stream=%q: use true or false", q)
+			s.reject(err)
+			return err
+		}
+		stream = v
+	}
 	spec, err := s.chatSpec(c.Request().Context(), &req)
 	if err != nil {
 		s.reject(err)
 		return err
-	}
-	stream := req.Stream != nil && *req.Stream
-	if q := queryValue(c.Request().URL.RawQuery, "stream"); q != "" {
-		stream, _ = strconv.ParseBool(q)
 	}
 	// A stream's headers go out before the run starts (streamRun launches
 	// it), so that they never wait behind the agent's spawn.

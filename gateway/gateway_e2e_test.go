@@ -421,6 +421,17 @@ func TestE2EStreamSelection(t *testing.T) {
 		t.Errorf("?stream=true with stream:false: %s", got.Status)
 	}
 
+	for _, q := range []string{"yes", "", "tru"} {
+		resp := s.e2eDo(t, http.MethodPost, "/v1/chat?stream="+q+"&x=1", map[string]any{"prompt": "echo bad query"})
+		if q == "" {
+			readAll(t, resp) // no value: the body decides
+			continue
+		}
+		if code, _ := e2eErrorBody(t, resp, http.StatusBadRequest); code != "bad_query" {
+			t.Errorf("?stream=%s: %s", q, code)
+		}
+	}
+
 	resp := s.e2eDo(t, http.MethodPost, "/v1/chat?stream=false", map[string]any{"prompt": "echo as json", "stream": true})
 	b := readAll(t, resp)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {

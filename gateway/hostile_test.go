@@ -251,6 +251,29 @@ func TestHugeBodyStalled(t *testing.T) {
 	}
 }
 
+// TestEncodedBody: a compressed body is a 415 that says so, on both kinds
+// of route, where gzip was a misleading 400 bad_json and br ran the agent
+// on whatever the bytes were.
+func TestEncodedBody(t *testing.T) {
+	t.Parallel()
+	h := hdStart(t)
+	for _, path := range []string{"/v1/chat", "/v1/chat/completions"} {
+		for _, enc := range []string{"gzip", "br"} {
+			body := map[string]any{"prompt": "x", "model": "auto", "messages": []map[string]string{{"role": "user", "content": "x"}}}
+			if path == "/v1/chat" {
+				body = map[string]any{"prompt": "x"}
+			}
+			e := h.expectError(t, h.request(t, http.MethodPost, path, body, "Content-Encoding", enc), 415, "unsupported_encoding")
+			if !strings.Contains(e.Error.Message, enc) {
+				t.Errorf("%s %s: %s", path, enc, e.Error.Message)
+			}
+		}
+	}
+	if n := len(h.starts(t)); n != 0 {
+		t.Errorf("%d agents started", n)
+	}
+}
+
 // TestShortBody sends less body than its Content-Length says and stops
 // sending: the answer is a 400 that says the body could not be read, not a
 // hang or a 500.

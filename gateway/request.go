@@ -113,6 +113,10 @@ const drainLimit = 256 << 20
 // body is refused with 413 (see refuseBody).
 func readBody(c echo.Context, max int64) ([]byte, error) {
 	req := c.Request()
+	if ce := strings.TrimSpace(req.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil, &HTTPError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_encoding",
+			Message: fmt.Sprintf("Content-Encoding %q is not accepted: send the body uncompressed", ce)}
+	}
 	if req.ContentLength > max {
 		return nil, refuseBody(c, max)
 	}
