@@ -355,7 +355,7 @@ func TestFaultMatrix(t *testing.T) {
 	cases := []tc{
 		{name: "exit-signal", prompt: "fault:exit-signal", check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 			d := hdExpectErrorDoc(t, cr, documents.CodeAgentExited, documents.StopAgentExit)
-			if !strings.Contains(fmt.Sprint(d["content"]), "killed") {
+			if !strings.Contains(fmt.Sprint(d["content"]), "killed by signal SIGKILL") {
 				t.Errorf("the error does not say the agent was killed: %v", d["content"])
 			}
 			if !strings.Contains(hdText(cr), "Working on it") {

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/docstream/docstream/documents"
 	"github.com/docstream/docstream/translate"
 )
@@ -553,6 +555,9 @@ func lastPid() int {
 // exitStatus returns the exit code (-1 when killed) and the signal name.
 func exitStatus(st *os.ProcessState) (int, string) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if name := unix.SignalName(ws.Signal()); name != "" {
+			return -1, name // SIGKILL, where String() says "killed"
+		}
 		return -1, ws.Signal().String()
 	}
 	return st.ExitCode(), ""
