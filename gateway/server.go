@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -43,6 +44,9 @@ type Server struct {
 	models           *modelCache
 	auth             *authenticator
 	echo             *echo.Echo
+	// stopping is closed when the gateway starts to shut down.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // NewServer builds the gateway from its dependencies.
@@ -53,7 +57,7 @@ func NewServer(d Deps) (*Server, error) {
 	if d.Store == nil {
 		d.Store = NewMemoryStore()
 	}
-	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, cloud: d.Cloud}
+	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, cloud: d.Cloud, stopping: make(chan struct{})}
 	s.cli = NewCLIBackend(d.Config.Agent, d.Environ, d.Metrics, d.Config.Demo)
 	ws, def, err := resolveWorkspaces(d.Config.Agent)
 	if err != nil {
@@ -80,7 +84,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 func (s *Server) Registry() *Registry { return s.reg }
 
 // Shutdown drains the runs (see Registry.Shutdown).
-func (s *Server) Shutdown(ctx context.Context) { s.reg.Shutdown(ctx) }
+func (s *Server) Shutdown(ctx context.Context) {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.reg.Shutdown(ctx)
+}
 
 // resolveWorkspaces resolves the configured workspace directories through
 // their symlinks. Without any, the current directory is the workspace

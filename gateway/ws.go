@@ -59,6 +59,36 @@ func (s *Server) handleWS(c echo.Context) error {
 	chats := 0
 	var mu sync.Mutex
 	var current *Run
+	var following chan struct{} // closed when the last turn's events are sent
+	// At shutdown the socket closes with "going away", once the running
+	// turn's events, its error and done included, are sent.
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stopping:
+		}
+		for {
+			mu.Lock()
+			f := following
+			mu.Unlock()
+			if f == nil {
+				break
+			}
+			select {
+			case <-f:
+			case <-ctx.Done():
+				return
+			}
+			mu.Lock()
+			again := following != f
+			mu.Unlock()
+			if !again {
+				break
+			}
+		}
+		_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
+	}()
 	send := func(m wsMessage) error {
 		b, err := json.Marshal(m, jsontext.AllowInvalidUTF8(true))
 		if err != nil {
@@ -144,7 +174,12 @@ func (s *Server) handleWS(c echo.Context) error {
 			if send(wsMessage{Type: "accepted", Data: accepted}) != nil {
 				return nil
 			}
+			followed := make(chan struct{})
+			mu.Lock()
+			following = followed
+			mu.Unlock()
 			go func() {
+				defer close(followed)
 				// The turn is over once done goes out: the client may send
 				// the next chat before this goroutine returns.
 				release := func() {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -390,5 +391,44 @@ func TestWSNoWriteTimeout(t *testing.T) {
 	time.Sleep(600 * time.Millisecond) // six heartbeats
 	c.send(map[string]any{"type": "cancel"})
 	for m := c.read(); m.Type != documents.EventDone; m = c.read() {
+	}
+}
+
+// TestWSShutdownGoingAway: at shutdown an idle socket is closed with "going
+// away" at once, and a socket whose turn runs gets the turn's shutdown
+// error and done first (both were dropped without a close frame).
+func TestWSShutdownGoingAway(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s")
+	idle, busy := s.dialWS(t), s.dialWS(t)
+	busy.send(map[string]any{"type": "chat", "prompt": "fault:hang-mid"})
+	busy.accepted()
+	for m := busy.read(); m.Type != documents.EventContentDelta; m = busy.read() {
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, _, err := idle.conn.Read(idle.ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Errorf("the idle socket ended with %v, want going away", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the idle socket was closed %s after SIGTERM", d)
+	}
+	sawError := false
+	for {
+		m := busy.read()
+		if m.Type == documents.EventDocumentEnd && strings.Contains(string(m.Data), documents.CodeShutdown) {
+			sawError = true
+		}
+		if m.Type == documents.EventDone {
+			break
+		}
+	}
+	if !sawError {
+		t.Errorf("the running turn got no SHUTDOWN error")
+	}
+	if _, _, err := busy.conn.Read(busy.ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Errorf("after done the socket ended with %v, want going away", err)
 	}
 }
