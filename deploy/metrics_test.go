@@ -54,6 +54,7 @@ var contractMetrics = map[string]struct {
 	"docstream_stream_direct_frames_total":     {dto.MetricType_COUNTER, nil},
 	"docstream_connections_open":               {dto.MetricType_GAUGE, nil},
 	"docstream_connections_limit":              {dto.MetricType_GAUGE, nil},
+	"docstream_store_write_errors_total":       {dto.MetricType_COUNTER, nil},
 }
 
 // targetLabels are attached by Prometheus (or the Prometheus Operator) at

@@ -30,6 +30,7 @@ type Metrics struct {
 	Subscribers     prometheus.Gauge
 	DirectFrames    prometheus.Counter
 	ConnectionLimit prometheus.Gauge
+	StoreErrors     prometheus.Counter
 	// Connections counts the client connections open now.
 	Connections atomic.Int64
 }
@@ -73,10 +74,12 @@ func NewMetrics() *Metrics {
 			Help: "SSE frames written to a caught-up stream by the run as it produced them, without waking the stream."}),
 		ConnectionLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_connections_limit",
 			Help: "Client connections served at once; more are answered 503 too_many_connections."}),
+		StoreErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_store_write_errors_total",
+			Help: "Writes to the store (turns, conversations, history fingerprints) that failed: what they held was served but is not kept."}),
 	}
 	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
 		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers, m.DirectFrames,
-		m.ConnectionLimit, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
+		m.ConnectionLimit, m.StoreErrors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
 			func() float64 { return float64(m.Connections.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {

@@ -218,7 +218,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	remember := func(ev documents.Event) {
 		reply.Event(ev)
 		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
-			_ = s.store.PutFingerprint(context.Background(), fingerprint(thread, reply.Content(), model), *d.ConversationID)
+			s.reg.storeWrote(s.store.PutFingerprint(context.Background(), fingerprint(thread, reply.Content(), model), *d.ConversationID))
 		}
 	}
 	run, err := s.prepare(spec)

@@ -303,6 +303,28 @@ type Registry struct {
 	closing atomic.Bool
 	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
 	maxLine int
+	// storeErr is the error of the last store write, nil when it worked.
+	storeErr atomic.Pointer[error]
+}
+
+// storeWrote records how a store write went.
+func (g *Registry) storeWrote(err error) {
+	if err == nil {
+		if g.storeErr.Load() != nil {
+			g.storeErr.Store(nil)
+		}
+		return
+	}
+	g.metrics.StoreErrors.Inc()
+	g.storeErr.Store(&err)
+}
+
+// StoreError returns the error of the last store write, if it failed.
+func (g *Registry) StoreError() error {
+	if p := g.storeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // NewRegistry returns a registry running backends by name.
@@ -714,7 +736,9 @@ func (g *Registry) saveConversation(r *Run) {
 	}
 	s := r.Spec
 	c := Conversation{ID: r.conv, SessionID: r.conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}
-	if err := g.store.PutConversation(context.Background(), c); err != nil {
+	err := g.store.PutConversation(context.Background(), c)
+	g.storeWrote(err)
+	if err != nil {
 		g.log.Warn().Err(err).Msg("saving the conversation")
 	}
 }
@@ -738,7 +762,9 @@ func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) (saved bool) {
 	}
 	t := Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
 		Created: r.started, Response: b}
-	if err := g.store.PutTurn(context.Background(), t); err != nil {
+	err = g.store.PutTurn(context.Background(), t)
+	g.storeWrote(err)
+	if err != nil {
 		g.log.Warn().Err(err).Msg("saving the response")
 		return false
 	}

@@ -168,6 +168,12 @@ func (s *Server) handleReady(c echo.Context) error {
 	if err := s.store.Ping(c.Request().Context()); err != nil {
 		storeStatus = err.Error()
 		status, code = "not_ready", http.StatusServiceUnavailable
+	} else if err := s.reg.StoreError(); err != nil {
+		// Runs are served, but what they answer is not kept.
+		storeStatus = "the last write failed: " + err.Error()
+		if status == "ready" {
+			status = "degraded"
+		}
 	}
 	if s.reg.closing.Load() {
 		status, code = "shutting_down", http.StatusServiceUnavailable
