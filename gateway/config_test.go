@@ -115,3 +115,38 @@ func TestWorkspaceEmptyDirectory(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestStorePathChecked: a store path that cannot be a database file is
+// refused before a lock file is made beside it (/dev/null left
+// /dev/docstream.lock behind), and ~ is not taken for a directory name.
+func TestStorePathChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, p := range []string{"/dev/null", dir, "~/ds/docstream.db"} {
+		if err := checkStorePath(p); err == nil {
+			t.Errorf("%s: accepted", p)
+		}
+	}
+	for _, p := range []string{"", dir + "/docstream.db", dir + "/new/docstream.db"} {
+		if err := checkStorePath(p); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+}
+
+// TestConsoleLogWithoutTerminal: log.format console writes no colour codes
+// where the output is not a terminal.
+func TestConsoleLogWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log := newLogger(LogConfig{Format: "console", Level: "info"}, f)
+	log.Info().Str("k", "v").Msg("hello")
+	b, _ := os.ReadFile(f.Name())
+	if !strings.Contains(string(b), "hello") || strings.Contains(string(b), "\x1b[") {
+		t.Errorf("console log in a file: %q", b)
+	}
+}

@@ -21,6 +21,19 @@ func DataDir(path string) string {
 	return filepath.Dir(path)
 }
 
+// checkStorePath refuses a SQLite store path that cannot be a database
+// file, before anything is made beside it.
+func checkStorePath(path string) error {
+	path = storePath(path)
+	if strings.HasPrefix(path, "~") {
+		return fmt.Errorf("store.path %q: ~ is not expanded; give an absolute path, or one relative to the working directory", path)
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("store.path %s is not a regular file: name the database file, such as %s", path, filepath.Join(path, "docstream.db"))
+	}
+	return nil
+}
+
 // writableDir creates dir if needed and checks that a file can be made in
 // it.
 func writableDir(dir string) error {

@@ -90,6 +90,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	dataDir := ""
 	if cfg.Store.Driver == "sqlite" {
+		if err := checkStorePath(cfg.Store.Path); err != nil {
+			return err
+		}
 		dataDir = DataDir(cfg.Store.Path)
 		lock, err := LockDataDir(dataDir)
 		if err != nil {
@@ -221,14 +224,12 @@ func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	out := w
-	console := cfg.Format == "console"
-	if cfg.Format == "auto" || cfg.Format == "" {
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			console = true
-		}
-	}
+	f, ok := w.(*os.File)
+	tty := ok && isatty.IsTerminal(f.Fd())
+	console := cfg.Format == "console" || (cfg.Format == "auto" || cfg.Format == "") && tty
 	if console {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.Kitchen}
+		// Colours only on a terminal: in a file they are escape codes.
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.Kitchen, NoColor: !tty}
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
 }
