@@ -587,7 +587,7 @@ func TestOpenAIModels(t *testing.T) {
 	for _, r := range []struct{ method, path, allow string }{
 		{http.MethodGet, "/v1/chat/completions", "POST"}, {http.MethodPut, "/v1/chat/completions", "POST"},
 		{http.MethodDelete, "/v1/chat/completions", "POST"}, {http.MethodPatch, "/v1/chat/completions", "POST"},
-		{http.MethodPost, "/v1/models", "GET"}, {http.MethodDelete, "/v1/models/sim-smart", "GET"},
+		{http.MethodPost, "/v1/models", "GET, HEAD"}, {http.MethodDelete, "/v1/models/sim-smart", "GET, HEAD"},
 	} {
 		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
 		if err != nil {
