@@ -215,8 +215,9 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindResult:
 		s.result(ev.Result, 0)
 	case KindError:
+		// The text goes on around the error: its open document, a fence
+		// in it, and the segment that later snapshots repeat stay open.
 		s.ensureStarted()
-		s.breakText()
 		msg := pairSurrogates(ev.Text)
 		if msg == "" {
 			msg = "the agent reported an error"
@@ -231,7 +232,6 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindOversize:
 		s.stats.Oversize++
 		s.ensureStarted()
-		s.breakText()
 		limit := s.opts.MaxLine
 		if limit <= 0 {
 			limit = DefaultMaxLine
@@ -394,15 +394,6 @@ func (s *Segmenter) endSegment() {
 	}
 	s.seg = s.seg[:0]
 	s.segMCID, s.segHasText, s.sealed = false, false, false
-}
-
-// breakText ends the open text or code document, so that a document can
-// come between (an error), but not the segment: a snapshot after it still
-// repeats what the segment streamed before it, and is not shown again.
-func (s *Segmenter) breakText() {
-	if len(s.seg) > 0 {
-		s.lex.End()
-	}
 }
 
 // lexerSink
