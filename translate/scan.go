@@ -414,6 +414,52 @@ func eachMember(obj []byte, fn memberFunc) bool {
 	return false
 }
 
+// walkObject calls fn for each member of the object whose '{' is b[i], cut
+// from a validated line, with the member's name as written (quoted) and
+// where its value starts; fn reads the value and returns where it ends, or
+// -1 to stop. walkObject returns the index after the object, or -1. Where
+// eachMember finds a value's end before its callback reads the value, here
+// the value is read once.
+func walkObject(b []byte, i int, fn func(name []byte, vs int) int) int {
+	if i >= len(b) || b[i] != '{' {
+		return -1
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for i < len(b) && b[i] == '"' {
+		start := i
+		nameEnd := skipStringFast(b, i)
+		if nameEnd < 0 {
+			return -1
+		}
+		i = skipWS(b, nameEnd)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		vs := skipWS(b, i+1)
+		if vs >= len(b) {
+			return -1
+		}
+		if i = fn(b[start:nameEnd], vs); i <= vs {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '}':
+			return i + 1
+		case ',':
+			i = skipWS(b, i+1)
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
 // eachElement calls fn for each element of arr, a JSON array cut from a
 // validated line, and reports whether it read the whole array.
 func eachElement(arr []byte, fn func(elem []byte)) bool {

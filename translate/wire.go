@@ -445,57 +445,106 @@ general:
 // messageText extracts the text of a message object: its content as a
 // string, or its text blocks in order.
 func messageText(v jsontext.Value) string {
-	var content []byte
-	eachMember(v, func(name, val []byte, _, _ int) {
+	text := ""
+	walkObject(v, 0, func(name []byte, vs int) int {
 		if nameIs(name, "content") {
-			content = val
+			t, end := contentAt(v, vs)
+			text = t
+			return end
 		}
+		return skipFast(v, vs)
 	})
-	return contentText(content)
+	return text
 }
 
 // contentText reads a message content: a string, or an array of blocks of
 // which those of type "text" (or of no type) count.
 func contentText(c jsontext.Value) string {
-	switch c.Kind() {
+	if len(c) == 0 {
+		return ""
+	}
+	t, _ := contentAt(c, 0)
+	return t
+}
+
+// contentAt reads the message content whose value starts at b[i] (see
+// contentText) and returns its text and where the value ends, or -1.
+func contentAt(b []byte, i int) (string, int) {
+	if i >= len(b) {
+		return "", -1
+	}
+	switch b[i] {
 	case '"':
-		return textStr(c)
+		end := skipStringFast(b, i)
+		if end < 0 {
+			return "", -1
+		}
+		return textStr(b[i:end]), end
 	case '[':
-		// Usually one text block: its string is the text, with no joining.
-		var first []byte
-		var joined *strings.Builder
-		eachElement(c, func(elem []byte) {
-			var typ, text []byte
-			if !eachMember(elem, func(name, val []byte, _, _ int) {
-				switch {
-				case nameIs(name, "type"):
-					typ = val
-				case nameIs(name, "text"):
-					text = val
-				}
-			}) {
-				return
-			}
-			if (typ != nil && string(typ) != `"text"` && string(typ) != `""`) || len(text) == 0 || text[0] != '"' {
-				return
-			}
-			switch {
-			case first == nil:
-				first = text
-			case joined == nil:
-				joined = &strings.Builder{}
-				joined.WriteString(textStr(first))
-				fallthrough
-			default:
-				joined.WriteString(textStr(text))
-			}
-		})
+	default:
+		return "", skipFast(b, i)
+	}
+	// Usually one text block: its string is the text, with no joining.
+	var first []byte
+	var joined *strings.Builder
+	text := func() string {
 		if joined != nil {
 			return joined.String()
 		}
 		return textStr(first)
 	}
-	return ""
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return "", i + 1
+	}
+	for i < len(b) {
+		start := i
+		var end int
+		if b[i] != '{' {
+			end = skipFast(b, i)
+		} else {
+			var typ, txt []byte
+			end = walkObject(b, i, func(name []byte, vs int) int {
+				e := skipFast(b, vs)
+				if e > vs {
+					switch {
+					case nameIs(name, "type"):
+						typ = b[vs:e]
+					case nameIs(name, "text"):
+						txt = b[vs:e]
+					}
+				}
+				return e
+			})
+			if end > start && (typ == nil || string(typ) == `"text"` || string(typ) == `""`) && len(txt) > 0 && txt[0] == '"' {
+				switch {
+				case first == nil:
+					first = txt
+				case joined == nil:
+					joined = &strings.Builder{}
+					joined.WriteString(textStr(first))
+					fallthrough
+				default:
+					joined.WriteString(textStr(txt))
+				}
+			}
+		}
+		if end <= start {
+			return text(), -1
+		}
+		if i = skipWS(b, end); i >= len(b) {
+			return text(), -1
+		}
+		switch b[i] {
+		case ']':
+			return text(), i + 1
+		case ',':
+			i = skipWS(b, i+1)
+		default:
+			return text(), -1
+		}
+	}
+	return text(), -1
 }
 
 // errorText extracts a message from an error object.
@@ -519,12 +568,18 @@ func errorText(v jsontext.Value) string {
 // by tc afterwards: its parts are kept without copies.
 func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
 	var otherName, other []byte // an object of a kind not named …ToolCall
-	eachMember(raw, func(nameQ, v []byte, _, _ int) {
+	walkObject(raw, 0, func(nameQ []byte, vs int) int {
 		name := unquoteName(nameQ)
-		switch {
-		case bytes.HasSuffix(name, []byte("ToolCall")) && v[0] == '{':
+		if raw[vs] == '{' && bytes.HasSuffix(name, []byte("ToolCall")) {
 			tc.Kind = toolKind(name)
-			parseToolInner(v, tc)
+			return parseToolInnerAt(raw, vs, tc)
+		}
+		end := skipFast(raw, vs)
+		if end <= vs {
+			return end
+		}
+		v := raw[vs:end]
+		switch {
 		case string(name) == "function" && v[0] == '{':
 			tc.Kind = "function"
 			parseFunction(v, tc)
@@ -538,9 +593,10 @@ func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
 			tc.CompletedAtMs = num(v)
 		case string(name) == "result":
 			tc.Result = v
-		case other == nil && len(v) > 0 && v[0] == '{' && hasArgsOrResult(v):
+		case other == nil && v[0] == '{' && hasArgsOrResult(v):
 			otherName, other = name, v
 		}
+		return end
 	})
 	if tc.Kind == "" && other != nil {
 		tc.Kind = string(otherName)
@@ -582,8 +638,21 @@ func toolKind(name []byte) string {
 // parseToolInner reads {args, result, description, name} or a legacy inner
 // object whose members are the arguments themselves.
 func parseToolInner(raw jsontext.Value, tc *ToolCall) {
+	if len(raw) > 0 {
+		parseToolInnerAt(raw, 0, tc)
+	}
+}
+
+// parseToolInnerAt is parseToolInner for the object whose '{' is b[i]; it
+// returns where the object ends, or -1.
+func parseToolInnerAt(b []byte, i int, tc *ToolCall) int {
 	var args, result jsontext.Value
-	eachMember(raw, func(name, v []byte, _, _ int) {
+	end := walkObject(b, i, func(name []byte, vs int) int {
+		e := skipFast(b, vs)
+		if e <= vs {
+			return e
+		}
+		v := b[vs:e]
 		switch {
 		case nameIs(name, "args"):
 			args = v
@@ -594,12 +663,14 @@ func parseToolInner(raw jsontext.Value, tc *ToolCall) {
 		case nameIs(name, "name"):
 			tc.Name = str(v)
 		}
+		return e
 	})
 	tc.Args, tc.Result = args, result
-	if tc.Args == nil && tc.Result == nil {
+	if tc.Args == nil && tc.Result == nil && end > i {
 		// Legacy layout: {"path": …, "contents": …} carries the arguments directly.
-		tc.Args = raw
+		tc.Args = b[i:end]
 	}
+	return end
 }
 
 // parseFunction reads a generic {name, arguments} call; arguments may be an
