@@ -309,7 +309,8 @@ func stripToolCallID(args jsontext.Value) jsontext.Value {
 	if args.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
-	if !bytes.Contains(args, []byte(`"toolCallId"`)) {
+	// A name can hide its letters only in \u00XX escapes.
+	if !bytes.Contains(args, []byte(`"toolCallId"`)) && !bytes.Contains(args, []byte(`\u00`)) {
 		return args
 	}
 	out := make([]byte, 0, len(args))

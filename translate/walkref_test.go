@@ -186,3 +186,18 @@ func FuzzWalkers(f *testing.F) {
 	})
 }
 
+// TestStripToolCallIDEscaped: the toolCallId member goes when its name is
+// written with escapes too (it stayed in the arguments).
+func TestStripToolCallIDEscaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"path":"a","toolCallId":"c1"}`:      `{"path":"a"}`,
+		`{"path":"a","toolCall\u0049d":"c1"}`: `{"path":"a"}`,
+		`{"\u0074oolCallId":"c1","path":"a"}`: `{"path":"a"}`,
+		`{"path":"a\u00e9","other":"c1"}`:     `{"path":"a\u00e9","other":"c1"}`,
+		`{"path":"toolCallId","x":"\u0041"}`:  `{"path":"toolCallId","x":"\u0041"}`,
+	} {
+		if got := string(stripToolCallID(jsontext.Value(in))); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
