@@ -98,12 +98,16 @@ type Run struct {
 	finished bool
 	// final is the finished response until the store holds it and no
 	// client is attached; then the store answers for it (see Response).
-	final   *documents.ChatResponse
-	saved   bool
-	launch  func()        // starts the run once (see Registry.Prepare)
-	kill    chan struct{} // made when first asked for (see KillNow)
-	killed  bool
-	observe []func(documents.Event)
+	final *documents.ChatResponse
+	saved bool
+	// Launch starts the run once, with the context and backend Prepare
+	// gave it.
+	launched atomic.Bool
+	runCtx   context.Context
+	backend  Backend
+	kill     chan struct{} // made when first asked for (see KillNow)
+	killed   bool
+	observe  []func(documents.Event)
 	// keptBytes is what the finished run counts in keep_finished_bytes
 	// (its log, prompt and runOverhead) while the registry keeps it; 0
 	// otherwise.
@@ -426,7 +430,7 @@ func (g *Registry) Prepare(spec *RunSpec) (*Run, error) {
 		g.turns[conv] = r
 	}
 	g.mu.Unlock()
-	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
+	r.runCtx, r.backend = ctx, backend
 	return r, nil
 }
 
@@ -478,7 +482,11 @@ func errConversationBusy(id string) *HTTPError {
 }
 
 // Launch starts a prepared run; later calls do nothing.
-func (r *Run) Launch() { r.launch() }
+func (r *Run) Launch() {
+	if r.launched.CompareAndSwap(false, true) {
+		go r.reg.execute(r.runCtx, r, r.backend)
+	}
+}
 
 // starter is a Backend that does not hold a goroutine while its agent is
 // quiet: Start returns once the agent is quiet (or done), and done is

@@ -190,29 +190,15 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	if body[0] != '{' {
 		return errBadRequest("bad_json", "the request body must be a JSON object")
 	}
-	if known != nil {
-		dec := jsontext.NewDecoder(bytes.NewReader(body))
-		if _, err := dec.ReadToken(); err != nil {
-			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
-		}
-		for dec.PeekKind() == '"' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
-			}
-			if !known[name.String()] {
-				return errBadRequest("unknown_field", "unknown field %q in the request body", name.String())
-			}
-			if err := dec.SkipValue(); err != nil {
-				return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
-			}
-		}
-	}
 	var opts []json.Options
 	if known != nil {
 		opts = append(opts, json.RejectUnknownMembers(true))
 	}
 	if err := json.Unmarshal(body, v, opts...); err != nil {
+		// An unknown field is named first, wherever it stands.
+		if err := unknownField(body, known); err != nil {
+			return err
+		}
 		var se *json.SemanticError
 		if errors.As(err, &se) && errors.Is(se.Err, json.ErrUnknownName) {
 			return errBadRequest("unknown_field", "unknown field %q in the request body", strings.TrimPrefix(string(se.JSONPointer), "/"))
@@ -221,6 +207,32 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 			return errBadRequest("bad_field", "field %s %s", strings.TrimPrefix(string(se.JSONPointer), "/"), wrongType(se))
 		}
 		return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// unknownField returns the error for the first member of the object in
+// body that known does not list (none when known is nil), or for body not
+// being JSON.
+func unknownField(body []byte, known map[string]bool) error {
+	if known == nil {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.ReadToken(); err != nil {
+		return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+		}
+		if !known[name.String()] {
+			return errBadRequest("unknown_field", "unknown field %q in the request body", name.String())
+		}
+		if err := dec.SkipValue(); err != nil {
+			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
+		}
 	}
 	return nil
 }
