@@ -198,10 +198,8 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 			if conv.Backend == "cloud" {
 				return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
 			}
-			if req.Workspace == "" && conv.Workspace != "" {
-				if dir, ok := s.workspaces[conv.Workspace]; ok {
-					spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
-				}
+			if req.Workspace == "" {
+				s.conversationWorkspace(spec, conv)
 			}
 		}
 	}
@@ -228,6 +226,14 @@ func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
 	}
 	spec.Workspace, spec.WorkspaceName = dir, name
 	return nil
+}
+
+// conversationWorkspace sets the run's directory to its conversation's
+// workspace, when that is still configured.
+func (s *Server) conversationWorkspace(spec *RunSpec, conv Conversation) {
+	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
+		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
+	}
 }
 
 // needWorkspace refuses a run that names no workspace where there is no

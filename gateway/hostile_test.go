@@ -863,6 +863,38 @@ func TestWorkspaceRequired(t *testing.T) {
 	if st := h.startOf(t, "echo again"); st["cwd"] != realB {
 		t.Errorf("the follow-up ran in %v, want its conversation's %s", st["cwd"], realB)
 	}
+	// The OpenAI route resumes sessions the same way: by conversation_id,
+	// and by a history it has answered (it was workspace_required).
+	user := func(text string) map[string]string { return map[string]string{"role": "user", "content": text} }
+	resp = h.request(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto",
+		"conversation_id": r.ConversationID, "messages": []map[string]string{user("echo openai again")}})
+	if b := h.body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("OpenAI follow-up: status %d: %s", resp.StatusCode, b)
+	}
+	if st := h.startOf(t, "echo openai again"); st["cwd"] != realB {
+		t.Errorf("the OpenAI follow-up ran in %v, want its conversation's %s", st["cwd"], realB)
+	}
+	resp = h.request(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto", "workspace": "b",
+		"messages": []map[string]string{user("echo first")}})
+	body = h.body(t, resp)
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil || resp.StatusCode != 200 || len(c.Choices) != 1 {
+		t.Fatalf("OpenAI first turn: %d %v %s", resp.StatusCode, err, body)
+	}
+	resp = h.request(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto",
+		"messages": []map[string]string{user("echo first"), {"role": "assistant", "content": c.Choices[0].Message.Content}, user("echo by history")}})
+	if b := h.body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("OpenAI history follow-up: status %d: %s", resp.StatusCode, b)
+	}
+	if st := h.startOf(t, "echo by history"); st["cwd"] != realB {
+		t.Errorf("the history follow-up ran in %v, want its conversation's %s", st["cwd"], realB)
+	}
 }
 
 // TestAgentStderrRedacted: the agent's stderr goes to clients in an error's

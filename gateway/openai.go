@@ -199,6 +199,12 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
 			return err
 		}
+		if req.Workspace == "" && conv != "" && s.store != nil {
+			// A resumed session goes on where it ran, as on /v1/chat.
+			if c, _, err := s.store.Conversation(ctx, conv); err == nil {
+				s.conversationWorkspace(spec, c)
+			}
+		}
 		if err := s.needWorkspace(spec); err != nil {
 			return err
 		}
