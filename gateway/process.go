@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"golang.org/x/sys/unix"
 
 	"github.com/docstream/docstream/documents"
@@ -70,27 +71,56 @@ func NewCLIBackend(cfg AgentConfig, environ []string, m *Metrics, demo bool) *CL
 }
 
 // agentSecrets are the values the gateway hands the agent that its stderr
-// must not pass on to clients: the API key and the header values.
+// must not pass on to clients: the API key and the header values, each
+// also as its words (a token after "Bearer") and as JSON escapes it, with
+// and without escaping what is beyond ASCII. The longest come first, so
+// that a secret that begins another does not leave the other's rest.
 func agentSecrets(cfg AgentConfig) []string {
+	seen := map[string]bool{}
 	var out []string
 	add := func(v string) {
-		if v = strings.TrimSpace(v); len(v) >= 4 {
+		if v = strings.TrimSpace(v); len(v) >= 4 && !seen[v] {
+			seen[v] = true
 			out = append(out, v)
 		}
 	}
-	add(cfg.APIKey)
-	for _, h := range cfg.Headers {
-		if _, v, ok := strings.Cut(h, ":"); ok {
-			add(v)
+	addValue := func(v string) {
+		forms := []string{v}
+		for _, w := range strings.Fields(v) {
+			if len(w) >= 8 {
+				forms = append(forms, w)
+			}
+		}
+		for _, f := range forms {
+			add(f)
+			q, _ := jsontext.AppendQuote(nil, f)
+			add(string(q[1 : len(q)-1]))
+			add(strings.Trim(strconv.QuoteToASCII(f), `"`))
 		}
 	}
+	addValue(cfg.APIKey)
+	for _, h := range cfg.Headers {
+		if _, v, ok := strings.Cut(h, ":"); ok {
+			addValue(v)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 
-// redact replaces every secret in s.
+// redact replaces every secret in s, and the end of one that s begins
+// with: a tail of the agent's stderr may start within a secret.
 func redact(s string, secrets []string) string {
 	for _, v := range secrets {
 		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	for _, v := range secrets {
+		for k := len(v) - 1; k >= 4; k-- {
+			if strings.HasPrefix(s, v[len(v)-k:]) {
+				s = "[redacted]" + s[k:]
+				break
+			}
+		}
 	}
 	return s
 }
