@@ -213,13 +213,18 @@ func TestHugeBodies(t *testing.T) {
 // read the rest without a deadline.)
 func TestHugeBodyStalled(t *testing.T) {
 	t.Parallel()
-	h := hdStart(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=1048576", "DOCSTREAM_SERVER_READ_BODY_TIMEOUT=2s")
+	h := hdStart(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=1024", "DOCSTREAM_SERVER_READ_BODY_TIMEOUT=2s")
 	for _, c := range []struct {
-		name, expect string
-		within       time.Duration
+		name, head, body string
+		within           time.Duration
 	}{
-		{"stalled", "", 8 * time.Second},
-		{"100-continue", "Expect: 100-continue\r\n", time.Second},
+		{"stalled", "Content-Length: 5000000\r\n", `{"prompt":"`, 8 * time.Second},
+		// Past the limit in its first chunk, then no more.
+		{"chunked stalled", "Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n", 3000, strings.Repeat("x", 3000)), 8 * time.Second},
+		{"100-continue", "Expect: 100-continue\r\nContent-Length: 5000000\r\n", "", time.Second},
+		// net/http reads a short rest of a body when it closes it: one
+		// that was never asked for must not be waited for.
+		{"100-continue short", "Expect: 100-continue\r\nContent-Length: 2048\r\n", "", time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -229,11 +234,8 @@ func TestHugeBodyStalled(t *testing.T) {
 			}
 			defer conn.Close()
 			start := time.Now()
-			fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n%sContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n",
-				hdClientKey, c.expect)
-			if c.expect == "" {
-				fmt.Fprint(conn, `{"prompt":"`)
-			}
+			fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n%s\r\n%s",
+				hdClientKey, c.head, c.body)
 			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)
@@ -246,6 +248,9 @@ func TestHugeBodyStalled(t *testing.T) {
 			}
 			if _, err := br.ReadByte(); err != io.EOF {
 				t.Errorf("the connection stays open after the 413: %v", err)
+			}
+			if d := time.Since(start); d > c.within {
+				t.Errorf("the connection closed %s after the request", d)
 			}
 		})
 	}

@@ -113,9 +113,13 @@ const drainLimit = 256 << 20
 // body is refused with 413 (see refuseBody).
 func readBody(c echo.Context, max int64) ([]byte, error) {
 	req := c.Request()
-	if ce := strings.TrimSpace(req.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
-		return nil, &HTTPError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_encoding",
-			Message: fmt.Sprintf("Content-Encoding %q is not accepted: send the body uncompressed", ce)}
+	for _, v := range req.Header.Values("Content-Encoding") {
+		for ce := range strings.SplitSeq(v, ",") {
+			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+				return nil, &HTTPError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_encoding",
+					Message: fmt.Sprintf("Content-Encoding %q is not accepted: send the body uncompressed", ce)}
+			}
+		}
 	}
 	if req.ContentLength > max {
 		return nil, refuseBody(c, max)
@@ -128,6 +132,11 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		_, err = io.ReadFull(req.Body, b)
 	} else {
 		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
+	}
+	if err == nil && int64(len(b)) > max {
+		// Refused before the deadline is moved: the rest is drained within
+		// it (a chunked body that stalled here was waited for for ever).
+		return nil, refuseBody(c, max)
 	}
 	if tb, ok := req.Body.(*trackedBody); ok {
 		// Once the body is in, what follows (a stream) has no read deadline
@@ -148,9 +157,6 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		}
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}
-	if int64(len(b)) > max {
-		return nil, refuseBody(c, max)
-	}
 	return b, nil
 }
 
@@ -167,15 +173,18 @@ const presizedBody = 64 << 10
 func refuseBody(c echo.Context, max int64) error {
 	req := c.Request()
 	c.Response().Header().Set("Connection", "close") // nothing more is read after the answer
+	rc := http.NewResponseController(c.Response().Writer)
 	if !strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue") {
-		rc := http.NewResponseController(c.Response().Writer)
 		if _, set := req.Body.(*trackedBody); !set {
 			// bodyDeadline set none (server.read_body_timeout is 0).
 			_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))
-		_ = rc.SetReadDeadline(time.Now())
 	}
+	// Nothing more is read: net/http would wait for the rest of a short
+	// body (one that was never asked for with "100 Continue") when it
+	// closes it.
+	_ = rc.SetReadDeadline(time.Now())
 	return &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
 		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
 }
