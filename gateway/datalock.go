@@ -28,8 +28,10 @@ func checkStorePath(path string) error {
 	if strings.HasPrefix(path, "~") {
 		return fmt.Errorf("store.path %q: ~ is not expanded; give an absolute path, or one relative to the working directory", path)
 	}
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return fmt.Errorf("store.path %s is not a regular file: name the database file, such as %s", path, filepath.Join(path, "docstream.db"))
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("store.path %s is a directory: name the database file, such as %s", path, filepath.Join(path, "docstream.db"))
+	} else if err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("store.path %s is not a regular file: name the database file", path)
 	}
 	return nil
 }

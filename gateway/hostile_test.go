@@ -930,18 +930,27 @@ func TestAgentStderrRedacted(t *testing.T) {
 // cannot start, and /readyz says so.
 func TestReadyzScriptInterpreter(t *testing.T) {
 	t.Parallel()
-	script := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(script, []byte("#!/nonexistent/interp -x\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s := startServer(t, "DOCSTREAM_AGENT_BINARY="+script)
-	resp, err := http.Get(s.URL + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte("/nonexistent/interp")) {
-		t.Fatalf("/readyz %d: %s", resp.StatusCode, b)
+	for line, says := range map[string]string{
+		"#!/nonexistent/interp -x":           "/nonexistent/interp",
+		"#!/usr/bin/env -S nosuch-interp -x": "nosuch-interp",
+		"#!/bin/sh\r":                        "CR",
+	} {
+		t.Run(says, func(t *testing.T) {
+			t.Parallel()
+			script := filepath.Join(t.TempDir(), "agent.sh")
+			if err := os.WriteFile(script, []byte(line+"\nexit 0\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := startServer(t, "DOCSTREAM_AGENT_BINARY="+script)
+			resp, err := http.Get(s.URL + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(says)) {
+				t.Fatalf("/readyz %d: %s", resp.StatusCode, b)
+			}
+		})
 	}
 }

@@ -174,12 +174,27 @@ func interpreterReady(script string) error {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
+	if bytes.HasSuffix(line, []byte("\r")) {
+		return fmt.Errorf("agent binary %s: its #! line ends in CR (a Windows line ending): the interpreter's name includes it", script)
+	}
 	fields := strings.Fields(string(line))
 	if len(fields) == 0 {
 		return fmt.Errorf("agent binary %s: its #! line names no interpreter", script)
 	}
 	if err := syscall.Access(fields[0], 1); err != nil {
 		return fmt.Errorf("agent binary %s: its interpreter %s cannot be run: %w", script, fields[0], err)
+	}
+	// #!/usr/bin/env NAME runs NAME from PATH.
+	if path.Base(fields[0]) == "env" {
+		for _, f := range fields[1:] {
+			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+				continue
+			}
+			if _, err := exec.LookPath(f); err != nil {
+				return fmt.Errorf("agent binary %s: its interpreter %s is not on PATH: %w", script, f, err)
+			}
+			break
+		}
 	}
 	return nil
 }
@@ -588,7 +603,7 @@ func exitStatus(st *os.ProcessState) (int, string) {
 		if name := unix.SignalName(ws.Signal()); name != "" {
 			return -1, name // SIGKILL, where String() says "killed"
 		}
-		return -1, ws.Signal().String()
+		return -1, strconv.Itoa(int(ws.Signal())) // a real-time signal: its number
 	}
 	return st.ExitCode(), ""
 }
