@@ -216,9 +216,30 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
 }
 
+// errText is the reason a failed tool's result gives when it names none of
+// the known members: the result as a string, else the string member whose
+// name says message (errorMessage, …), else its first string member, else
+// a stock reason.
 func errText(v jsontext.Value) string {
-	if v.Kind() == '"' {
+	switch v.Kind() {
+	case '"':
 		return str(v)
+	case '{':
+		first, message := "", ""
+		eachMember(v, func(name, val []byte, _, _ int) {
+			if len(val) < 2 || val[0] != '"' || strings.TrimSpace(str(val)) == "" {
+				return
+			}
+			if first == "" {
+				first = str(val)
+			}
+			if message == "" && strings.Contains(strings.ToLower(string(unquoteName(name))), "message") {
+				message = str(val)
+			}
+		})
+		if t := firstNonEmpty(message, first); t != "" {
+			return t
+		}
 	}
 	return "the tool failed"
 }
