@@ -82,20 +82,26 @@ func (o *object) raw(k string, v jsontext.Value) {
 func (o *object) end() jsontext.Value { return append(o.b, '}') }
 
 // startMetaJSON is the metadata known when a tool call starts: what its
-// started event tells, in the field order of the full metadata.
-func startMetaJSON(st *toolState, a *toolArgs) jsontext.Value {
+// started event tells, in the field order of the full metadata. workspace
+// is the directory a command runs in when it names none.
+func startMetaJSON(st *toolState, a *toolArgs, workspace string) jsontext.Value {
 	o := newObject(128)
 	switch st.class {
 	case classShell:
 		o.str("command", a.Command)
-		o.str("workingDirectory", firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd))
+		o.str("workingDirectory", firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace))
 	case classEdit, classWrite, classDelete, classPatch:
-		p, op := a.path(), fileOperation(st.class)
-		if st.class == classPatch {
+		// An edit or a write may turn out to create the file: only its
+		// result tells, and only a delete or a patch's header says it now.
+		p, op := a.path(), ""
+		switch st.class {
+		case classPatch:
 			p, op, _ = patchTarget(firstNonEmpty(a.Patch, a.Input))
+		case classDelete:
+			op = fileOperation(st.class)
 		}
 		o.str("filePath", p)
-		o.str("operation", op)
+		o.strOmit("operation", op)
 		o.str("language", LanguageOf(p))
 	case classPlan:
 		o.str("title", firstNonEmpty(a.Name, a.Title))

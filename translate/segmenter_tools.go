@@ -32,7 +32,7 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
 	st.callID, st.args, st.startedAt, st.startTS = ev.CallID, stripToolCallID(tc.Args), tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
-	st.docID = s.openDoc(st.docType, startMetaJSON(st, args))
+	st.docID = s.openDoc(st.docType, startMetaJSON(st, args, s.workspaceDir()))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
@@ -123,6 +123,8 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	var b toolBody
 	if body.Kind() == '{' {
 		decodeBody(body, st.class, &b)
+	} else if body.Kind() == '"' && st.class == classShell {
+		b.Output = str(body) // a function call's result: the command's output
 	}
 	status := "success"
 	reason := ""
@@ -244,11 +246,17 @@ func errText(v jsontext.Value) string {
 	return "the tool failed"
 }
 
-func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64, bg bool) documents.TerminalCommandMeta {
-	wd := firstNonEmpty(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.opts.Workspace)
-	if wd == "" && s.init != nil {
-		wd = s.init.Cwd
+// workspaceDir is the directory the agent runs in: the configured
+// workspace, else the one its init reported.
+func (s *Segmenter) workspaceDir() string {
+	if s.opts.Workspace == "" && s.init != nil {
+		return s.init.Cwd
 	}
+	return s.opts.Workspace
+}
+
+func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64, bg bool) documents.TerminalCommandMeta {
+	wd := firstNonEmpty(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.workspaceDir())
 	m := documents.TerminalCommandMeta{
 		Command: firstNonEmpty(a.Command, b.Command), WorkingDirectory: wd, Permissions: []string{},
 		ToolCallID: st.callID, Signal: b.Signal, Background: bg || a.IsBackground,
