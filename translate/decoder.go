@@ -57,6 +57,7 @@ type Event struct {
 
 	SessionID    string
 	Text         string // assistant, thinking and error text
+	Details      string // an error's code or details
 	ModelCallID  string
 	TimestampMs  int64
 	HasTimestamp bool

@@ -222,7 +222,7 @@ func (s *Segmenter) Feed(ev Event) {
 		if msg == "" {
 			msg = "the agent reported an error"
 		}
-		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, "")
+		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, pairSurrogates(ev.Details))
 	case KindNotJSON:
 		s.stats.NotJSON++
 		if len(s.lastNoJSON) == 4 {

@@ -32,6 +32,7 @@ type wire struct {
 	resultText      string
 	resultObj       jsontext.Value
 	errText         string
+	errDetails      string // an error's code or details
 	isError         bool
 	durationMs      int64
 	durationAPIMs   int64
@@ -111,6 +112,7 @@ func (d *Decoder) decode(line []byte) Event {
 			DurationAPIMs: w.durationAPIMs, Text: w.resultText, Error: w.errText, RequestID: w.requestID, Usage: w.usage}
 	case "error":
 		ev.Kind = KindError
+		ev.Details = w.errDetails
 		switch {
 		case w.errText != "":
 			ev.Text = w.errText
@@ -238,7 +240,11 @@ func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
 		case '"':
 			w.errText = str(v)
 		case '{':
-			w.errText = errorText(v)
+			w.errText, w.errDetails = errorText(v)
+		}
+	case "details":
+		if d := scalarText(v); d != "" {
+			w.errDetails = d
 		}
 	case "is_error":
 		w.isError = v.Kind() == 't'
@@ -548,19 +554,38 @@ func contentAt(b []byte, i int) (string, int) {
 }
 
 // errorText extracts a message from an error object.
-func errorText(v jsontext.Value) string {
+// errorText extracts a message from an error object, and its code or
+// details, if it gives any.
+func errorText(v jsontext.Value) (text, details string) {
 	var e struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
+		Message string         `json:"message"`
+		Error   string         `json:"error"`
+		Code    jsontext.Value `json:"code"`
+		Details jsontext.Value `json:"details"`
 	}
 	_ = json.Unmarshal(v, &e, decodeOpts)
-	if e.Message != "" {
-		return e.Message
+	details = scalarText(e.Details)
+	if c := scalarText(e.Code); c != "" {
+		details = strings.TrimSpace(c + " " + details)
 	}
-	if e.Error != "" {
-		return e.Error
+	switch {
+	case e.Message != "":
+		return e.Message, details
+	case e.Error != "":
+		return e.Error, details
 	}
-	return string(v)
+	return string(v), details
+}
+
+// scalarText is a string's text or a number as written, else "".
+func scalarText(v jsontext.Value) string {
+	switch v.Kind() {
+	case '"':
+		return str(v)
+	case '0':
+		return string(v)
+	}
+	return ""
 }
 
 // parseToolObject reads a tool_call (or payload toolCall) object in any of
