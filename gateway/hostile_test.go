@@ -916,11 +916,14 @@ func TestAgentStderrRedacted(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(t.TempDir(), "agent.sh")
 	const header = "hdr-value-marker"
-	body := "#!/bin/sh\necho \"key=$CURSOR_API_KEY header=" + header + " then the end\" >&2\nexit 3\n"
+	// The tail kept (64 bytes) begins within the key written first; the
+	// line after it is whole.
+	body := "#!/bin/sh\necho \"$CURSOR_API_KEY$CURSOR_API_KEY$CURSOR_API_KEY\" >&2\n" +
+		"echo \"key=$CURSOR_API_KEY header=" + header + " then the end\" >&2\nexit 3\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := hdStart(t, "DOCSTREAM_AGENT_BINARY="+script, "DOCSTREAM_AGENT_HEADERS=X-Test: "+header)
+	h := hdStart(t, "DOCSTREAM_AGENT_BINARY="+script, "DOCSTREAM_AGENT_HEADERS=X-Test: "+header, "DOCSTREAM_AGENT_STDERR_TAIL_BYTES=64")
 	for _, stream := range []bool{false, true} {
 		resp := h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "x", "stream": stream})
 		b := h.body(t, resp)
@@ -930,6 +933,22 @@ func TestAgentStderrRedacted(t *testing.T) {
 		if bytes.Contains(b, []byte(header)) {
 			t.Errorf("stream=%v: the header value reached the client", stream)
 		}
+	}
+	// hdStart's cleanup fails the test if the key shows in a body or log.
+}
+
+// TestAgentStdoutRedacted: without stderr, an agent's lines that are not
+// JSON become an error's details, and are masked too (the key went out).
+func TestAgentStdoutRedacted(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"fatal: invalid key $CURSOR_API_KEY\"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := hdStart(t, "DOCSTREAM_AGENT_BINARY="+script)
+	b := h.body(t, h.request(t, http.MethodPost, "/v1/chat", map[string]any{"prompt": "x"}))
+	if !bytes.Contains(b, []byte("fatal: invalid key [redacted]")) {
+		t.Errorf("the agent's line is not in the details, masked: %s", clip(string(b)))
 	}
 	// hdStart's cleanup fails the test if the key shows in a body or log.
 }

@@ -10,7 +10,8 @@ func TestRedactSecrets(t *testing.T) {
 	t.Parallel()
 	secrets := agentSecrets(AgentConfig{APIKey: `sk-abc.def*+?`, Headers: []string{
 		"X-One: sk-abc.def*+?-LONGER-SUFFIX", "Authorization: Bearer zzz-bearer-123",
-		`X-Two: tok(\d)[x]$`, "X-Three: clé-secrète-1"}})
+		`X-Two: tok(\d)[x]$`, "X-Three: clé-secrète-1", "X-Four: pässwörd-🔑key", "X-Html: a<b>&c-secretvalue",
+		"X-Short: Bearer abc123"}})
 	for in, want := range map[string]string{
 		"k1 sk-abc.def*+? | h1 sk-abc.def*+?-LONGER-SUFFIX | end": "k1 [redacted] | h1 [redacted] | end",
 		"+?-LONGER-SUFFIXBBBB":                  "[redacted]BBBB",
@@ -19,6 +20,10 @@ func TestRedactSecrets(t *testing.T) {
 		`{"h":"cl\u00e9-secr\u00e8te-1"}`:       `{"h":"[redacted]"}`,
 		"plain clé-secrète-1 too":               "plain [redacted] too",
 		"nothing secret here, just Bearer text": "nothing secret here, just Bearer text",
+		"…+?-LONGER-SUFFIXZZZ":                  "…[redacted]ZZZ",
+		`"p\u00e4ssw\u00f6rd-\ud83d\udd11key"`:  `"[redacted]"`,
+		`"a\u003cb\u003e\u0026c-secretvalue"`:   `"[redacted]"`,
+		"token abc123 rejected":                 "token [redacted] rejected",
 	} {
 		if got := redact(in, secrets); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)

@@ -309,6 +309,9 @@ type Registry struct {
 	maxLine int
 	// storeErr is the error of the last store write, nil when it worked.
 	storeErr atomic.Pointer[error]
+	// redact masks the agent's secrets in what the runs take from its
+	// output for error details.
+	redact func(string) string
 }
 
 // storeWrote records how a store write went.
@@ -503,7 +506,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
 		Created: spec.Created, Workspace: spec.Workspace, Thinking: spec.Thinking, IncludeRaw: spec.IncludeRaw,
-		MaxLine: g.maxLine,
+		MaxLine: g.maxLine, Redact: g.redact,
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)

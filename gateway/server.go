@@ -71,6 +71,7 @@ func NewServer(d Deps) (*Server, error) {
 	}
 	s.reg = NewRegistry(d.Config.Runs, d.Config.Limits, backends, d.Store, d.Metrics, d.Logger)
 	s.reg.maxLine = d.Config.Agent.MaxLineBytes
+	s.reg.redact = s.cli.Redact
 	s.models = newModelCache(s.cli, d.Config)
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()

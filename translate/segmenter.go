@@ -24,6 +24,9 @@ type Options struct {
 	Thinking       bool   // emit thinking_delta events
 	IncludeRaw     bool   // emit an agent_event per agent line
 	MaxLine        int    // the decoder's line limit, for error details
+	// Redact, when set, masks secrets in the error details taken from the
+	// agent's output (its stderr tail, its lines that were not JSON).
+	Redact func(string) string
 }
 
 // End says how the agent's output ended, for a response that saw no result.
@@ -633,6 +636,9 @@ func (s *Segmenter) Close(end End) {
 	details := strings.TrimSpace(end.Stderr)
 	if details == "" && len(s.lastNoJSON) > 0 {
 		details = strings.Join(s.lastNoJSON, "\n")
+	}
+	if s.opts.Redact != nil {
+		details = s.opts.Redact(details)
 	}
 	stop := end.Reason
 	switch {
