@@ -961,6 +961,11 @@ func TestReadyzScriptInterpreter(t *testing.T) {
 		"#!/nonexistent/interp -x":           "/nonexistent/interp",
 		"#!/usr/bin/env -S nosuch-interp -x": "nosuch-interp",
 		"#!/bin/sh\r":                        "CR",
+		"#!/usr/bin/env sh -e":               "sh -e",
+		"#!/usr/bin/env":                     "no program",
+		"#!/tmp":                             "directory",
+		"\ufeff#!/bin/sh":                    "neither a program",
+		"echo no interpreter":                "neither a program",
 	} {
 		t.Run(says, func(t *testing.T) {
 			t.Parallel()

@@ -197,8 +197,9 @@ func (b *CLIBackend) Ready() error {
 	return interpreterReady(p)
 }
 
-// interpreterReady checks the interpreter a script names on its #! line:
-// without it the script does not start either.
+// interpreterReady checks what the kernel needs to start the agent binary:
+// a program (ELF), or a script whose #! line names an interpreter that can
+// run, and through env a program on PATH.
 func interpreterReady(script string) error {
 	f, err := os.Open(script)
 	if err != nil {
@@ -207,9 +208,13 @@ func interpreterReady(script string) error {
 	defer f.Close()
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
-	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
-	if !ok {
+	head = head[:n]
+	if bytes.HasPrefix(head, []byte("\x7fELF")) {
 		return nil
+	}
+	line, ok := bytes.CutPrefix(head, []byte("#!"))
+	if !ok {
+		return fmt.Errorf("agent binary %s is neither a program nor a script whose first line is #!", script)
 	}
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
@@ -217,26 +222,36 @@ func interpreterReady(script string) error {
 	if bytes.HasSuffix(line, []byte("\r")) {
 		return fmt.Errorf("agent binary %s: its #! line ends in CR (a Windows line ending): the interpreter's name includes it", script)
 	}
-	fields := strings.Fields(string(line))
-	if len(fields) == 0 {
+	interp, rest, _ := strings.Cut(strings.TrimLeft(string(line), " \t"), " ")
+	rest = strings.TrimSpace(rest)
+	if interp == "" {
 		return fmt.Errorf("agent binary %s: its #! line names no interpreter", script)
 	}
-	if err := syscall.Access(fields[0], 1); err != nil {
-		return fmt.Errorf("agent binary %s: its interpreter %s cannot be run: %w", script, fields[0], err)
+	if st, err := os.Stat(interp); err == nil && st.IsDir() {
+		return fmt.Errorf("agent binary %s: its interpreter %s is a directory", script, interp)
 	}
-	// #!/usr/bin/env NAME runs NAME from PATH.
-	if path.Base(fields[0]) == "env" {
-		for _, f := range fields[1:] {
-			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
-				continue
-			}
-			if _, err := exec.LookPath(f); err != nil {
-				return fmt.Errorf("agent binary %s: its interpreter %s is not on PATH: %w", script, f, err)
-			}
-			break
+	if err := syscall.Access(interp, 1); err != nil {
+		return fmt.Errorf("agent binary %s: its interpreter %s cannot be run: %w", script, interp, err)
+	}
+	if path.Base(interp) != "env" {
+		return nil
+	}
+	// The kernel passes what follows the interpreter as one argument; env
+	// splits it only after -S.
+	args := []string{rest}
+	if after, ok := strings.CutPrefix(rest, "-S"); ok {
+		args = strings.Fields(after)
+	}
+	for _, a := range args {
+		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+			continue
 		}
+		if _, err := exec.LookPath(a); err != nil {
+			return fmt.Errorf("agent binary %s: %q, which its #! line has env run, is not on PATH: %w", script, a, err)
+		}
+		return nil
 	}
-	return nil
+	return fmt.Errorf("agent binary %s: its #! line gives env no program to run", script)
 }
 
 // agentEnv is the agent's environment: the allowed names of the gateway's
