@@ -908,6 +908,25 @@ func TestWorkspaceRequired(t *testing.T) {
 	if st := h.startOf(t, "echo by history"); st["cwd"] != realB {
 		t.Errorf("the history follow-up ran in %v, want its conversation's %s", st["cwd"], realB)
 	}
+	// The conversation has moved past that history: sent again with its
+	// last message edited, it starts a new session, still in b.
+	resp = h.request(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto",
+		"messages": []map[string]string{user("echo first"), {"role": "assistant", "content": c.Choices[0].Message.Content}, user("echo edited")}})
+	if b := h.body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("an edited history: status %d: %s", resp.StatusCode, b)
+	}
+	ran := false
+	for _, st := range h.starts(t) {
+		if p, _ := st["prompt"].(string); strings.HasSuffix(p, "echo edited") {
+			ran = true
+			if st["cwd"] != realB {
+				t.Errorf("the edited history ran in %v, want its conversation's %s", st["cwd"], realB)
+			}
+		}
+	}
+	if !ran {
+		t.Errorf("the edited history did not run")
+	}
 }
 
 // TestAgentStderrRedacted: the agent's stderr goes to clients in an error's

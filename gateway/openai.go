@@ -199,10 +199,18 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
 			return err
 		}
-		if req.Workspace == "" && conv != "" && s.store != nil {
-			// A resumed session goes on where it ran, as on /v1/chat.
-			if c, _, err := s.store.Conversation(ctx, conv); err == nil {
-				s.conversationWorkspace(spec, c)
+		if req.Workspace == "" && s.store != nil {
+			// A resumed session goes on where it ran, as on /v1/chat; so
+			// does a new one for a history of it (a reply regenerated, a
+			// message edited, a title asked for while it runs).
+			from := conv
+			if from == "" && hasAssistant(history) {
+				from, _ = s.store.HistoryConversation(ctx, fingerprint(history, "", model))
+			}
+			if from != "" {
+				if c, _, err := s.store.Conversation(ctx, from); err == nil {
+					s.conversationWorkspace(spec, c)
+				}
 			}
 		}
 		if err := s.needWorkspace(spec); err != nil {

@@ -66,6 +66,10 @@ type Store interface {
 	// conversation has moved past (a turn edited or regenerated) is
 	// ErrNotFound, so that it is not resumed with the turns after it.
 	Fingerprint(ctx context.Context, fingerprint string) (string, error)
+	// HistoryConversation returns the conversation an OpenAI history was
+	// recorded for, whether or not it still stands there: a history it
+	// has moved past still names its workspace.
+	HistoryConversation(ctx context.Context, fingerprint string) (string, error)
 	// Prune deletes the conversations with no turn since before, with
 	// their turns and fingerprints, and the finished turns of no
 	// conversation from before then; it returns how many turns went.
@@ -332,6 +336,16 @@ func (m *MemoryStore) Fingerprint(_ context.Context, fp string) (string, error) 
 	return c, nil
 }
 
+// HistoryConversation returns the conversation a history was recorded for.
+func (m *MemoryStore) HistoryConversation(_ context.Context, fp string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.fps[fp]; ok {
+		return c, nil
+	}
+	return "", ErrNotFound
+}
+
 // Ping always succeeds.
 func (m *MemoryStore) Ping(context.Context) error { return nil }
 
@@ -593,6 +607,19 @@ func (s *SQLStore) Fingerprint(ctx context.Context, fp string) (string, error) {
 	var c string
 	err := s.db.QueryRowContext(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = ?
 		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.rowid > f.rowid)`, fp).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading fingerprint: %w", err)
+	}
+	return c, nil
+}
+
+// HistoryConversation returns the conversation a history was recorded for.
+func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, error) {
+	var c string
+	err := s.db.QueryRowContext(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}

@@ -85,6 +85,33 @@ func TestStoreConversationTurns(t *testing.T) {
 	})
 }
 
+// TestStoreHistories checks, on both stores, that a history the
+// conversation has moved past is not where it stands, but still names it.
+func TestStoreHistories(t *testing.T) {
+	ctx := context.Background()
+	eachStore(t, func(t *testing.T, st Store) {
+		for _, fp := range []string{"fp-1", "fp-2"} {
+			if err := st.PutFingerprint(ctx, fp, "c"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := st.Fingerprint(ctx, "fp-2"); err != nil || got != "c" {
+			t.Errorf("Fingerprint(fp-2) = %q, %v", got, err)
+		}
+		if _, err := st.Fingerprint(ctx, "fp-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Fingerprint(fp-1), moved past: %v, want ErrNotFound", err)
+		}
+		for _, fp := range []string{"fp-1", "fp-2"} {
+			if got, err := st.HistoryConversation(ctx, fp); err != nil || got != "c" {
+				t.Errorf("HistoryConversation(%s) = %q, %v", fp, got, err)
+			}
+		}
+		if _, err := st.HistoryConversation(ctx, "fp-x"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("HistoryConversation of an unknown history: %v", err)
+		}
+	})
+}
+
 // TestStorePrune checks, on both stores, that Prune deletes the
 // conversations with no turn since the cut, with their turns and
 // fingerprints, and finished turns of no conversation, and keeps a
