@@ -49,7 +49,8 @@ type CLIBackend struct {
 	probeOnce sync.Once
 	hasDebug  bool
 
-	// secrets are masked in the agent's stderr before clients see it.
+	// secrets are masked in what clients see of the agent's output (its
+	// stderr tail, its lines that are not JSON).
 	secrets []string
 }
 
