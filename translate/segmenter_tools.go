@@ -353,8 +353,8 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		} else if b.BeforeFullContent == nil && (b.AfterFullContent != nil || a.StreamContent != "") && out == outcomeSuccess {
 			m.Operation = "create"
 			set(firstNonEmpty(str(b.AfterFullContent), a.StreamContent))
-		} else if a.StreamContent != "" {
-			set(a.StreamContent)
+		} else if t := firstNonEmpty(a.StreamContent, a.CodeEdit); t != "" {
+			set(t)
 		}
 		m.LinesAdded, m.LinesRemoved = b.LinesAdded, b.LinesRemoved
 	}

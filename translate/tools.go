@@ -34,6 +34,7 @@ type toolArgs struct {
 	Input            string         `json:"input"`
 	FileText         string         `json:"fileText"`
 	Contents         string         `json:"contents"`
+	CodeEdit         string         `json:"code_edit"` // the spec's §7 edit_file: the edited region
 	Content          jsontext.Value `json:"content"`
 	Name             string         `json:"name"`
 	Title            string         `json:"title"`
@@ -505,6 +506,8 @@ func decodeArgs(raw jsontext.Value, a *toolArgs) {
 			}
 		case "streamContent":
 			a.StreamContent = str(v)
+		case "code_edit":
+			a.CodeEdit = str(v)
 		case "old_string":
 			a.OldString = str(v)
 		case "new_string":
