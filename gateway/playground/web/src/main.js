@@ -120,9 +120,11 @@ async function loadReady() {
   const agent = body.agent || {};
   ui.simulator.hidden = agent.simulator !== true;
   ui.examples.hidden = agent.simulator !== true;
-  ui.ready.dataset.ready = res.ok ? 'ready' : 'not-ready';
-  text.textContent = res.ok ? 'ready' : 'not ready';
-  ui.ready.title = agent.binary ? `agent: ${agent.binary}` : '';
+  // "degraded": runs are served, but the store does not keep them.
+  const state = !res.ok ? 'not-ready' : body.status === 'degraded' ? 'degraded' : 'ready';
+  ui.ready.dataset.ready = state;
+  text.textContent = state.replace('-', ' ');
+  ui.ready.title = state === 'degraded' && typeof body.store === 'string' ? `store: ${body.store}` : agent.binary ? `agent: ${agent.binary}` : '';
 }
 
 async function loadWorkspaces() {
