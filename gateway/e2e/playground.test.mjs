@@ -727,6 +727,23 @@ test('readiness: a /readyz the ingress does not route is not "not ready"', { tim
   );
 });
 
+test('readiness: a gateway whose store writes fail shows "degraded", with the error', { timeout: 60_000 }, async () => {
+  await withScript(
+    'degraded',
+    (gw) =>
+      gw.on('GET', /^\/readyz$/, (req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ status: 'degraded', agent: { binary: '/usr/bin/agent', simulator: false }, store: 'the last write failed: disk I/O error' }));
+      }),
+    async (page) => {
+      await page.waitForFunction(() => document.querySelector('#ready .ready-text').textContent !== 'checking…');
+      assert.equal(await page.locator('#ready .ready-text').textContent(), 'degraded');
+      assert.equal(await page.locator('#ready').getAttribute('data-ready'), 'degraded');
+      assert.match(await page.locator('#ready').getAttribute('title'), /disk I\/O error/);
+    },
+  );
+});
+
 test('events_dropped: a client that fell behind shows the finished response', { timeout: 60_000 }, async () => {
   const final = 'All of the answer, as the run finished it.';
   let polls = 0;
