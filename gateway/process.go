@@ -620,7 +620,9 @@ func (p *agentProc) outputEnded(readErr error) {
 	}
 	p.pump.close()
 
-	end := translate.End{Stderr: redact(p.tail.String(), p.b.secrets), Elapsed: time.Since(p.start).Milliseconds()}
+	// The segmenter masks the agent's secrets in it (Options.Redact), with
+	// the lines the agent wrote that were not JSON.
+	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
 	p.reasonMu.Lock()
 	end.Reason, end.Message = p.reason, p.reasonMsg
 	p.reasonMu.Unlock()

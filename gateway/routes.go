@@ -35,10 +35,8 @@ func (s *Server) routes() *echo.Echo {
 	get(e, "/readyz", s.handleReady)
 	get(e, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
 	page := echo.WrapHandler(playground.Handler())
-	e.GET("/", page)
-	e.HEAD("/", page)
-	e.GET("/assets/*", page)
-	e.HEAD("/assets/*", page)
+	get(e, "/", page)
+	get(e, "/assets/*", page)
 
 	// The API, behind the API keys when any are configured.
 	api := e.Group("/v1", s.requireAuth)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -532,17 +531,20 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	}
 	defer tx.Rollback()
 	at, n := ts(before), int64(0)
-	for _, q := range []string{
-		`DELETE FROM fingerprints WHERE conversation_id IN (` + stale + `)`,
-		`DELETE FROM turns WHERE conversation_id IN (` + stale + `)`,
-		`DELETE FROM turns WHERE conversation_id = '' AND status != 'streaming' AND created < ?1`,
-		`DELETE FROM conversations WHERE updated < ?1 AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id)`,
+	for _, d := range []struct {
+		q     string
+		turns bool // it deletes turns, which Prune counts
+	}{
+		{`DELETE FROM fingerprints WHERE conversation_id IN (` + stale + `)`, false},
+		{`DELETE FROM turns WHERE conversation_id IN (` + stale + `)`, true},
+		{`DELETE FROM turns WHERE conversation_id = '' AND status != 'streaming' AND created < ?1`, true},
+		{`DELETE FROM conversations WHERE updated < ?1 AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id)`, false},
 	} {
-		res, err := tx.ExecContext(ctx, q, at)
+		res, err := tx.ExecContext(ctx, d.q, at)
 		if err != nil {
 			return 0, fmt.Errorf("pruning the store: %w", err)
 		}
-		if strings.HasPrefix(q, "DELETE FROM turns") {
+		if d.turns {
 			k, _ := res.RowsAffected()
 			n += k
 		}
