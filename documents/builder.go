@@ -3,6 +3,7 @@ package documents
 import (
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // Builder folds document stream events into a ChatResponse. Folding the
@@ -18,10 +19,42 @@ type Builder struct {
 }
 
 type building struct {
-	doc     Document
+	doc Document
+	// The content so far is shared, the producer's own (ContentDelta's
+	// Content), until a delta comes without it; from then on it is copied.
+	shared  string
 	content strings.Builder
 	final   *string
 	ended   bool
+}
+
+// add appends a delta to the content.
+func (d *building) add(e ContentDelta) {
+	if d.content.Len() == 0 && len(e.Content) == len(d.shared)+len(e.Delta) &&
+		extends(e.Content, d.shared) && strings.HasSuffix(e.Content, e.Delta) {
+		d.shared = e.Content
+		return
+	}
+	if d.shared != "" {
+		d.content.WriteString(d.shared)
+		d.shared = ""
+	}
+	d.content.WriteString(e.Delta)
+}
+
+// extends reports whether s begins with prefix. A producer's content so far
+// usually grows in place: then s starts where prefix does, and the bytes
+// need no comparing.
+func extends(s, prefix string) bool {
+	return unsafe.StringData(s) == unsafe.StringData(prefix) || strings.HasPrefix(s, prefix)
+}
+
+// text returns the content so far.
+func (d *building) text() string {
+	if d.content.Len() > 0 {
+		return d.content.String()
+	}
+	return d.shared
 }
 
 // Add folds one event into the response.
@@ -44,7 +77,7 @@ func (b *Builder) Add(ev Event) {
 		b.last = d
 	case ContentDelta:
 		if d := b.doc(e.DocumentID); d != nil {
-			d.content.WriteString(e.Delta)
+			d.add(e)
 		}
 	case DocumentEnd:
 		if d := b.doc(e.DocumentID); d != nil {
@@ -52,10 +85,10 @@ func (b *Builder) Add(ev Event) {
 			if e.FinalContent != nil {
 				s := *e.FinalContent
 				d.final = &s
-				if s == d.content.String() {
+				if s == d.text() {
 					// The usual case: the final content repeats the deltas,
 					// and a finished run keeps one copy of it, not two.
-					d.content = strings.Builder{}
+					d.content, d.shared = strings.Builder{}, ""
 				}
 			}
 			if len(e.Metadata) > 0 {
@@ -104,8 +137,8 @@ func (b *Builder) Response() ChatResponse {
 		case d.final != nil:
 			s := *d.final
 			doc.Content = &s
-		case d.doc.Type.IsText() || d.content.Len() > 0:
-			s := d.content.String()
+		case d.doc.Type.IsText() || d.content.Len() > 0 || d.shared != "":
+			s := d.text()
 			doc.Content = &s
 		}
 		if len(doc.Metadata) == 0 {

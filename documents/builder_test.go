@@ -1,7 +1,9 @@
 package documents
 
 import (
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -76,6 +78,46 @@ func TestBuilderKeepsOneCopy(t *testing.T) {
 	}
 	if got := deref(r.Documents[1].Content); got != other {
 		t.Errorf("content %q, want %q", got, other)
+	}
+}
+
+// TestBuilderSharesContent checks that deltas carrying their document's
+// content so far are folded without a copy, and that a delta whose content
+// does not extend what was folded, or which carries none, is appended.
+func TestBuilderSharesContent(t *testing.T) {
+	var b Builder
+	all := "alpha beta gamma delta"
+	b.Add(DocumentStart{ID: "doc_001", Type: TypeText, Sequence: 1})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "alpha ", Content: all[:6]})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "beta ", Content: all[:11]})
+	d := b.docs["doc_001"]
+	if d.content.Len() != 0 || unsafe.StringData(d.shared) != unsafe.StringData(all) {
+		t.Fatalf("deltas with their content so far were copied (%d bytes)", d.content.Len())
+	}
+	if got := deref(b.Response().Documents[0].Content); got != "alpha beta " {
+		t.Errorf("open document %q", got)
+	}
+	// A content from elsewhere, not a view of the same string, that
+	// extends what was folded is kept too.
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "gamma", Content: strings.Clone(all[:16])})
+	if d.content.Len() != 0 || d.shared != "alpha beta gamma" {
+		t.Errorf("an equal content elsewhere: shared %q, copied %d bytes", d.shared, d.content.Len())
+	}
+	// Contents that do not extend the fold, or are absent, are not taken.
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: " x", Content: "alpha beta GAMMA x"})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: " y", Content: "too short"})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: " z"})
+	b.Add(ContentDelta{DocumentID: "doc_001", Delta: "!", Content: "alpha beta gamma x y z!"})
+	if got, want := deref(b.Response().Documents[0].Content), "alpha beta gamma x y z!"; got != want {
+		t.Errorf("content %q, want %q", got, want)
+	}
+	if d.content.Len() == 0 {
+		t.Errorf("after a delta without its content, the fold should hold its own copy")
+	}
+	final := "alpha beta gamma x y z!"
+	b.Add(DocumentEnd{DocumentID: "doc_001", FinalContent: &final})
+	if d.content.Len() != 0 || d.shared != "" {
+		t.Errorf("a final content that repeats the deltas: %d bytes and %q kept beside it", d.content.Len(), d.shared)
 	}
 }
 

@@ -42,6 +42,10 @@ type DocumentStart struct {
 type ContentDelta struct {
 	DocumentID string `json:"documentId"`
 	Delta      string `json:"delta"`
+	// Content, when set, is the document's whole content up to and
+	// including Delta, as its producer holds it: a Builder keeps it instead
+	// of a copy of the deltas. It is not part of the wire event.
+	Content string `json:"-"`
 }
 
 // ToolCallStart names the tool behind an open tool-derived document.

@@ -32,9 +32,10 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 		return fmt.Errorf("event 1 is %s, want response_start", evs[0].Name())
 	}
 	type open struct {
-		typ    documents.Type
-		deltas strings.Builder
-		ended  bool
+		typ     documents.Type
+		deltas  strings.Builder
+		content string // what the last delta carried as the content so far
+		ended   bool
 	}
 	docs := map[string]*open{}
 	seq := 0
@@ -71,6 +72,14 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 				return fmt.Errorf("event %d: empty content_delta for %s", n, e.DocumentID)
 			}
 			d.deltas.WriteString(e.Delta)
+			// The content so far a delta carries (for the fold) is the
+			// deltas so far: its length and end here, all of it at the end.
+			if e.Content != "" || d.content != "" {
+				if len(e.Content) != d.deltas.Len() || !strings.HasSuffix(e.Content, e.Delta) {
+					return fmt.Errorf("event %d: content_delta for %s carries %d bytes of content ending %q; its deltas give %d", n, e.DocumentID, len(e.Content), tail(e.Content), d.deltas.Len())
+				}
+				d.content = e.Content
+			}
 		case documents.ToolCallStart, documents.ToolCallArguments, documents.ToolResultEvent:
 			id := toolEventDoc(e)
 			d := docs[id]
@@ -89,6 +98,9 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 			if d.typ.IsText() {
 				if e.FinalContent == nil {
 					return fmt.Errorf("event %d: document_end of %s %s has no finalContent", n, d.typ, e.DocumentID)
+				}
+				if d.content != "" && d.content != d.deltas.String() {
+					return fmt.Errorf("event %d: the last delta of %s carried content %q, its deltas give %q", n, e.DocumentID, d.content, d.deltas.String())
 				}
 				if *e.FinalContent != d.deltas.String() {
 					return fmt.Errorf("event %d: finalContent of %s is %q, its deltas give %q", n, e.DocumentID, *e.FinalContent, d.deltas.String())
@@ -146,6 +158,11 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 		return fmt.Errorf("the stream ends with %s, not done", evs[len(evs)-1].Name())
 	}
 	return nil
+}
+
+// tail is the end of s, for messages.
+func tail(s string) string {
+	return s[max(0, len(s)-20):]
 }
 
 func toolEventDoc(ev documents.Event) string {

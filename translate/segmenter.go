@@ -423,15 +423,20 @@ func (s *Segmenter) proseText(t string) {
 	for end > 0 && isSpace(t[end-1]) {
 		end--
 	}
-	if len(held) > 0 {
-		t = string(held) + t
-		end += len(held)
-	}
-	s.wsHeld = append(s.wsHeld, t[end:]...)
-	t = t[:end]
 	s.sawText = true
+	s.emitDelta(s.textID, held, t[:end])
+	s.wsHeld = append(s.wsHeld, t[end:]...)
+}
+
+// emitDelta adds held and t to the open document's content and sends them
+// as one delta. The delta and the content so far are views of textBuf,
+// whose written bytes never change, so neither is copied.
+func (s *Segmenter) emitDelta(id string, held []byte, t string) {
+	mark := s.textBuf.Len()
+	s.textBuf.Write(held)
 	s.textBuf.WriteString(t)
-	s.emit(documents.ContentDelta{DocumentID: s.textID, Delta: t})
+	all := s.textBuf.String()
+	s.emit(documents.ContentDelta{DocumentID: id, Delta: all[mark:], Content: all})
 }
 
 // isSpace reports whether c is ASCII whitespace. Bytes decide, so that the
@@ -466,15 +471,14 @@ func (s *Segmenter) openFence(f fence) {
 // makes no document, as an empty one does; blank lines before that text
 // are kept.
 func (s *Segmenter) fenceText(t string) {
+	var held []byte
 	if s.codeID == "" {
 		if isBlank(t) {
 			s.wsHeld = append(s.wsHeld, t...)
 			return
 		}
-		if len(s.wsHeld) > 0 {
-			t = string(s.wsHeld) + t
-			s.wsHeld = s.wsHeld[:0]
-		}
+		held = s.wsHeld
+		s.wsHeld = s.wsHeld[:0]
 		kind, lang, file, start, end := parseInfo(s.fence.info)
 		var meta any
 		typ := documents.TypeCodeBlock
@@ -489,8 +493,7 @@ func (s *Segmenter) fenceText(t string) {
 		s.codeMeta = marshal(meta)
 	}
 	s.sawText = true
-	s.textBuf.WriteString(t)
-	s.emit(documents.ContentDelta{DocumentID: s.codeID, Delta: t})
+	s.emitDelta(s.codeID, held, t)
 }
 
 func (s *Segmenter) purpose(lang string) string {
