@@ -128,7 +128,8 @@ type benchSource struct {
 	every            time.Duration
 	session, request string
 	start, next      time.Time
-	i                int // deltas written
+	i                int    // deltas written
+	deltaEnd         string // what follows a delta's text up to its timestamp_ms
 	text             strings.Builder
 	buf              []byte
 	done             chan struct{}
@@ -141,6 +142,8 @@ func newBenchSource(w io.Writer, prompt, cwd string) *benchSource {
 	s := &benchSource{w: w, prompt: prompt, cwd: cwd, session: benchID(), request: benchID(), start: time.Now(), index: -1}
 	s.n, s.every = parseBenchPrompt(prompt)
 	s.next = s.start
+	s.deltaEnd = `"}]},"session_id":"` + s.session + `","timestamp_ms":`
+	s.text.Grow(min(s.n, 1024) * len("[ts:1764000000000000000] "))
 	return s
 }
 
@@ -192,7 +195,7 @@ func (s *benchSource) delta() (bool, error) {
 	s.buf = strconv.AppendInt(s.buf, now.UnixNano(), 10)
 	s.buf = append(s.buf, "] "...)
 	s.text.Write(s.buf[mark:])
-	s.buf = append(s.buf, `"}]},"session_id":"`+s.session+`","timestamp_ms":`...)
+	s.buf = append(s.buf, s.deltaEnd...)
 	s.buf = strconv.AppendInt(s.buf, now.UnixMilli(), 10)
 	s.buf = append(s.buf, '}')
 	if err := s.write(); err != nil {
