@@ -495,6 +495,14 @@ func TestEndToEnd(t *testing.T) {
 				if r.RSSBase <= 0 {
 					t.Errorf("%s: no RSS", side)
 				}
+				// Each delta is at least decoded and framed: some bytes
+				// per event, far less than a megabyte.
+				if a := r.AllocPerEvent(); a < 16 || a > 1<<20 || r.GCs < 0 {
+					t.Errorf("%s: %.0f bytes allocated per event, %d collections", side, a, r.GCs)
+				}
+			}
+			if len(allocRow(c.Title, out.GW, out.Relay)) != 1 {
+				t.Errorf("no allocation row")
 			}
 		})
 	}

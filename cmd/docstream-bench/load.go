@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +54,52 @@ type loadResult struct {
 	RSSActive int64
 	Rate      float64
 	CPU       time.Duration // the server's CPU time during the scenario
-	Complete  bool
+	// Alloc and GCs are the bytes the server's Go heap allocated and the
+	// collections it ran during the scenario (-1: not known).
+	Alloc, GCs int64
+	Complete   bool
+}
+
+// AllocPerEvent is the server's heap allocation per delivered delta, or -1.
+func (r *loadResult) AllocPerEvent() float64 {
+	if r.Alloc < 0 || r.Events == 0 {
+		return -1
+	}
+	return float64(r.Alloc) / float64(r.Events)
+}
+
+// runtimeCounters reads the server's total heap allocation and number of
+// collections from its /metrics (the Go collector's counters).
+func runtimeCounters(client *http.Client, url string) (alloc, gcs int64, err error) {
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	alloc, gcs = -1, -1
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		switch {
+		case perr != nil:
+		case name == "go_memstats_alloc_bytes_total":
+			alloc = int64(f)
+		case name == "go_gc_duration_seconds_count":
+			gcs = int64(f)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, err
+	}
+	if alloc < 0 || gcs < 0 {
+		return 0, 0, fmt.Errorf("%s/metrics has no go_memstats_alloc_bytes_total or go_gc_duration_seconds_count", url)
+	}
+	return alloc, gcs, nil
 }
 
 // CPUPerEvent is the server's CPU time per delivered delta.
@@ -99,11 +146,14 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	client := &http.Client{Transport: tr}
 	body, _ := json.Marshal(map[string]any{"prompt": spec.Prompt, "stream": true})
 
-	res := &loadResult{Streams: spec.Streams}
+	res := &loadResult{Streams: spec.Streams, Alloc: -1, GCs: -1}
 	var cpu0 time.Duration
+	var alloc0, gcs0 int64
+	var countersErr error
 	if pid > 0 {
 		res.RSSBase, _ = rssBytes(pid)
 		cpu0, _ = cpuOf(pid)
+		alloc0, gcs0, countersErr = runtimeCounters(client, url)
 	}
 	var opened, ended atomic.Int64 // streams that got their headers, streams that ended
 	sampleStop := make(chan struct{})
@@ -193,6 +243,9 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	if pid > 0 {
 		if c, err := cpuOf(pid); err == nil {
 			res.CPU = c - cpu0
+		}
+		if a, g, err := runtimeCounters(client, url); err == nil && countersErr == nil {
+			res.Alloc, res.GCs = a-alloc0, g-gcs0
 		}
 	}
 	var last time.Time

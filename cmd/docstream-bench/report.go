@@ -189,6 +189,7 @@ func e2eRows(o e2eOutcome) []row {
 			rows = append(rows, mem,
 				row{"events/s delivered", title, fmt.Sprintf("%.0f", gr), fmt.Sprintf("%.0f", rr), ratio(gr, rr), "", ""},
 				cmp("server CPU per event (agents not counted)", cpuPer))
+			rows = append(rows, allocRow(title, g, r)...)
 		}
 	case "throughput":
 		gr, glo, ghi := g.stat(rate)
@@ -196,6 +197,7 @@ func e2eRows(o e2eOutcome) []row {
 		rows = append(rows, row{"events/s, one stream as fast as possible", title, fmt.Sprintf("%.0f (%.0f–%.0f)", gr, glo, ghi),
 			fmt.Sprintf("%.0f (%.0f–%.0f)", rr, rlo, rhi), ratio(gr, rr), "", ""},
 			cmp("server CPU per event (agents not counted)", cpuPer))
+		rows = append(rows, allocRow(title, g, r)...)
 	case "burst":
 		tth := both("time to response headers, p50 / p99", tthP50, tthP99)
 		if c.Spawn < 0 || c.Agent == "builtin" {
@@ -206,6 +208,20 @@ func e2eRows(o e2eOutcome) []row {
 		rows = append(rows, memRow("RSS per idle stream (server process only)", "≤ 40 KB", 40<<10))
 	}
 	return rows
+}
+
+// allocRow is the servers' Go heap allocation per event and their garbage
+// collections per round (medians), when both servers report them.
+func allocRow(title string, g, r runs) []row {
+	ga, _, _ := g.stat(func(x *loadResult) float64 { return x.AllocPerEvent() })
+	ra, _, _ := r.stat(func(x *loadResult) float64 { return x.AllocPerEvent() })
+	gc, _, _ := g.stat(func(x *loadResult) float64 { return float64(x.GCs) })
+	rc, _, _ := r.stat(func(x *loadResult) float64 { return float64(x.GCs) })
+	if ga < 0 || ra < 0 || gc < 0 || rc < 0 {
+		return nil
+	}
+	return []row{{"server heap allocated per event / collections per round", title,
+		fmt.Sprintf("%.0f B / %.0f", ga, gc), fmt.Sprintf("%.0f B / %.0f", ra, rc), ratio(ga, ra), "", ""}}
 }
 
 // markdown renders the report: the machine, the table, notes.
