@@ -52,6 +52,37 @@ type CLIBackend struct {
 	// secrets are masked in what clients see of the agent's output (its
 	// stderr tail, its lines that are not JSON).
 	secrets []string
+
+	// leaders are the pids of the agents running now, until reaped.
+	leadersMu sync.Mutex
+	leaders   map[int]bool
+}
+
+// setLeader notes that an agent with the given pid runs, or was reaped.
+func (b *CLIBackend) setLeader(pid int, running bool) {
+	b.leadersMu.Lock()
+	defer b.leadersMu.Unlock()
+	if b.leaders == nil {
+		b.leaders = map[int]bool{}
+	}
+	if running {
+		b.leaders[pid] = true
+	} else {
+		delete(b.leaders, pid)
+	}
+}
+
+// otherAgent returns whether a pid is an agent this backend runs, other
+// than the one with the given pid.
+func (b *CLIBackend) otherAgent(self int) func(pid int) bool {
+	return func(pid int) bool {
+		if pid == self {
+			return false
+		}
+		b.leadersMu.Lock()
+		defer b.leadersMu.Unlock()
+		return b.leaders[pid]
+	}
 }
 
 // NewCLIBackend resolves the agent binary and the agent's environment.
@@ -440,6 +471,7 @@ func (b *CLIBackend) spawn(ctx context.Context, spec *RunSpec, seg *translate.Se
 		stderrDone: make(chan struct{}), exited: make(chan struct{}), watchDone: make(chan struct{})}
 	p.pump = newOutputPump(stdoutR, seg, b.cfg.MaxLineBytes, start, b.parker, spec.Hold, p.outputEnded)
 	b.recordGroup(p.pgid, mark)
+	b.setLeader(p.pgid, true)
 	go p.drainStderr()
 	go p.wait()
 	p.watch()
@@ -467,6 +499,7 @@ func (p *agentProc) drainStderr() {
 // is ended.
 func (p *agentProc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
+	p.b.setLeader(p.pgid, false) // its pid may be given again
 	p.stopped = p.signalled.Load()
 	close(p.exited)
 	select {
@@ -587,7 +620,7 @@ func (p *agentProc) outputEnded(readErr error) {
 		if time.Since(p.start) > time.Minute {
 			since = 0
 		}
-		killMarked(map[string]int{p.mark: p.pgid}, since)
+		killMarked(map[string]int{p.mark: p.pgid}, since, p.b.otherAgent(p.pgid))
 		p.b.forgetGroup(p.pgid)
 	}()
 	seg := p.pump.seg
@@ -643,7 +676,9 @@ func (p *agentProc) outputEnded(readErr error) {
 
 // lastPid returns the pid the kernel gave last (0 when unknown).
 func lastPid() int {
-	b, err := os.ReadFile("/proc/loadavg")
+	var buf [128]byte
+	bp := buf[:0]
+	b, err := readProcFile(&bp, "/proc/loadavg")
 	if err != nil {
 		return 0
 	}
@@ -762,7 +797,7 @@ func ReapOrphans(pidDir string) int {
 			reaped[pgid] = true
 		}
 	}
-	for pgid := range killMarked(marks, 0) {
+	for pgid := range killMarked(marks, 0, nil) {
 		reaped[pgid] = true
 	}
 	return len(reaped)
@@ -771,8 +806,10 @@ func ReapOrphans(pidDir string) int {
 // killMarked kills every process whose environment holds one of marks and
 // returns the process groups (the marks' values) that had one. Processes
 // with a pid below since are passed over while pids have not wrapped
-// around since it was given: they were started before it.
-func killMarked(marks map[string]int, since int) map[int]bool {
+// around since it was given: they were started before it. So are the pids
+// skip reports (nil: none), such as other runs' agents, whose environments
+// hold their own marks.
+func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[int]bool {
 	killed := map[int]bool{}
 	if len(marks) == 0 {
 		return killed
@@ -780,13 +817,24 @@ func killMarked(marks map[string]int, since int) map[int]bool {
 	if since > 0 && lastPid() < since {
 		since = 0 // pids wrapped around
 	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid <= 1 || pid < since || pid == os.Getpid() {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return killed
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	self := os.Getpid()
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue // not a process
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		env, err := readProcFile(bp, "/proc/"+name+"/environ")
 		if err != nil {
 			continue
 		}
@@ -800,4 +848,37 @@ func killMarked(marks map[string]int, since int) map[int]bool {
 		}
 	}
 	return killed
+}
+
+// procBufs hold the files of /proc that killMarked reads, one at a time.
+var procBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// readProcFile reads a whole file into *bp, growing it as needed, and
+// returns its bytes, valid until the next call with bp. A file of /proc
+// has no size to read in advance, and os.ReadFile would allocate for each.
+func readProcFile(bp *[]byte, path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := (*bp)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if n > 0 {
+			b = b[:len(b)+n]
+		}
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			*bp = b
+			return nil, err
+		case n == 0:
+			*bp = b
+			return b, nil
+		}
+	}
 }

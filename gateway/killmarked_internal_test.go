@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReadProcFile checks that a file is read whole however its size
+// compares with the buffer, and that the buffer is kept for the next read.
+func TestReadProcFile(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 5000) // 80,000 bytes
+	path := filepath.Join(dir, "big")
+	if err := os.WriteFile(path, big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 0, 16)
+	got, err := readProcFile(&b, path)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(big))
+	}
+	if cap(b) < len(big) {
+		t.Errorf("the grown buffer is not kept: cap %d", cap(b))
+	}
+	want, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	if got, err := readProcFile(&b, "/proc/self/environ"); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("/proc/self/environ: %d bytes, %v; want %d", len(got), err, len(want))
+	}
+	if _, err := readProcFile(&b, filepath.Join(dir, "missing")); err == nil {
+		t.Errorf("a missing file read without an error")
+	}
+	if n := lastPid(); n <= 1 {
+		t.Errorf("lastPid %d", n)
+	}
+}
+
+// TestKillMarked checks that a process carrying a run's mark is killed,
+// one carrying another mark is not, and neither is a marked process that
+// skip passes over.
+func TestKillMarked(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	start := func(mark string) *exec.Cmd {
+		cmd := exec.Command("sleep", "30")
+		cmd.Env = append(os.Environ(), mark)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	mine, other, skipped := start(groupMarkName+"=mine-1"), start(groupMarkName+"=other-2"), start(groupMarkName+"=mine-1")
+	skip := func(pid int) bool { return pid == skipped.Process.Pid }
+	killed := killMarked(map[string]int{groupMarkName + "=mine-1": 4242}, mine.Process.Pid, skip)
+	if !killed[4242] || len(killed) != 1 {
+		t.Errorf("killed groups %v, want 4242", killed)
+	}
+	waitExit := func(cmd *exec.Cmd) bool {
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+	if !waitExit(mine) {
+		t.Fatalf("the marked process runs on")
+	}
+	if ws, ok := mine.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the marked process ended with %v, not SIGKILL", mine.ProcessState)
+	}
+	for name, cmd := range map[string]*exec.Cmd{"another run's": other, "the skipped": skipped} {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("%s process was killed: %v", name, err)
+		}
+	}
+}
