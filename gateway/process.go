@@ -499,7 +499,8 @@ func (p *agentProc) drainStderr() {
 // is ended.
 func (p *agentProc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
-	p.b.setLeader(p.pgid, false) // its pid may be given again
+	// Its pid may be given again: it is no longer another run's agent.
+	p.b.setLeader(p.pgid, false)
 	p.stopped = p.signalled.Load()
 	close(p.exited)
 	select {
