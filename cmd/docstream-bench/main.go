@@ -253,9 +253,9 @@ func bench(ctx context.Context, o options) (*report, error) {
 				rs   runs
 			}{{"relay", out.Relay}, {"docstream", out.GW}} {
 				for _, r := range side.rs {
-					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream  CPU %v/event %v",
+					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream  CPU %v/event  heap %.0f B/event, %d GCs %v",
 						side.name, r.OK, r.Streams, r.Events, r.Lat.p(50), r.Lat.p(99), r.Lat.max(), r.TTH.p(99), r.TTFD.p(50), r.Rate,
-						r.RSSPerStream()/1024, r.CPUPerEvent(), r.Errors)
+						r.RSSPerStream()/1024, r.CPUPerEvent(), r.AllocPerEvent(), r.GCs, r.Errors)
 				}
 			}
 		}
