@@ -7,6 +7,7 @@ package translate
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -126,7 +127,8 @@ type Decoder struct {
 	size    int         // its length so far
 	over    bool        // it is longer than max
 	max     int
-	buf     []byte
+	buf     []byte   // a long line, assembled
+	parts   [][]byte // the pieces of a long line being read
 	line    int
 	names   nameSet
 	sessRaw []byte
@@ -240,6 +242,9 @@ func (d *Decoder) Next() (Event, error) {
 // a long line keeps what was read of it.
 func (d *Decoder) readLine() ([]byte, int, error) {
 	if !d.long {
+		if cap(d.buf) > keepLongBuf {
+			d.buf = nil // the last line was long: its buffer is not kept for the rest of the run
+		}
 		chunk, err := d.r.ReadSlice('\n')
 		if err == nil {
 			return chunk[:len(chunk)-1], len(chunk) - 1, nil
@@ -250,7 +255,7 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 			}
 			return nil, 0, err
 		}
-		d.buf = append(d.buf[:0], chunk...)
+		d.parts = append(d.parts[:0], bytes.Clone(chunk))
 		d.long, d.size, d.over = true, len(chunk), false
 	}
 	for {
@@ -267,9 +272,10 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 		if !d.over {
 			if d.size > d.max {
 				d.over = true
-				d.buf = d.buf[:0]
-			} else {
-				d.buf = append(d.buf, chunk...)
+				clear(d.parts)
+				d.parts = d.parts[:0]
+			} else if n > 0 {
+				d.parts = append(d.parts, bytes.Clone(chunk))
 			}
 		}
 		switch {
@@ -277,12 +283,39 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 			continue
 		case err == nil || errors.Is(err, io.EOF):
 			d.long = false
-			return d.buf, d.size, nil
+			return d.joinParts(), d.size, nil
 		default:
 			d.long = false
+			clear(d.parts)
+			d.parts = d.parts[:0]
 			return nil, 0, err
 		}
 	}
+}
+
+// keepLongBuf is the largest buffer of a long line a Decoder keeps for the
+// next one.
+const keepLongBuf = 4 * readBufSize
+
+// joinParts assembles a long line from its parts into d.buf (empty for a
+// line over the maximum). The parts are copied as they come and joined
+// once the line's size is known, so that a line of megabytes costs about
+// twice its size, not the five times that growing one slice by append
+// would allocate.
+func (d *Decoder) joinParts() []byte {
+	d.buf = d.buf[:0]
+	if d.over {
+		return d.buf
+	}
+	if cap(d.buf) < d.size {
+		d.buf = make([]byte, 0, d.size)
+	}
+	for _, p := range d.parts {
+		d.buf = append(d.buf, p...)
+	}
+	clear(d.parts)
+	d.parts = d.parts[:0]
+	return d.buf
 }
 
 func trimSpace(b []byte) []byte {

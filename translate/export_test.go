@@ -121,3 +121,6 @@ func ScanLine(line []byte) (object, mayRepeat bool) {
 	object = isObjectLine(line, func([]byte, []byte, bool) {}, &ls)
 	return object, ls.repeats
 }
+
+// LongBufCap is the capacity of the buffer a Decoder keeps for long lines.
+func (d *Decoder) LongBufCap() int { return cap(d.buf) }
