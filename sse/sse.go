@@ -85,6 +85,20 @@ const eol = "\r\n"
 
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// maxPooled is the largest buffer given back to bufs: one that grew for a
+// frame of megabytes (a huge tool result) is left to the collector rather
+// than kept in the pool.
+const maxPooled = 64 << 10
+
+// putBuf gives a frame buffer back to bufs.
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) > maxPooled {
+		return
+	}
+	*bp = b
+	bufs.Put(bp)
+}
+
 // WriteTo writes the frame as one SSE event, lines ending in CRLF:
 //
 //	id: 3
@@ -103,8 +117,7 @@ func (f Frame) WriteTo(w io.Writer) (int64, error) {
 	b = appendData(b, f.Data)
 	b = append(b, eol...)
 	n, err := w.Write(b)
-	*bp = b
-	bufs.Put(bp)
+	putBuf(bp, b)
 	return int64(n), err
 }
 
@@ -146,8 +159,7 @@ func WriteData(w io.Writer, data []byte) error {
 	b := appendData((*bp)[:0], data)
 	b = append(b, eol...)
 	_, err := w.Write(b)
-	*bp = b
-	bufs.Put(bp)
+	putBuf(bp, b)
 	return err
 }
 
@@ -162,8 +174,7 @@ func WriteEvent(w io.Writer, name string, data []byte) error {
 	b = appendData(b, data)
 	b = append(b, eol...)
 	_, err := w.Write(b)
-	*bp = b
-	bufs.Put(bp)
+	putBuf(bp, b)
 	return err
 }
 
