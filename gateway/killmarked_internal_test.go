@@ -86,3 +86,52 @@ func TestKillMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepLater checks that the marks of runs ending together are swept,
+// their processes killed and their groups forgotten, before waitSweeps
+// returns, and that a running agent carrying a mark is passed over.
+func TestSweepLater(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	b := &CLIBackend{binary: "agent", pidDir: t.TempDir()}
+	var cmds []*exec.Cmd
+	for i := range 4 {
+		cmd := exec.Command("sleep", "30")
+		cmd.Env = append(os.Environ(), groupMarkName+"=sweep-"+string(rune('a'+i)))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cmds = append(cmds, cmd)
+	}
+	// The last one is a running agent: its mark is not swept even when
+	// pending (a pid given again to a new agent).
+	b.setLeader(cmds[3].Process.Pid, true)
+	for i, cmd := range cmds {
+		b.recordGroup(9000+i, groupMarkName+"=sweep-"+string(rune('a'+i)))
+		b.sweepLater(groupMarkName+"=sweep-"+string(rune('a'+i)), 9000+i, cmd.Process.Pid)
+	}
+	b.waitSweeps()
+	for i, cmd := range cmds[:3] {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err == nil {
+			// Killed but not yet reaped shows as a zombie: wait for it.
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				t.Errorf("marked process %d runs on", i)
+			}
+		}
+	}
+	if err := cmds[3].Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the running agent was killed: %v", err)
+	}
+	if ents, _ := os.ReadDir(b.pidDir); len(ents) != 0 {
+		t.Errorf("%d groups not forgotten", len(ents))
+	}
+	if b.sweeping || len(b.pending) != 0 {
+		t.Errorf("sweeping %v with %d pending after waitSweeps", b.sweeping, len(b.pending))
+	}
+}

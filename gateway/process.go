@@ -56,6 +56,71 @@ type CLIBackend struct {
 	// leaders are the pids of the agents running now, until reaped.
 	leadersMu sync.Mutex
 	leaders   map[int]bool
+
+	// Finished agents' marks wait here for the next sweep of /proc.
+	sweepMu    sync.Mutex
+	sweepIdle  *sync.Cond
+	pending    map[string]int // mark → process group
+	sweepSince int            // the lowest pid the pending marks need read
+	sweeping   bool
+}
+
+// sweepGap is the least time between two sweeps of /proc: the runs that
+// end meanwhile share the next one, so that many runs ending cost a few
+// sweeps a second rather than one each.
+const sweepGap = 200 * time.Millisecond
+
+// sweepLater has the processes carrying a finished agent's mark killed by
+// the next sweep (at once when none is running), then forgets its group.
+// since is as for killMarked.
+func (b *CLIBackend) sweepLater(mark string, pgid, since int) {
+	b.sweepMu.Lock()
+	if len(b.pending) == 0 {
+		b.pending, b.sweepSince = map[string]int{}, since
+	}
+	b.pending[mark] = pgid
+	b.sweepSince = min(b.sweepSince, since)
+	start := !b.sweeping
+	b.sweeping = true
+	b.sweepMu.Unlock()
+	if start {
+		go b.sweep()
+	}
+}
+
+// sweep kills what the pending marks left, until none is pending.
+func (b *CLIBackend) sweep() {
+	for {
+		b.sweepMu.Lock()
+		marks, since := b.pending, b.sweepSince
+		b.pending = nil
+		if len(marks) == 0 {
+			b.sweeping = false
+			if b.sweepIdle != nil {
+				b.sweepIdle.Broadcast()
+			}
+			b.sweepMu.Unlock()
+			return
+		}
+		b.sweepMu.Unlock()
+		killMarked(marks, since, b.runningAgent)
+		for _, pgid := range marks {
+			b.forgetGroup(pgid)
+		}
+		time.Sleep(sweepGap)
+	}
+}
+
+// waitSweeps returns once no sweep is pending or running.
+func (b *CLIBackend) waitSweeps() {
+	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
+	if b.sweepIdle == nil {
+		b.sweepIdle = sync.NewCond(&b.sweepMu)
+	}
+	for b.sweeping {
+		b.sweepIdle.Wait()
+	}
 }
 
 // setLeader notes that an agent with the given pid runs, or was reaped.
@@ -72,17 +137,12 @@ func (b *CLIBackend) setLeader(pid int, running bool) {
 	}
 }
 
-// otherAgent returns whether a pid is an agent this backend runs, other
-// than the one with the given pid.
-func (b *CLIBackend) otherAgent(self int) func(pid int) bool {
-	return func(pid int) bool {
-		if pid == self {
-			return false
-		}
-		b.leadersMu.Lock()
-		defer b.leadersMu.Unlock()
-		return b.leaders[pid]
-	}
+// runningAgent reports whether a pid is an agent this backend runs now:
+// its environment holds its own run's mark, not a finished one's.
+func (b *CLIBackend) runningAgent(pid int) bool {
+	b.leadersMu.Lock()
+	defer b.leadersMu.Unlock()
+	return b.leaders[pid]
 }
 
 // NewCLIBackend resolves the agent binary and the agent's environment.
@@ -614,15 +674,16 @@ func (p *agentProc) kill(kill bool) {
 func (p *agentProc) outputEnded(readErr error) {
 	defer func() {
 		// What the agent started in a session of its own (setsid) is not
-		// in its group; it ends with the run all the same. A short run
-		// passes over the processes older than its agent; in a long one
-		// pids may wrap around and climb past the agent's again.
+		// in its group; it ends with the run all the same, in the next
+		// sweep of /proc (at once, or within sweepGap when runs end
+		// together). A short run passes over the processes older than its
+		// agent; in a long one pids may wrap around and climb past the
+		// agent's again.
 		since := p.pgid
 		if time.Since(p.start) > time.Minute {
 			since = 0
 		}
-		killMarked(map[string]int{p.mark: p.pgid}, since, p.b.otherAgent(p.pgid))
-		p.b.forgetGroup(p.pgid)
+		p.b.sweepLater(p.mark, p.pgid, since)
 	}()
 	seg := p.pump.seg
 	p.disarm()

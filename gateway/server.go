@@ -88,6 +88,9 @@ func (s *Server) Registry() *Registry { return s.reg }
 func (s *Server) Shutdown(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.reg.Shutdown(ctx)
+	if s.cli != nil {
+		s.cli.waitSweeps() // what the last agents left in sessions of their own
+	}
 }
 
 // resolveWorkspaces resolves the configured workspace directories through
