@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +135,8 @@ type MemoryStore struct {
 	turns  map[string]*Turn
 	byConv map[string][]string // the response ids of each conversation's turns
 	fps    map[string]string
-	heads  map[string]string // conversation → its latest fingerprint
+	convFP map[string][]string // conversation → the fingerprints recorded for it
+	heads  map[string]string   // conversation → its latest fingerprint
 	// order holds response ids as their turns were first put, oldest
 	// first (forgotten ones too, until Prune or forgetOldest passes);
 	// bytes is the size of the responses held.
@@ -147,7 +147,7 @@ type MemoryStore struct {
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}, heads: map[string]string{}}
+	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}, convFP: map[string][]string{}, heads: map[string]string{}}
 }
 
 // PutConversation creates or updates a conversation.
@@ -230,7 +230,9 @@ func (m *MemoryStore) forgetOldest(keep string) bool {
 		if t == nil || id == keep || t.Status == string(documents.StatusStreaming) {
 			continue
 		}
-		m.order = slices.Delete(m.order, i, i+1)
+		if i == 0 {
+			m.order = m.order[1:]
+		} // else its id stays, forgotten, until it is the oldest
 		conv := t.ConversationID
 		m.forgetTurn(id)
 		if conv != "" && len(m.byConv[conv]) == 0 {
@@ -264,7 +266,12 @@ func (m *MemoryStore) forgetConversation(id string) {
 	delete(m.byConv, id)
 	delete(m.convs, id)
 	delete(m.heads, id)
-	maps.DeleteFunc(m.fps, func(_, c string) bool { return c == id })
+	for _, fp := range m.convFP[id] {
+		if m.fps[fp] == id {
+			delete(m.fps, fp)
+		}
+	}
+	delete(m.convFP, id)
 }
 
 // Prune deletes what is older than before.
@@ -319,7 +326,10 @@ func (m *MemoryStore) MarkInterrupted(context.Context) (int, error) {
 func (m *MemoryStore) PutFingerprint(_ context.Context, fp, conv string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.fps[fp] = conv
+	if m.fps[fp] != conv {
+		m.fps[fp] = conv
+		m.convFP[conv] = append(m.convFP[conv], fp)
+	}
 	m.heads[conv] = fp
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,74 @@ func TestMemoryStoreBound(t *testing.T) {
 	}
 	if _, ts, err := st.Conversation(ctx, "c"); err != nil || len(ts) != 2 {
 		t.Errorf("conversation c: %d turns, %v", len(ts), err)
+	}
+}
+
+// TestMemoryStoreEvictsInOrder checks what a full memory store keeps as
+// turns come and go: the newest turns, the fingerprints of the
+// conversations it holds (a fingerprint recorded again for another
+// conversation stays with that one), and an order no longer than its turns.
+func TestMemoryStoreEvictsInOrder(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, StoreConfig{Driver: "memory", MemoryMaxBytes: 130})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := st.(*MemoryStore)
+	body := []byte(`{"content":"` + strings.Repeat("x", 28) + `"}`) // 42 bytes: three fit
+	_ = st.PutFingerprint(ctx, "fp-shared", "c0")
+	for i := range 1000 {
+		conv := "c" + strconv.Itoa(i)
+		if err := st.PutConversation(ctx, Conversation{ID: conv}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutFingerprint(ctx, "fp-"+conv, conv); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			_ = st.PutFingerprint(ctx, "fp-shared", conv) // moves from c0 to c1
+		}
+		if err := st.PutTurn(ctx, Turn{ResponseID: "r" + strconv.Itoa(i), ConversationID: conv, Status: "completed", Created: time.Now(), Response: body}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			// c0 is forgotten by now; the fingerprint it gave to c1 is not.
+			if c, err := st.HistoryConversation(ctx, "fp-shared"); err != nil || c != "c1" {
+				t.Errorf("the moved fingerprint: %q, %v", c, err)
+			}
+		}
+	}
+	if len(m.turns) != 3 || len(m.order) != 3 || len(m.convs) != 3 || len(m.fps) != 3 || len(m.convFP) != 3 {
+		t.Errorf("held: %d turns, %d in order, %d conversations, %d fingerprints (%d lists)", len(m.turns), len(m.order), len(m.convs), len(m.fps), len(m.convFP))
+	}
+	for _, id := range []string{"r997", "r998", "r999"} {
+		if _, err := st.Turn(ctx, id); err != nil {
+			t.Errorf("turn %s: %v", id, err)
+		}
+	}
+	if _, err := st.HistoryConversation(ctx, "fp-shared"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the fingerprint of a forgotten conversation: %v", err)
+	}
+}
+
+// BenchmarkMemoryStoreFull is the cost of a turn put into a full memory
+// store holding 20,000 turns, each with its conversation and fingerprint.
+func BenchmarkMemoryStoreFull(b *testing.B) {
+	ctx := context.Background()
+	body := []byte(`{"content":"` + strings.Repeat("x", 28) + `"}`)
+	st, _ := OpenStore(ctx, StoreConfig{Driver: "memory", MemoryMaxBytes: int64(20000 * len(body))})
+	i := 0
+	put := func() {
+		conv := "c" + strconv.Itoa(i)
+		_ = st.PutConversation(ctx, Conversation{ID: conv})
+		_ = st.PutFingerprint(ctx, "fp-"+conv, conv)
+		_ = st.PutTurn(ctx, Turn{ResponseID: "r" + strconv.Itoa(i), ConversationID: conv, Status: "completed", Created: time.Now(), Response: body})
+		i++
+	}
+	for range 20000 {
+		put()
+	}
+	for b.Loop() {
+		put()
 	}
 }
