@@ -25,9 +25,21 @@ type authenticator struct {
 	perMin  float64
 	burst   int
 
-	mu       sync.Mutex
-	limiters map[string]*limiterEntry
+	mu        sync.Mutex
+	limiters  map[string]*limiterEntry
+	nextSweep time.Time // when the limiters of idle clients may be swept again
 }
+
+// Past maxLimiters clients, the limiters of clients idle for limiterIdle
+// are dropped, at most once per limiterSweepEvery: a sweep reads them all,
+// and doing so for every new client made each one cost a scan of tens of
+// thousands. Past hardLimiters after a sweep, the map starts over.
+const (
+	maxLimiters       = 10000
+	hardLimiters      = 100000
+	limiterIdle       = 10 * time.Minute
+	limiterSweepEvery = 10 * time.Second
+)
 
 type limiterEntry struct {
 	lim  *rate.Limiter
@@ -80,12 +92,18 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 	now := time.Now()
 	e := a.limiters[id]
 	if e == nil {
-		if len(a.limiters) > 10000 {
+		if len(a.limiters) > maxLimiters && !now.Before(a.nextSweep) {
+			a.nextSweep = now.Add(limiterSweepEvery)
 			for k, v := range a.limiters {
-				if now.Sub(v.seen) > 10*time.Minute {
+				if now.Sub(v.seen) > limiterIdle {
 					delete(a.limiters, k)
 				}
 			}
+		}
+		if len(a.limiters) > hardLimiters {
+			// So many clients within limiterIdle: forgetting their
+			// limits (each may burst again) bounds the memory.
+			clear(a.limiters)
 		}
 		e = &limiterEntry{lim: rate.NewLimiter(rate.Limit(a.perMin/60), a.burst)}
 		a.limiters[id] = e
