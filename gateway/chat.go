@@ -189,7 +189,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		return nil, errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
 	}
 	if req.ConversationID != "" && s.store != nil {
-		conv, _, err := s.store.Conversation(ctx, req.ConversationID)
+		conv, err := s.store.ConversationInfo(ctx, req.ConversationID)
 		if errors.Is(err, ErrNotFound) {
 			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 				Message: fmt.Sprintf("conversation %q is not known here; start a new one without conversationId", req.ConversationID)}

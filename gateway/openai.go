@@ -172,7 +172,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		}
 	}
 	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
-		if _, _, err := s.store.Conversation(ctx, req.ConversationID); errors.Is(err, ErrNotFound) {
+		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, ErrNotFound) {
 			return &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 				Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
 		}
@@ -208,7 +208,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 				from, _ = s.store.HistoryConversation(ctx, fingerprint(history, "", model))
 			}
 			if from != "" {
-				if c, _, err := s.store.Conversation(ctx, from); err == nil {
+				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
 					s.conversationWorkspace(spec, c)
 				}
 			}

@@ -51,6 +51,10 @@ type Turn struct {
 type Store interface {
 	PutConversation(ctx context.Context, c Conversation) error
 	Conversation(ctx context.Context, id string) (Conversation, []Turn, error)
+	// ConversationInfo returns a conversation without its turns, for what
+	// a follow-up needs of it (its backend and workspace) at the cost of
+	// one row however long the conversation is.
+	ConversationInfo(ctx context.Context, id string) (Conversation, error)
 	PutTurn(ctx context.Context, t Turn) error
 	Turn(ctx context.Context, responseID string) (Turn, error)
 	// MarkInterrupted marks every turn still "streaming" as interrupted and
@@ -165,6 +169,17 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	*nc = c
 	m.convs[c.ID] = nc
 	return nil
+}
+
+// ConversationInfo returns a conversation without its turns.
+func (m *MemoryStore) ConversationInfo(_ context.Context, id string) (Conversation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
+	if !ok {
+		return Conversation{}, ErrNotFound
+	}
+	return *c, nil
 }
 
 // Conversation returns a conversation and its turns, oldest first.
@@ -476,19 +491,28 @@ func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
 	return nil
 }
 
-// Conversation returns a conversation and its turns, oldest first.
-func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, []Turn, error) {
+// ConversationInfo returns a conversation without its turns.
+func (s *SQLStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
 	var c Conversation
 	var created, updated string
 	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated FROM conversations WHERE id = ?`, id).
 		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, nil, ErrNotFound
+		return c, ErrNotFound
 	}
 	if err != nil {
-		return c, nil, fmt.Errorf("reading conversation: %w", err)
+		return c, fmt.Errorf("reading conversation: %w", err)
 	}
 	c.Created, c.Updated = parseTS(created), parseTS(updated)
+	return c, nil
+}
+
+// Conversation returns a conversation and its turns, oldest first.
+func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, []Turn, error) {
+	c, err := s.ConversationInfo(ctx, id)
+	if err != nil {
+		return c, nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns
 		WHERE conversation_id = ? ORDER BY created`, id)
 	if err != nil {

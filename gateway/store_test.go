@@ -290,3 +290,32 @@ func BenchmarkMemoryStoreFull(b *testing.B) {
 		put()
 	}
 }
+
+// TestStoreConversationInfo checks, on both stores, that a conversation is
+// read without its turns, and that an unknown one is ErrNotFound.
+func TestStoreConversationInfo(t *testing.T) {
+	eachStore(t, func(t *testing.T, st Store) {
+		ctx := context.Background()
+		want := Conversation{ID: "c1", SessionID: "s1", Backend: "cli", Workspace: "main", Model: "auto"}
+		if err := st.PutConversation(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"r1", "r2"} {
+			if err := st.PutTurn(ctx, Turn{ResponseID: id, ConversationID: "c1", Status: "completed", Created: time.Now(), Response: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := st.ConversationInfo(ctx, "c1")
+		if err != nil || got.ID != want.ID || got.SessionID != want.SessionID || got.Backend != want.Backend ||
+			got.Workspace != want.Workspace || got.Model != want.Model || got.Created.IsZero() {
+			t.Errorf("ConversationInfo: %+v, %v; want %+v", got, err, want)
+		}
+		full, turns, err := st.Conversation(ctx, "c1")
+		if err != nil || len(turns) != 2 || full.Workspace != got.Workspace || !full.Updated.Equal(got.Updated) {
+			t.Errorf("Conversation: %+v with %d turns, %v", full, len(turns), err)
+		}
+		if _, err := st.ConversationInfo(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("an unknown conversation: %v", err)
+		}
+	})
+}
