@@ -272,8 +272,7 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 		if !d.over {
 			if d.size > d.max {
 				d.over = true
-				clear(d.parts)
-				d.parts = d.parts[:0]
+				d.dropParts()
 			} else if n > 0 {
 				d.parts = append(d.parts, bytes.Clone(chunk))
 			}
@@ -286,8 +285,7 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 			return d.joinParts(), d.size, nil
 		default:
 			d.long = false
-			clear(d.parts)
-			d.parts = d.parts[:0]
+			d.dropParts()
 			return nil, 0, err
 		}
 	}
@@ -313,9 +311,14 @@ func (d *Decoder) joinParts() []byte {
 	for _, p := range d.parts {
 		d.buf = append(d.buf, p...)
 	}
+	d.dropParts()
+	return d.buf
+}
+
+// dropParts lets the collector have the parts of a long line.
+func (d *Decoder) dropParts() {
 	clear(d.parts)
 	d.parts = d.parts[:0]
-	return d.buf
 }
 
 func trimSpace(b []byte) []byte {
