@@ -100,6 +100,8 @@ type Run struct {
 	// client is attached; then the store answers for it (see Response).
 	final *documents.ChatResponse
 	saved bool
+	// turnSaved is whether the store took the last write of the turn.
+	turnSaved bool
 	// Launch starts the run once, with the context and backend Prepare
 	// gave it.
 	launched atomic.Bool
@@ -312,6 +314,9 @@ type Registry struct {
 	// redact masks the agent's secrets in what the runs take from its
 	// output for error details.
 	redact func(string) string
+	// saver writes turns and conversations off the runs' paths; nil
+	// without a store.
+	saver *saver
 }
 
 // storeWrote records how a store write went.
@@ -348,9 +353,20 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 		burst = 1
 	}
 	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
-	return &Registry{cfg: cfg, limits: limits, backends: backends, store: store, metrics: m, log: log,
+	g := &Registry{cfg: cfg, limits: limits, backends: backends, store: store, metrics: m, log: log,
 		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
+	if store != nil {
+		g.saver = newSaver(g)
+	}
+	return g
+}
+
+// save asks the saver to write what r wants.
+func (g *Registry) save(r *Run, want saveWant) {
+	if g.saver != nil {
+		g.saver.save(r, want)
+	}
 }
 
 // errOverloaded is answered when every slot is busy and the queue is full.
@@ -499,9 +515,11 @@ type starter interface {
 }
 
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
-	// The turn is stored here rather than in Prepare, so that a stream's
-	// headers do not wait for it; until then the registry answers for it.
-	g.saveTurn(r, r.Response())
+	// The turn is stored from here rather than from Prepare, so that a
+	// stream's headers do not wait for it, and by the saver, so that the
+	// agent's start does not either; until then the registry answers for
+	// it.
+	g.save(r, saveTurn)
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
@@ -685,16 +703,17 @@ func (r *Run) emit(ev documents.Event) {
 	r.mu.Unlock()
 	if saveConv {
 		g.claimTurn(r)
-		g.saveConversation(r)
-		saveSnapshot = true
-	}
-	if saveSnapshot {
-		g.saveTurn(r, r.Response())
+		g.save(r, saveConversation|saveTurn|saveUrgent)
+	} else if saveSnapshot {
+		g.save(r, saveTurn)
 	}
 	d, done := ev.(documents.Done)
 	if done {
 		// Before done goes out: a client may send the next turn the moment
-		// it reads it.
+		// it reads it, and the store must know its conversation by then.
+		if g.saver != nil {
+			g.saver.flush(r)
+		}
 		g.endTurn(r)
 	}
 	r.Log.Append(ev)
@@ -731,7 +750,14 @@ func (r *Run) finish(d documents.Done) {
 		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(max(d.Usage.CacheReadTokens, 0)))
 		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(max(d.Usage.CacheWriteTokens, 0)))
 	}
-	saved := g.saveTurn(r, resp)
+	saved := false
+	if g.saver != nil {
+		g.saver.save(r, saveTurn|saveUrgent)
+		g.saver.flush(r)
+		r.mu.Lock()
+		saved = r.turnSaved
+		r.mu.Unlock()
+	}
 	r.mu.Lock()
 	r.saved = saved
 	r.release()
@@ -742,11 +768,12 @@ func (r *Run) finish(d documents.Done) {
 }
 
 func (g *Registry) saveConversation(r *Run) {
-	if g.store == nil || r.conv == "" {
+	conv := r.ConversationID()
+	if g.store == nil || conv == "" {
 		return
 	}
 	s := r.Spec
-	c := Conversation{ID: r.conv, SessionID: r.conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}
+	c := Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}
 	err := g.store.PutConversation(context.Background(), c)
 	g.storeWrote(err)
 	if err != nil {
@@ -785,6 +812,7 @@ func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) (saved bool) {
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
 // then ends the rest with a shutdown error and waits for them.
 func (g *Registry) Shutdown(ctx context.Context) {
+	defer g.closeSaver()
 	g.mu.Lock() // orders this against Start's admission (see Start)
 	g.closing.Store(true)
 	g.mu.Unlock()
@@ -810,6 +838,14 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		g.log.Error().Msg("runs did not end within 30s of the shutdown")
+	}
+}
+
+// closeSaver writes the saves still pending and stops the saver; what a
+// run still asks for after it is written at once.
+func (g *Registry) closeSaver() {
+	if g.saver != nil && !g.saver.close(30*time.Second) {
+		g.log.Error().Msg("the store did not take the pending saves within 30s of the shutdown")
 	}
 }
 
