@@ -793,6 +793,51 @@ func TestWrongMethods(t *testing.T) {
 	}
 }
 
+// TestMadeUpMethods sends methods no route registers: on an API path they
+// are a 405 naming the served methods, like the known ones (they were a 404
+// "no such route"), in the path's error shape; on a path that does not
+// exist, any method is a 404.
+func TestMadeUpMethods(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	for _, r := range []struct {
+		method, path, allow string
+		openAI              bool
+	}{
+		{"FOO", "/v1/chat", "POST", false},
+		{"PROPFIND", "/v1/chat/chat_000000000000000000000000", "GET, HEAD", false},
+		{http.MethodConnect, "/v1/workspaces", "GET, HEAD", false},
+		{"FOO", "/v1/cloud/agents/x", "DELETE, GET", false},
+		{"FOO", "/v1/chat/completions", "POST", true},
+		{"FOO", "/v1/models/auto", "GET, HEAD", true},
+	} {
+		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.openAI {
+			checkOpenAIError(t, resp, readAll(t, resp), http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed")
+		} else if code, _ := e2eErrorBody(t, resp, http.StatusMethodNotAllowed); code != "method_not_allowed" {
+			t.Errorf("%s %s: %s", r.method, r.path, code)
+		}
+		if got := resp.Header.Get("Allow"); got != r.allow {
+			t.Errorf("%s %s: Allow %q, want %q", r.method, r.path, got, r.allow)
+		}
+	}
+	for _, r := range []struct{ method, path string }{{"FOO", "/nonexistent"}, {"FOO", "/v1/nonexistent"}, {http.MethodDelete, "/nonexistent"}} {
+		resp, err := http.DefaultClient.Do(newRequest(t, r.method, s.URL+r.path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := e2eErrorBody(t, resp, http.StatusNotFound); code != "not_found" {
+			t.Errorf("%s %s: %s", r.method, r.path, code)
+		}
+		if got := resp.Header.Get("Allow"); got != "" {
+			t.Errorf("%s %s: Allow %q on a path that does not exist", r.method, r.path, got)
+		}
+	}
+}
+
 // TestHeadAndOptions: HEAD is answered as GET without the body on the
 // routes that only read (monitors probe with it; it was a 405), and OPTIONS
 // on an API path names its methods (it was a 404 "no such route").

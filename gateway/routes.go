@@ -73,16 +73,40 @@ func (s *Server) routes() *echo.Echo {
 			served[r.Path] = append(served[r.Path], r.Method)
 		}
 	}
+	refuse := map[string]echo.HandlerFunc{}
 	for path, methods := range served {
 		slices.Sort(methods)
-		e.Match(methodsBut(methods...), path, onlyMethods(methods...), s.requireAuth)
+		refuse[path] = onlyMethods(methods...)
+		e.Match(methodsBut(methods...), path, refuse[path], s.requireAuth)
 		allow := strings.Join(append(methods, http.MethodOptions), ", ")
 		e.OPTIONS(path, func(c echo.Context) error {
 			c.Response().Header().Set("Allow", allow)
 			return c.NoContent(http.StatusNoContent)
 		}, s.requireAuth)
 	}
+	// A method no route names (FOO, PROPFIND, CONNECT) reaches the catch-all
+	// of its group, behind the API keys like the routes: a 405 too when its
+	// path is one of the above, else a 404.
+	unrouted := func(c echo.Context) error {
+		path := routeOf(e, c.Request())
+		if h, ok := refuse[path]; ok {
+			c.SetPath(path)
+			return h(c)
+		}
+		return echo.ErrNotFound
+	}
+	api.RouteNotFound("/*", unrouted)
+	cl.RouteNotFound("/*", unrouted)
 	return e
+}
+
+// routeOf returns the /v1 route whose path a request's path matches,
+// whatever the request's method ("" or a catch-all when none does).
+func routeOf(e *echo.Echo, r *http.Request) string {
+	// Every /v1 path answers GET, if only with a 405: a GET finds its route.
+	probe := e.NewContext(r, nil)
+	e.Router().Find(http.MethodGet, echo.GetPath(r), probe)
+	return probe.Path()
 }
 
 // isOpenAIRoute reports whether a request path answers errors in OpenAI's
