@@ -9,12 +9,15 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/docstream/docstream/gateway/simulator"
 )
 
 // Config is the whole configuration: config.yaml, then DOCSTREAM_<SECTION>_<KEY>
@@ -322,6 +325,21 @@ func noNegatives(c *Config) error {
 // applyEnv sets every scalar or list key from DOCSTREAM_<SECTION>_<KEY>;
 // lists are comma-separated and maps are name=value pairs.
 func applyEnv(cfg *Config, getenv func(string) string) error {
+	return eachEnvKey(cfg, func(name string, f reflect.Value) error {
+		val := getenv(name)
+		if val == "" {
+			return nil
+		}
+		if err := setValue(f, val); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// eachEnvKey calls fn with the DOCSTREAM_<SECTION>_<KEY> name of every key
+// of cfg and the field it sets.
+func eachEnvKey(cfg *Config, fn func(name string, f reflect.Value) error) error {
 	root := reflect.ValueOf(cfg).Elem()
 	rt := root.Type()
 	for i := 0; i < rt.NumField(); i++ {
@@ -336,17 +354,90 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 			if key == "" || key == "-" {
 				continue
 			}
-			name := "DOCSTREAM_" + strings.ToUpper(section) + "_" + strings.ToUpper(key)
-			val := getenv(name)
-			if val == "" {
-				continue
-			}
-			if err := setValue(sv.Field(j), val); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			if err := fn("DOCSTREAM_"+strings.ToUpper(section)+"_"+strings.ToUpper(key), sv.Field(j)); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// settingEnv are the DOCSTREAM_* variables a user sets: the configuration's
+// and the simulator's.
+var settingEnv = func() []string {
+	names := []string{simulator.SpeedEnv, simulator.LogEnv, simulator.ScenarioEnv}
+	_ = eachEnvKey(&Config{}, func(name string, _ reflect.Value) error {
+		names = append(names, name)
+		return nil
+	})
+	slices.Sort(names)
+	return names
+}()
+
+// harnessEnv are the DOCSTREAM_* variables the test harnesses read: the Go
+// tests', the simulator's and the browser and SDK tests'.
+var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
+
+// serviceLinkEnv matches the variables Kubernetes sets for a Service named
+// docstream (DOCSTREAM_SERVICE_HOST, DOCSTREAM_PORT_8080_TCP, …) unless
+// enableServiceLinks is off.
+var serviceLinkEnv = regexp.MustCompile(`^DOCSTREAM_(SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$`)
+
+// unknownVar is a DOCSTREAM_* variable that nothing reads, and the known
+// name it is likely a typo of ("" when none is close).
+type unknownVar struct {
+	name, suggestion string
+}
+
+// unknownEnv returns the DOCSTREAM_* variables of environ (NAME=value
+// entries) that nothing reads, sorted by name.
+func unknownEnv(environ []string) []unknownVar {
+	var out []unknownVar
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "DOCSTREAM_") || seen[name] || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
+			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") {
+			continue
+		}
+		seen[name] = true
+		u := unknownVar{name: name}
+		best := 4 // a closer name is a likely typo
+		for _, known := range settingEnv {
+			if d := editDistance(name, known); d < best {
+				u.suggestion, best = known, d
+			}
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b unknownVar) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// editDistance is the number of single-byte insertions, deletions,
+// substitutions and swaps of neighbours that turn a into b.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 func setValue(f reflect.Value, val string) error {

@@ -1056,3 +1056,67 @@ func e2eStr(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// TestUnknownEnvWarned: a DOCSTREAM_* variable that nothing reads (a typo,
+// which was silently ignored) is named in one warning at start, with the
+// known name it is close to, and never with its value; the variables of the
+// configuration, the simulator, the test harnesses and Kubernetes' service
+// links are not.
+func TestUnknownEnvWarned(t *testing.T) {
+	t.Parallel()
+	secret := e2eMarker("KEY")
+	s := startServer(t, "DOCSTREAM_STORE_DRIVR=memory", "DOCSTREAM_AUTH_API_KEY="+secret, "DOCSTREAM_NOTHING_LIKE_IT=1")
+	want := map[string]string{"DOCSTREAM_STORE_DRIVR": "DOCSTREAM_STORE_DRIVER", "DOCSTREAM_AUTH_API_KEY": "DOCSTREAM_AUTH_API_KEYS",
+		"DOCSTREAM_NOTHING_LIKE_IT": ""}
+	got := unknownEnvWarnings(t, s)
+	for name, suggestion := range want {
+		msgs := got[name]
+		if len(msgs) != 1 {
+			t.Errorf("%s: %d warnings, want 1: %q", name, len(msgs), msgs)
+			continue
+		}
+		if hint := "did you mean " + suggestion + "?"; suggestion != "" && !strings.Contains(msgs[0], hint) {
+			t.Errorf("%s: warning %q does not say %q", name, msgs[0], hint)
+		}
+		if suggestion == "" && strings.Contains(msgs[0], "did you mean") {
+			t.Errorf("%s: warning %q suggests a name that is not close", name, msgs[0])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("warnings about %v, want only %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	if strings.Contains(s.Logs(), secret) {
+		t.Errorf("the value of a variable reached the logs")
+	}
+
+	valid := startServer(t, "DOCSTREAM_SIM_SPEED=0", "DOCSTREAM_SIM_SCENARIO=tour", "DOCSTREAM_TEST_NORACE=1",
+		"DOCSTREAM_BIN=/usr/local/bin/docstream", "DOCSTREAM_URL=http://127.0.0.1:1", "DOCSTREAM_STORE_DRIVER=memory",
+		"DOCSTREAM_SERVICE_HOST=10.0.0.7", "DOCSTREAM_SERVICE_PORT=8080", "DOCSTREAM_SERVICE_PORT_HTTP=8080",
+		"DOCSTREAM_PORT=tcp://10.0.0.7:8080", "DOCSTREAM_PORT_8080_TCP=tcp://10.0.0.7:8080", "DOCSTREAM_PORT_8080_TCP_PROTO=tcp",
+		"DOCSTREAM_PORT_8080_TCP_PORT=8080", "DOCSTREAM_PORT_8080_TCP_ADDR=10.0.0.7")
+	if got := unknownEnvWarnings(t, valid); len(got) != 0 {
+		t.Errorf("warnings about known variables: %v", got)
+	}
+}
+
+// unknownEnvWarnings returns the start-up warnings about unknown variables
+// by the variable they name.
+func unknownEnvWarnings(t *testing.T, s *testServer) map[string][]string {
+	t.Helper()
+	// The line saying it listens comes after the warnings.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s.Logs(), `"message":"docstream listening"`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start-up line in the logs:\n%s", s.Logs())
+		}
+	}
+	out := map[string][]string{}
+	for _, line := range strings.Split(s.Logs(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["level"] != "warn" || !strings.Contains(e2eStr(m["message"]), "unknown environment variable") {
+			continue
+		}
+		name := e2eStr(m["variable"])
+		out[name] = append(out[name], e2eStr(m["message"]))
+	}
+	return out
+}

@@ -70,6 +70,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		cfg.Server.Addr = *addr
 	}
 	log := newLogger(cfg.Log, stderr)
+	for _, v := range unknownEnv(os.Environ()) {
+		ev, msg := log.Warn().Str("variable", v.name), "unknown environment variable "+v.name+" is ignored"
+		if v.suggestion != "" {
+			ev, msg = ev.Str("suggestion", v.suggestion), msg+"; did you mean "+v.suggestion+"?"
+		}
+		ev.Msg(msg)
+	}
 	if *demo {
 		cleanup, err := demoConfig(&cfg)
 		if err != nil {
