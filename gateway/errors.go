@@ -15,8 +15,10 @@ type HTTPError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// RetryAfter, in seconds, is sent as the Retry-After header when set.
-	RetryAfter int   `json:"-"`
-	Err        error `json:"-"`
+	RetryAfter int `json:"-"`
+	// Param names the request parameter at fault in OpenAI's error object.
+	Param string `json:"-"`
+	Err   error  `json:"-"`
 }
 
 func (e *HTTPError) Error() string {
@@ -79,7 +81,11 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 			case he.Status >= 500:
 				typ = "server_error"
 			}
-			body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Code: he.Code}}
+			var param *string
+			if he.Param != "" {
+				param = &he.Param
+			}
+			body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Param: param, Code: he.Code}}
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(he.Status)

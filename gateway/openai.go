@@ -32,9 +32,11 @@ type completionRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	ConversationID string `json:"conversation_id"`
-	Workspace      string `json:"workspace"`
-	Mode           string `json:"mode"`
+	// N, the number of choices asked for, may only be 1.
+	N              jsontext.Value `json:"n"`
+	ConversationID string         `json:"conversation_id"`
+	Workspace      string         `json:"workspace"`
+	Mode           string         `json:"mode"`
 }
 
 // completion is a non-streaming chat.completion.
@@ -118,6 +120,9 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if err := oneChoice(req.N); err != nil {
+		return err
+	}
 	if len(req.Messages) == 0 {
 		return errBadRequest("no_messages", "messages must hold at least one message")
 	}
@@ -280,6 +285,18 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	}
 	return writeJSON(c, http.StatusOK, completion{ID: id, Object: "chat.completion", Created: created, Model: model,
 		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: sse.UsageOf(done.Usage)})
+}
+
+// oneChoice refuses an n other than 1 (or none): a run of the agent gives
+// one answer, and a client that asks for more must not take it for several.
+func oneChoice(n jsontext.Value) error {
+	var f float64
+	if len(n) == 0 || n.Kind() == 'n' || n.Kind() == '0' && json.Unmarshal(n, &f) == nil && f == 1 {
+		return nil
+	}
+	_ = n.Compact()
+	return &HTTPError{Status: http.StatusBadRequest, Code: "unsupported_value", Param: "n",
+		Message: fmt.Sprintf("n is %s: a completion has one choice here, so n must be 1 or left out", clipString(string(n), 40))}
 }
 
 func hasAssistant(msgs []ChatMessage) bool {

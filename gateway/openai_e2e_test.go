@@ -169,8 +169,16 @@ func checkRendersResponse(t *testing.T, content string, cr documents.ChatRespons
 }
 
 // checkOpenAIError checks an error answer in OpenAI's shape:
-// {"error":{"message","type","param","code"}} as application/json.
+// {"error":{"message","type","param","code"}} as application/json, with
+// param null.
 func checkOpenAIError(t *testing.T, resp *http.Response, body []byte, status int, typ, code string) {
+	t.Helper()
+	checkOpenAIErrorParam(t, resp, body, status, typ, code, "")
+}
+
+// checkOpenAIErrorParam is checkOpenAIError for an error whose param names
+// the parameter at fault (null when param is "").
+func checkOpenAIErrorParam(t *testing.T, resp *http.Response, body []byte, status int, typ, code, param string) {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Errorf("status %d, want %d: %s", resp.StatusCode, status, body)
@@ -203,8 +211,11 @@ func checkOpenAIError(t *testing.T, resp *http.Response, body []byte, status int
 	if code != "" && e["code"] != code {
 		t.Errorf("error code %v, want %s: %s", e["code"], code, body)
 	}
-	if e["param"] != nil {
+	if param == "" && e["param"] != nil {
 		t.Errorf("param %v, want null", e["param"])
+	}
+	if param != "" && e["param"] != param {
+		t.Errorf("param %v, want %s", e["param"], param)
 	}
 }
 
@@ -458,6 +469,38 @@ func TestOpenAIIgnoresUnknownParameters(t *testing.T) {
 	st := s.completionStream(t, body)
 	if !slices.Equal(st.finishes, []string{"stop"}) || st.content == "" {
 		t.Errorf("streaming: finishes %v, content %q", st.finishes, oaClip(st.content))
+	}
+}
+
+// TestOpenAIOneChoice: a completion has one choice, so n absent, null or 1
+// is served as ever, and any other n is refused before the agent runs,
+// streaming or not, naming the parameter (a client asking for three choices
+// silently got one).
+func TestOpenAIOneChoice(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, simLogEnv)
+	for _, n := range []any{3, 2, 0, -1, 1.5, "3", "1", true, []any{1}, map[string]any{"n": 1}} {
+		raw, _ := json.Marshal(n)
+		for _, stream := range []bool{false, true} {
+			resp := s.post(t, "/v1/chat/completions", map[string]any{"model": "auto", "n": n, "stream": stream, "messages": []any{userMsg("hello")}})
+			b := readAll(t, resp)
+			t.Run(fmt.Sprintf("n=%s stream=%v", raw, stream), func(t *testing.T) {
+				checkOpenAIErrorParam(t, resp, b, http.StatusBadRequest, "invalid_request_error", "unsupported_value", "n")
+			})
+		}
+	}
+	if n := len(s.simStarts(t)); n != 0 {
+		t.Errorf("%d agents started for refused requests", n)
+	}
+	for _, n := range []any{nil, 1, 1.0} {
+		resp, m := s.completionJSON(t, map[string]any{"model": "auto", "n": n, "messages": []any{userMsg("hello")}})
+		if choices, _ := m["choices"].([]any); resp.StatusCode != 200 || len(choices) != 1 {
+			t.Errorf("n=%v: status %d, %d choices: %v", n, resp.StatusCode, len(choices), m)
+		}
+		st := s.completionStream(t, map[string]any{"model": "auto", "n": n, "messages": []any{userMsg("hello")}})
+		if !slices.Equal(st.finishes, []string{"stop"}) || st.content == "" {
+			t.Errorf("n=%v, streaming: finishes %v, content %q", n, st.finishes, oaClip(st.content))
+		}
 	}
 }
 
