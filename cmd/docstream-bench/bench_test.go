@@ -468,12 +468,17 @@ func TestEndToEnd(t *testing.T) {
 			Spec: loadSpec{Streams: 2, Ramp: 20 * time.Millisecond, Prompt: "bench:30 every=2ms", Events: 30, Timeout: 30 * time.Second}},
 		{Key: "idle", Title: "idle", Agent: "builtin", Kind: "idle",
 			Spec: loadSpec{Streams: 5, Prompt: "bench:2 every=1h", Events: 2, Hold: 1, Timeout: 30 * time.Second}},
+		{Key: "sqlite", Title: "sqlite", Agent: "builtin", Kind: "latency1", SQLite: true,
+			Spec: loadSpec{Streams: 2, Prompt: "bench:20 every=2ms", Events: 20, Timeout: 30 * time.Second}},
 	} {
 		t.Run(c.Key, func(t *testing.T) {
 			out := runCase(context.Background(), env, c)
 			outs = append(outs, out)
 			if out.Err != nil {
 				t.Fatal(out.Err)
+			}
+			if dbs, _ := filepath.Glob(filepath.Join(dir, "store-*", "docstream.db")); c.SQLite != (len(dbs) == 1) {
+				t.Fatalf("SQLite %v: store files %v", c.SQLite, dbs)
 			}
 			if len(out.GW) != max(c.Rounds, 1) || len(out.Relay) != max(c.Rounds, 1) {
 				t.Fatalf("rounds: %d, %d", len(out.GW), len(out.Relay))

@@ -294,6 +294,9 @@ type e2eCase struct {
 	Spawn float64
 	// Rounds is how many times the case runs on each server (default 1).
 	Rounds int
+	// SQLite gives each gateway of the case a fresh SQLite store, the
+	// default, instead of the in-memory one.
+	SQLite bool
 }
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives
@@ -325,6 +328,12 @@ var fullCases = []e2eCase{
 		Spec: loadSpec{Streams: 1000, Ramp: 3 * time.Second, Prompt: "bench:120 every=50ms", Events: 120, Timeout: 90 * time.Second}},
 	{Key: "builtin-burst", Title: "200 simultaneous requests, no child (bench:20)", Agent: "builtin", Kind: "burst",
 		Rounds: 3, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
+	// The same two with the store a gateway has by default, SQLite, which
+	// the runs write while they stream.
+	{Key: "builtin-100-sqlite", Title: "100 streams × 100 ev/s, no child, started over 1 s, lines at spread instants, SQLite store (the default)", Agent: "builtin", Kind: "latency100", Rounds: 3, SQLite: true,
+		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
+	{Key: "builtin-burst-sqlite", Title: "200 simultaneous requests, no child (bench:20), SQLite store (the default)", Agent: "builtin", Kind: "burst",
+		Rounds: 3, SQLite: true, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "builtin-max", Title: "1 stream as fast as possible, no child", Agent: "builtin", Kind: "throughput",
 		Rounds: 3, Spec: loadSpec{Streams: 1, Prompt: "bench:50000", Events: 50000, Timeout: 60 * time.Second}},
 	{Key: "builtin-idle", Title: "1,000 idle streams, no child (one delta, then silence)", Agent: "builtin", Kind: "idle",
@@ -367,7 +376,7 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 	var rl *server
 	var err error
 	if env.against != "" {
-		rl, err = startGateway(env.against, env.dir, a, c.Spec.Streams, spawnRate(c))
+		rl, err = startGateway(env.against, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
 		if rl != nil {
 			rl.Name = "baseline"
 		}
@@ -379,7 +388,7 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 		return out
 	}
 	defer rl.Stop()
-	gw, err := startGateway(env.bin, env.dir, a, c.Spec.Streams, spawnRate(c))
+	gw, err := startGateway(env.bin, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
 	if err != nil {
 		out.Err = fmt.Errorf("docstream: %w", err)
 		return out

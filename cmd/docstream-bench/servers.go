@@ -47,16 +47,16 @@ type agentSetup struct {
 }
 
 // gatewayEnv is the gateway's benchmark configuration: the given agent,
-// an in-memory store, auth and rate limits off, room for every stream, and
-// the given spawn rate (< 0: the gateway's default).
-func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64) []string {
+// the SQLite store at storePath or else an in-memory one, auth and rate
+// limits off, room for every stream, and the given spawn rate (< 0: the
+// gateway's default).
+func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64, storePath string) []string {
 	lim := strconv.Itoa(max(streams, 64) + 16)
 	env := []string{
 		"DOCSTREAM_AGENT_BINARY=" + a.Binary,
 		"DOCSTREAM_AGENT_ARGS_PREFIX=" + strings.Join(a.Prefix, ","),
 		"DOCSTREAM_AGENT_WORKSPACES=main=" + a.Workspace,
 		"DOCSTREAM_AGENT_DEFAULT_WORKSPACE=main",
-		"DOCSTREAM_STORE_DRIVER=memory",
 		"DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=" + lim,
 		"DOCSTREAM_LIMITS_QUEUE_SIZE=" + lim,
 		"DOCSTREAM_AUTH_RATE_PER_MINUTE=0",
@@ -64,6 +64,11 @@ func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64) []string {
 		"DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s",
 		"DOCSTREAM_AGENT_KILL_GRACE=1s",
 		"DOCSTREAM_LOG_FORMAT=json",
+	}
+	if storePath != "" {
+		env = append(env, "DOCSTREAM_STORE_DRIVER=sqlite", "DOCSTREAM_STORE_PATH="+storePath)
+	} else {
+		env = append(env, "DOCSTREAM_STORE_DRIVER=memory")
 	}
 	if spawnPerSecond >= 0 {
 		env = append(env, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND="+strconv.FormatFloat(spawnPerSecond, 'f', -1, 64))
@@ -77,11 +82,20 @@ func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64) []string {
 	return append(keep, env...)
 }
 
-// startGateway starts the gateway binary with the benchmark configuration.
-func startGateway(bin, dir string, a agentSetup, streams int, spawnPerSecond float64) (*server, error) {
+// startGateway starts the gateway binary with the benchmark configuration,
+// with a fresh SQLite store in dir when sqlite is set.
+func startGateway(bin, dir string, a agentSetup, streams int, spawnPerSecond float64, sqlite bool) (*server, error) {
+	storePath := ""
+	if sqlite {
+		sd, err := os.MkdirTemp(dir, "store-*")
+		if err != nil {
+			return nil, err
+		}
+		storePath = filepath.Join(sd, "docstream.db")
+	}
 	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
 	cmd.Dir = dir
-	cmd.Env = gatewayEnv(a, streams, spawnPerSecond)
+	cmd.Env = gatewayEnv(a, streams, spawnPerSecond, storePath)
 	return startServer("docstream", cmd, dir, "docstream listening on ")
 }
 
