@@ -712,7 +712,7 @@ func (r *Run) emit(ev documents.Event) {
 		// Before done goes out: a client may send the next turn the moment
 		// it reads it, and the store must know its conversation by then.
 		if g.saver != nil {
-			g.saver.flush(r)
+			g.saver.await(r, saveConversation)
 		}
 		g.endTurn(r)
 	}

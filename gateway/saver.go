@@ -23,6 +23,7 @@ type saver struct {
 	pending       map[*Run]saveWant
 	urgent, later []*Run
 	busy          *Run // being written, outside mu
+	busyWant      saveWant
 	closed        bool
 	wake          chan struct{}
 	stopped       chan struct{}
@@ -77,16 +78,20 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 }
 
 // flush makes r's pending save urgent and waits until it is written.
-func (s *saver) flush(r *Run) {
+func (s *saver) flush(r *Run) { s.await(r, saveTurn|saveConversation) }
+
+// await waits until what r wants of what is written, if anything, is
+// written, making its pending save urgent.
+func (s *saver) await(r *Run, what saveWant) {
 	s.mu.Lock()
-	if want, ok := s.pending[r]; ok {
-		s.enqueue(r, want|saveUrgent)
+	if want := s.pending[r]; want&what != 0 && want&saveUrgent == 0 {
+		s.enqueue(r, saveUrgent)
 		select {
 		case s.wake <- struct{}{}:
 		default:
 		}
 	}
-	for s.pending[r] != 0 || s.busy == r {
+	for s.pending[r]&what != 0 || (s.busy == r && s.busyWant&what != 0) {
 		s.cond.Wait()
 	}
 	s.mu.Unlock()
@@ -126,7 +131,7 @@ func (s *saver) loop() {
 			s.mu.Lock()
 			continue
 		}
-		s.busy = r
+		s.busy, s.busyWant = r, want
 		s.mu.Unlock()
 		s.write(r, want)
 		s.mu.Lock()
