@@ -38,6 +38,7 @@ const (
 	saveUrgent                            // before the snapshots of running turns
 )
 
+// newSaver starts a saver for g's store.
 func newSaver(g *Registry) *saver {
 	s := &saver{g: g, pending: map[*Run]saveWant{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
