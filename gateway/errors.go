@@ -34,6 +34,12 @@ func errBadRequest(code, format string, args ...any) *HTTPError {
 	return &HTTPError{Status: http.StatusBadRequest, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// naming sets the request parameter e is about and returns e.
+func (e *HTTPError) naming(param string) *HTTPError {
+	e.Param = param
+	return e
+}
+
 // errorBody is the JSON body of an error answer.
 type errorBody struct {
 	Error *HTTPError `json:"error"`

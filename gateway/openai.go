@@ -124,7 +124,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		return err
 	}
 	if len(req.Messages) == 0 {
-		return errBadRequest("no_messages", "messages must hold at least one message")
+		return errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
 	}
 	if err := checkMessages(req.Messages); err != nil {
 		return err
@@ -538,7 +538,7 @@ func (s *Server) checkModel(ctx context.Context, model string) error {
 		}
 		ids = append(ids, m.ID)
 	}
-	return errBadRequest("unknown_model", "model %q is not available; available models: %s", model, strings.Join(ids, ", "))
+	return errBadRequest("unknown_model", "model %q is not available; available models: %s", model, strings.Join(ids, ", ")).naming("model")
 }
 
 // handleModels serves GET /v1/models.

@@ -550,39 +550,40 @@ func TestOpenAIErrorsBeforeStream(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	tests := []struct {
-		name string
-		body any
-		code string
+		name  string
+		body  any
+		code  string
+		param string // the parameter the error names, "" for none
 	}{
-		{"not JSON", `{"messages": [`, "bad_json"},
-		{"empty body", ``, "bad_json"},
-		{"no messages", map[string]any{"model": "auto"}, "no_messages"},
-		{"no user message", map[string]any{"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "no_user_message"},
-		{"messages of the wrong type", map[string]any{"messages": "hello"}, "bad_field"},
-		{"unknown model", map[string]any{"model": "gpt-nope", "messages": []any{userMsg("hi")}}, "unknown_model"},
-		{"unknown model, streaming", map[string]any{"model": "gpt-nope", "stream": true, "messages": []any{userMsg("hi")}}, "unknown_model"},
-		{"bad mode", map[string]any{"mode": "yolo", "messages": []any{userMsg("hi")}}, ""},
-		{"a model that is not a name", map[string]any{"model": "--force", "messages": []any{userMsg("hi")}}, "bad_model"},
-		{"a model with a space", map[string]any{"model": "a b", "messages": []any{userMsg("hi")}}, "bad_model"},
-		{"content a number", map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}}, "bad_field"},
-		{"content an object", map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"a": 1}}}}, "bad_field"},
-		{"content parts not objects", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{1}}}}, "bad_field"},
-		{"content null", map[string]any{"messages": []any{map[string]any{"role": "user", "content": nil}}}, "empty_prompt"},
-		{"content blank", map[string]any{"messages": []any{userMsg("   ")}}, "empty_prompt"},
-		{"content parts without text", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url"}}}}}, "empty_prompt"},
-		{"stream a string", map[string]any{"stream": "yes", "messages": []any{userMsg("hi")}}, "bad_field"},
-		{"role a number", map[string]any{"messages": []any{map[string]any{"role": 5, "content": "hi"}}}, "bad_field"},
+		{"not JSON", `{"messages": [`, "bad_json", ""},
+		{"empty body", ``, "bad_json", ""},
+		{"no messages", map[string]any{"model": "auto"}, "no_messages", "messages"},
+		{"no user message", map[string]any{"messages": []any{map[string]any{"role": "system", "content": "Be brief."}}}, "no_user_message", ""},
+		{"messages of the wrong type", map[string]any{"messages": "hello"}, "bad_field", "messages"},
+		{"unknown model", map[string]any{"model": "gpt-nope", "messages": []any{userMsg("hi")}}, "unknown_model", "model"},
+		{"unknown model, streaming", map[string]any{"model": "gpt-nope", "stream": true, "messages": []any{userMsg("hi")}}, "unknown_model", "model"},
+		{"bad mode", map[string]any{"mode": "yolo", "messages": []any{userMsg("hi")}}, "", ""},
+		{"a model that is not a name", map[string]any{"model": "--force", "messages": []any{userMsg("hi")}}, "bad_model", "model"},
+		{"a model with a space", map[string]any{"model": "a b", "messages": []any{userMsg("hi")}}, "bad_model", "model"},
+		{"content a number", map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}}, "bad_field", "messages/0/content"},
+		{"content an object", map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"a": 1}}}}, "bad_field", "messages/0/content"},
+		{"content parts not objects", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{1}}}}, "bad_field", "messages/0/content"},
+		{"content null", map[string]any{"messages": []any{map[string]any{"role": "user", "content": nil}}}, "empty_prompt", ""},
+		{"content blank", map[string]any{"messages": []any{userMsg("   ")}}, "empty_prompt", ""},
+		{"content parts without text", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url"}}}}}, "empty_prompt", ""},
+		{"stream a string", map[string]any{"stream": "yes", "messages": []any{userMsg("hi")}}, "bad_field", "stream"},
+		{"role a number", map[string]any{"messages": []any{map[string]any{"role": 5, "content": "hi"}}}, "bad_field", "messages/0/role"},
 		// The agent would run the user message before them again.
-		{"ends with an assistant message", map[string]any{"messages": []any{userMsg("echo delete build/"), map[string]any{"role": "assistant", "content": "Deleted."}}}, "last_message_not_user"},
+		{"ends with an assistant message", map[string]any{"messages": []any{userMsg("echo delete build/"), map[string]any{"role": "assistant", "content": "Deleted."}}}, "last_message_not_user", ""},
 		{"ends with a tool result", map[string]any{"messages": []any{userMsg("echo delete build/"),
 			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "run", "arguments": "{}"}}}},
-			map[string]any{"role": "tool", "tool_call_id": "c1", "content": "done"}}}, "last_message_not_user"},
+			map[string]any{"role": "tool", "tool_call_id": "c1", "content": "done"}}}, "last_message_not_user", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := s.post(t, "/v1/chat/completions", tt.body)
 			b := readAll(t, resp)
-			checkOpenAIError(t, resp, b, http.StatusBadRequest, "invalid_request_error", tt.code)
+			checkOpenAIErrorParam(t, resp, b, http.StatusBadRequest, "invalid_request_error", tt.code, tt.param)
 			if strings.Contains(string(b), "<nil>") {
 				t.Errorf("the message says nothing: %s", b)
 			}

@@ -90,7 +90,8 @@ func checkMessages(msgs []ChatMessage) error {
 				continue
 			}
 		}
-		return errBadRequest("bad_field", "field messages/%d/content must be a string, an array of content parts (objects) or null", i)
+		return errBadRequest("bad_field", "field messages/%d/content must be a string, an array of content parts (objects) or null", i).
+			naming(fmt.Sprintf("messages/%d/content", i))
 	}
 	return nil
 }
@@ -210,10 +211,12 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 		}
 		var se *json.SemanticError
 		if errors.As(err, &se) && errors.Is(se.Err, json.ErrUnknownName) {
-			return errBadRequest("unknown_field", "unknown field %q in the request body", strings.TrimPrefix(string(se.JSONPointer), "/"))
+			name := strings.TrimPrefix(string(se.JSONPointer), "/")
+			return errBadRequest("unknown_field", "unknown field %q in the request body", name).naming(name)
 		}
 		if errors.As(err, &se) && se.JSONPointer != "" {
-			return errBadRequest("bad_field", "field %s %s", strings.TrimPrefix(string(se.JSONPointer), "/"), wrongType(se))
+			name := strings.TrimPrefix(string(se.JSONPointer), "/")
+			return errBadRequest("bad_field", "field %s %s", name, wrongType(se)).naming(name)
 		}
 		return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
 	}
@@ -237,7 +240,7 @@ func unknownField(body []byte, known map[string]bool) error {
 			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
 		}
 		if !known[name.String()] {
-			return errBadRequest("unknown_field", "unknown field %q in the request body", name.String())
+			return errBadRequest("unknown_field", "unknown field %q in the request body", name.String()).naming(name.String())
 		}
 		if err := dec.SkipValue(); err != nil {
 			return errBadRequest("bad_json", "the request body is not valid JSON: %v", err)
@@ -374,7 +377,7 @@ func validateCommon(mode, model, conv string) error {
 		return errBadRequest("bad_mode", "mode %q is not one of agent, plan, ask, debug", mode)
 	}
 	if model != "" && !modelPattern.MatchString(model) {
-		return errBadRequest("bad_model", "model %q is not a valid model name", clipString(model, 80))
+		return errBadRequest("bad_model", "model %q is not a valid model name", clipString(model, 80)).naming("model")
 	}
 	if conv != "" && !idPattern.MatchString(conv) {
 		return errBadRequest("bad_conversation_id", "conversationId must be 1-128 letters, digits, '_', '.', ':' or '-', and may not start with '-'")
