@@ -99,9 +99,7 @@ type Run struct {
 	// final is the finished response until the store holds it and no
 	// client is attached; then the store answers for it (see Response).
 	final *documents.ChatResponse
-	saved bool
-	// turnSaved is whether the store took the last write of the turn.
-	turnSaved bool
+	saved bool // the store holds the final response
 	// Launch starts the run once, with the context and backend Prepare
 	// gave it.
 	launched atomic.Bool
@@ -168,6 +166,14 @@ func (r *Run) release() {
 		r.final = nil
 		r.builder = documents.Builder{}
 	}
+}
+
+// markSaved records that the store holds the final response.
+func (r *Run) markSaved() {
+	r.mu.Lock()
+	r.saved = true
+	r.release()
+	r.mu.Unlock()
 }
 
 // stored reads the finished response from the store.
@@ -366,6 +372,16 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 func (g *Registry) save(r *Run, want saveWant) {
 	if g.saver != nil {
 		g.saver.save(r, want)
+	}
+}
+
+// saveNow writes what r wants before it returns, or within storeWait.
+func (g *Registry) saveNow(r *Run, want saveWant) {
+	if g.saver != nil {
+		g.saver.save(r, want|saveUrgent)
+		if !g.saver.await(r, want, storeWait) {
+			g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
+		}
 	}
 }
 
@@ -701,20 +717,35 @@ func (r *Run) emit(ev documents.Event) {
 		}
 	}
 	r.mu.Unlock()
-	if saveConv {
+	_, start := ev.(documents.ResponseStart)
+	d, done := ev.(documents.Done)
+	switch {
+	case start:
+		// Before the first event goes out, the store has the turn, so
+		// that a crash marks it interrupted, and its conversation, so that
+		// a client may send the next turn (or read the conversation) the
+		// moment it learns the conversation's id.
+		want := saveTurn
+		if saveConv {
+			g.claimTurn(r)
+			want |= saveConversation
+		}
+		g.saveNow(r, want)
+	case done:
+		// Before done goes out, the store has the final response: a client
+		// may read it, or answer its questions, the moment it reads done.
+		r.mu.Lock()
+		resp := r.builder.Response()
+		fillResponse(&resp, r.Spec)
+		r.final = &resp
+		r.mu.Unlock()
+		g.saveNow(r, saveTurn)
+		g.endTurn(r)
+	case saveConv:
 		g.claimTurn(r)
 		g.save(r, saveConversation|saveTurn|saveUrgent)
-	} else if saveSnapshot {
+	case saveSnapshot:
 		g.save(r, saveTurn)
-	}
-	d, done := ev.(documents.Done)
-	if done {
-		// Before done goes out: a client may send the next turn the moment
-		// it reads it, and the store must know its conversation by then.
-		if g.saver != nil {
-			g.saver.await(r, saveConversation)
-		}
-		g.endTurn(r)
 	}
 	r.Log.Append(ev)
 	for _, fn := range r.observe {
@@ -729,9 +760,8 @@ func (r *Run) emit(ev documents.Event) {
 func (r *Run) finish(d documents.Done) {
 	g := r.reg
 	r.mu.Lock()
-	resp := r.builder.Response()
-	fillResponse(&resp, r.Spec)
-	r.final, r.finished = &resp, true
+	resp := *r.final // set by emit before done went out
+	r.finished = true
 	if r.grace != nil {
 		r.grace.Stop()
 	}
@@ -750,16 +780,7 @@ func (r *Run) finish(d documents.Done) {
 		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(max(d.Usage.CacheReadTokens, 0)))
 		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(max(d.Usage.CacheWriteTokens, 0)))
 	}
-	saved := false
-	if g.saver != nil {
-		g.saver.save(r, saveTurn|saveUrgent)
-		g.saver.flush(r)
-		r.mu.Lock()
-		saved = r.turnSaved
-		r.mu.Unlock()
-	}
 	r.mu.Lock()
-	r.saved = saved
 	r.release()
 	r.mu.Unlock()
 	close(r.done)
@@ -767,52 +788,45 @@ func (r *Run) finish(d documents.Done) {
 		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
 }
 
-func (g *Registry) saveConversation(r *Run) {
+// conversationOf returns the conversation row of r, once the agent has
+// named it.
+func (g *Registry) conversationOf(r *Run) (Conversation, bool) {
 	conv := r.ConversationID()
-	if g.store == nil || conv == "" {
-		return
-	}
 	s := r.Spec
-	c := Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}
-	err := g.store.PutConversation(context.Background(), c)
-	g.storeWrote(err)
-	if err != nil {
-		g.log.Warn().Err(err).Msg("saving the conversation")
-	}
+	return Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}, conv != ""
 }
 
-// saveTurn stores the run's turn with resp and reports whether the store
-// took it.
-func (g *Registry) saveTurn(r *Run, resp documents.ChatResponse) (saved bool) {
-	if g.store == nil {
-		return false
+// turnOf encodes r's turn with its response as it is now, and says whether
+// that is the final response; ok is false for a run whose final response
+// the store holds already, or one that does not encode.
+func (g *Registry) turnOf(r *Run) (t Turn, final, ok bool) {
+	r.mu.Lock()
+	if r.finished && r.final == nil {
+		r.mu.Unlock()
+		return t, false, false
 	}
+	final = r.final != nil
+	r.mu.Unlock()
+	resp := r.Response()
 	// Through a pointer: the encoder copies a struct value passed as itself
 	// once more to address it.
 	b, err := json.Marshal(&resp, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		g.log.Warn().Err(err).Msg("encoding the response")
-		return false
+		return t, false, false
 	}
 	conv := ""
 	if resp.ConversationID != nil {
 		conv = *resp.ConversationID
 	}
-	t := Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
-		Created: r.started, Response: b}
-	err = g.store.PutTurn(context.Background(), t)
-	g.storeWrote(err)
-	if err != nil {
-		g.log.Warn().Err(err).Msg("saving the response")
-		return false
-	}
-	return true
+	return Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
+		Created: r.started, Response: b}, final, true
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
 // then ends the rest with a shutdown error and waits for them.
 func (g *Registry) Shutdown(ctx context.Context) {
-	defer g.closeSaver()
+	defer g.closeSaver(ctx)
 	g.mu.Lock() // orders this against Start's admission (see Start)
 	g.closing.Store(true)
 	g.mu.Unlock()
@@ -841,11 +855,19 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	}
 }
 
-// closeSaver writes the saves still pending and stops the saver; what a
-// run still asks for after it is written at once.
-func (g *Registry) closeSaver() {
-	if g.saver != nil && !g.saver.close(30*time.Second) {
-		g.log.Error().Msg("the store did not take the pending saves within 30s of the shutdown")
+// closeSaver writes the saves still pending and stops the saver, waiting
+// until ctx's deadline but at least 5 s; what a run still asks for after it
+// is written at once.
+func (g *Registry) closeSaver(ctx context.Context) {
+	if g.saver == nil {
+		return
+	}
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > wait {
+		wait = time.Until(d)
+	}
+	if !g.saver.close(wait) {
+		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
 }
 

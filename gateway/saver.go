@@ -1,29 +1,31 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
 // saver writes the runs' turns and conversations to the store from a
-// goroutine of its own, so that a run's events never wait behind the store:
-// a run asks for a save and goes on, and the saver writes the run as it is
-// when its turn comes. Saves of one run that a busy store has not reached
-// yet fold into one. A run's conversation row and its final turn go before
-// the snapshots of running turns.
+// goroutine of its own, so that a run's events do not wait behind the
+// store: a run asks for a save and goes on, and the saver writes the run as
+// it is when its turn comes. Saves of one run that the saver has not
+// reached yet fold into one, and a store that takes several writes in one
+// transaction (SQLite) gets all that is pending at once. Conversation rows
+// and the first and last writes of a turn go before the snapshots of
+// running turns.
 type saver struct {
 	g *Registry
 
 	mu   sync.Mutex
-	cond sync.Cond // broadcast when a run's save is written
+	cond sync.Cond // broadcast when writes are done
 	// pending is what each run waiting for the saver wants written; urgent
 	// and later are those runs in the order they asked, urgent first. A run
 	// may stand in a queue more than once (it asked again, or its save was
 	// made urgent); it is written when first reached and passed over after.
 	pending       map[*Run]saveWant
 	urgent, later []*Run
-	busy          *Run // being written, outside mu
-	busyWant      saveWant
+	busy          map[*Run]saveWant // being written, outside mu
 	closed        bool
 	wake          chan struct{}
 	stopped       chan struct{}
@@ -38,9 +40,24 @@ const (
 	saveUrgent                            // before the snapshots of running turns
 )
 
+// saveBatch is the most runs written together.
+const saveBatch = 256
+
+// storeWait is how long a run waits at most for its writes at its start
+// and at its end: past it, a store that does not answer (locked, on a
+// stalled disk) no longer holds the run's events back, and the writes
+// follow when the store takes them.
+const storeWait = time.Second
+
+// batcher is a store that takes several writes in one transaction.
+type batcher interface {
+	PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error
+}
+
 // newSaver starts a saver for g's store.
 func newSaver(g *Registry) *saver {
-	s := &saver{g: g, pending: map[*Run]saveWant{}, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
+		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
 	go s.loop()
 	return s
@@ -51,15 +68,19 @@ func newSaver(g *Registry) *saver {
 func (s *saver) save(r *Run, want saveWant) {
 	s.mu.Lock()
 	if s.closed {
-		for s.busy == r {
+		for s.busy[r] != 0 {
 			s.cond.Wait()
 		}
 		s.mu.Unlock()
-		s.write(r, want)
+		s.write([]saveJob{{r, want}})
 		return
 	}
 	s.enqueue(r, want)
 	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *saver) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -78,51 +99,65 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 	}
 }
 
-// flush makes r's pending save urgent and waits until it is written.
-func (s *saver) flush(r *Run) { s.await(r, saveTurn|saveConversation) }
-
-// await waits until what r wants of what is written, if anything, is
-// written, making its pending save urgent.
-func (s *saver) await(r *Run, what saveWant) {
+// await waits until what of r's pending writes is written, making them
+// urgent, for at most limit; it reports whether they were written (not
+// whether the store took them).
+func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	t := time.AfterFunc(limit, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer t.Stop()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if want := s.pending[r]; want&what != 0 && want&saveUrgent == 0 {
 		s.enqueue(r, saveUrgent)
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.poke()
 	}
-	for s.pending[r]&what != 0 || (s.busy == r && s.busyWant&what != 0) {
+	for s.pending[r]&what != 0 || s.busy[r]&what != 0 {
+		if !time.Now().Before(deadline) {
+			return false
+		}
 		s.cond.Wait()
 	}
-	s.mu.Unlock()
+	return true
 }
 
-// next takes the next run to write; s.mu is held.
-func (s *saver) next() (*Run, saveWant) {
+// saveJob is one run's writes.
+type saveJob struct {
+	r    *Run
+	want saveWant
+}
+
+// take takes the next runs to write, urgent ones first; s.mu is held.
+func (s *saver) take(jobs []saveJob) []saveJob {
 	for _, q := range []*[]*Run{&s.urgent, &s.later} {
-		for len(*q) > 0 {
+		for len(*q) > 0 && len(jobs) < saveBatch {
 			r := (*q)[0]
 			(*q)[0] = nil
 			*q = (*q)[1:]
 			if want, ok := s.pending[r]; ok {
 				delete(s.pending, r)
-				return r, want
+				s.busy[r] = want
+				jobs = append(jobs, saveJob{r, want})
 			}
 		}
 		if cap(*q) > 64 && len(*q) == 0 {
 			*q = nil // a burst's queue is not kept
 		}
 	}
-	return nil, 0
+	return jobs
 }
 
 func (s *saver) loop() {
 	defer close(s.stopped)
+	var jobs []saveJob
 	s.mu.Lock()
 	for {
-		r, want := s.next()
-		if r == nil {
+		jobs = s.take(jobs[:0])
+		if len(jobs) == 0 {
 			if s.closed {
 				s.mu.Unlock()
 				return
@@ -132,35 +167,80 @@ func (s *saver) loop() {
 			s.mu.Lock()
 			continue
 		}
-		s.busy, s.busyWant = r, want
 		s.mu.Unlock()
-		s.write(r, want)
+		s.write(jobs)
 		s.mu.Lock()
-		s.busy = nil
+		for i, j := range jobs {
+			delete(s.busy, j.r)
+			jobs[i] = saveJob{}
+		}
 		s.cond.Broadcast()
 	}
 }
 
-// write writes what r wants: its conversation row first, so that a turn
-// never names a conversation the store does not have yet.
-func (s *saver) write(r *Run, want saveWant) {
+// write writes the jobs, each run's conversation row before its turn, so
+// that a turn never names a conversation the store does not have yet. A
+// run whose final response is written is marked saved.
+func (s *saver) write(jobs []saveJob) {
 	g := s.g
-	if want&saveConversation != 0 {
-		g.saveConversation(r)
+	var convs []Conversation
+	var turns []Turn
+	var finals []*Run // the runs whose final response is among turns
+	for _, j := range jobs {
+		if j.want&saveConversation != 0 {
+			if c, ok := g.conversationOf(j.r); ok {
+				convs = append(convs, c)
+			}
+		}
+		if j.want&saveTurn == 0 {
+			continue
+		}
+		t, final, ok := g.turnOf(j.r)
+		if !ok {
+			continue
+		}
+		turns = append(turns, t)
+		if final {
+			finals = append(finals, j.r)
+		}
 	}
-	if want&saveTurn == 0 {
+	if len(convs)+len(turns) == 0 {
 		return
 	}
-	r.mu.Lock()
-	released := r.finished && r.final == nil
-	r.mu.Unlock()
-	if released {
-		return // its final turn is written already
+	ctx := context.Background()
+	var failed map[string]bool // response ids whose turn the store refused
+	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
+		err := b.PutBatch(ctx, convs, turns)
+		g.storeWrote(err)
+		if err != nil {
+			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
+			return
+		}
+	} else {
+		for _, c := range convs {
+			err := g.store.PutConversation(ctx, c)
+			g.storeWrote(err)
+			if err != nil {
+				g.log.Warn().Err(err).Msg("saving the conversation")
+			}
+		}
+		for _, t := range turns {
+			err := g.store.PutTurn(ctx, t)
+			g.storeWrote(err)
+			if err != nil {
+				g.log.Warn().Err(err).Msg("saving the response")
+				if failed == nil {
+					failed = map[string]bool{}
+				}
+				failed[t.ResponseID] = true
+			}
+		}
 	}
-	ok := g.saveTurn(r, r.Response())
-	r.mu.Lock()
-	r.turnSaved = ok
-	r.mu.Unlock()
+	for _, r := range finals {
+		if !failed[r.ID] {
+			r.markSaved()
+		}
+	}
 }
 
 // close writes what is pending and stops the saver, waiting at most wait;
@@ -169,10 +249,7 @@ func (s *saver) close(wait time.Duration) bool {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.poke()
 	select {
 	case <-s.stopped:
 		return true

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,9 +46,11 @@ func (s *gatedStore) pass() {
 	s.mu.Unlock()
 }
 
-func (s *gatedStore) open() {
+func (s *gatedStore) open() { s.setShut(false) }
+
+func (s *gatedStore) setShut(shut bool) {
 	s.mu.Lock()
-	s.shut = false
+	s.shut = shut
 	s.cond.Broadcast()
 	s.mu.Unlock()
 }
@@ -127,10 +131,43 @@ func logged(r *Run) []string {
 	return names
 }
 
-// TestSaverKeepsStoreOffTheEventPath checks that a run's events reach its
-// log while the store cannot take a write, that done waits for the
-// conversation row (a client may send the next turn the moment it reads
-// done), and that the turn the store ends with is the final one.
+// waitLogged waits until r's log holds an event named name.
+func waitLogged(t *testing.T, r *Run, name string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !slices.Contains(logged(r), name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s logged within %s; logged %v", name, within, logged(r))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// storedTurn reads r's turn from the store.
+func storedTurn(t *testing.T, st Store, r *Run) (Turn, documents.ChatResponse, string) {
+	t.Helper()
+	turn, err := st.Turn(context.Background(), r.ID)
+	if err != nil {
+		t.Fatalf("turn %s: %v", r.ID, err)
+	}
+	var resp documents.ChatResponse
+	if err := json.Unmarshal(turn.Response, &resp); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, d := range resp.Documents {
+		if d.Content != nil {
+			text += *d.Content
+		}
+	}
+	return turn, resp, text
+}
+
+// TestSaverKeepsStoreOffTheEventPath checks where a run waits for the
+// store and where it does not: its first event goes out once the store has
+// the turn and its conversation (a crash marks it interrupted; the next
+// turn finds the conversation), its deltas go out while the store is busy,
+// and done goes out once the store has the final response.
 func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 	store := newGatedStore()
 	step := make(chan struct{})
@@ -147,51 +184,41 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 	r.Launch()
 	store.awaitWaiting(t)
 
-	// The store holds its first write; the run's events go on regardless.
+	time.Sleep(storeWait / 4)
+	if names := logged(r); len(names) != 0 {
+		t.Fatalf("events went out before the store had the turn: %v", names)
+	}
+	store.open()
+	waitLogged(t, r, "response_start", 10*time.Second)
+	if _, err := store.ConversationInfo(context.Background(), "s-saver"); err != nil {
+		t.Fatalf("response_start went out before the conversation was stored: %v", err)
+	}
+	if turn, _, _ := storedTurn(t, store, r); turn.Status != string(documents.StatusStreaming) {
+		t.Fatalf("stored turn status %q, want streaming", turn.Status)
+	}
+
+	// The store is busy again: deltas go on, done waits for it.
+	store.setShut(true)
+	close(step)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(strings.Join(logged(r), ","), "content_delta") {
+	for !strings.Contains(deltaText(r), "Part two.") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no delta logged while the store was busy; logged %v", logged(r))
+			t.Fatalf("the deltas stopped while the store was busy: %q", deltaText(r))
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(step)
-	time.Sleep(50 * time.Millisecond)
-	if names := logged(r); names[len(names)-1] == "done" {
-		t.Fatalf("done went out before the store had the conversation: %v", names)
+	store.awaitWaiting(t)
+	time.Sleep(storeWait / 4)
+	if slices.Contains(logged(r), "done") {
+		t.Fatal("done went out before the store had the final response")
 	}
-	select {
-	case <-r.Done():
-		t.Fatal("the run finished before its final turn was written")
-	default:
-	}
-
 	store.open()
 	select {
 	case <-r.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not finish once the store took writes")
 	}
-	if names := logged(r); names[len(names)-1] != "done" {
-		t.Fatalf("the log does not end with done: %v", names)
-	}
-	if _, err := store.ConversationInfo(context.Background(), "s-saver"); err != nil {
-		t.Fatalf("the conversation is not stored: %v", err)
-	}
-	turn, err := store.Turn(context.Background(), r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp documents.ChatResponse
-	if err := json.Unmarshal(turn.Response, &resp); err != nil {
-		t.Fatal(err)
-	}
-	var text string
-	for _, d := range resp.Documents {
-		if d.Content != nil {
-			text += *d.Content
-		}
-	}
+	turn, resp, text := storedTurn(t, store, r)
 	if turn.Status != string(documents.StatusCompleted) || resp.Status != documents.StatusCompleted ||
 		!strings.Contains(text, "Part one.") || !strings.Contains(text, "Part two.") {
 		t.Fatalf("stored turn: status %q, response %+v", turn.Status, resp)
@@ -199,14 +226,103 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 	store.mu.Lock()
 	puts, convs := store.turnPuts, store.convPuts
 	store.mu.Unlock()
-	// The start's snapshot was at the gate; the conversation, its
-	// snapshot and the run's later saves fold into at most two more.
+	// The start's snapshot and the first event's write fold into one (the
+	// first waited at the gate), then the final; a document's end may add
+	// one snapshot.
 	if puts > 3 || convs != 1 {
 		t.Errorf("turn writes %d (want at most 3), conversation writes %d (want 1)", puts, convs)
 	}
 	detach()
 	if !r.Released() {
 		t.Error("the finished run kept its response though the store has it")
+	}
+}
+
+// deltaText is the text of the content deltas in r's log.
+func deltaText(r *Run) string {
+	frames, _, _ := r.Log.Read(0)
+	var b strings.Builder
+	for _, f := range frames {
+		if f.Name == "content_delta" {
+			b.Write(f.Data)
+		}
+	}
+	return b.String()
+}
+
+// TestSaverStuckStore checks that a store that takes no write holds a
+// run back by at most storeWait at its start and at its end, and that the
+// final response is written, and the run let go of it, once the store
+// takes writes again.
+func TestSaverStuckStore(t *testing.T) {
+	store := newGatedStore()
+	g := NewRegistry(RunsConfig{KeepFinished: time.Minute}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
+		map[string]Backend{"cli": stepBackend{lines: saverLines, step: closedChan()}}, store, NewMetrics(), zerolog.Nop())
+	defer g.Shutdown(context.Background())
+	defer store.open()
+	began := time.Now()
+	r, resp, detach := runToEnd(t, g, "go")
+	took := time.Since(began)
+	if resp.Status != documents.StatusCompleted {
+		t.Fatalf("status %s", resp.Status)
+	}
+	if took < storeWait || took > 4*storeWait {
+		t.Errorf("the run took %s with the store stuck; want between %s and %s", took, storeWait, 4*storeWait)
+	}
+	detach()
+	if r.Released() {
+		t.Fatal("released before the store had the final response")
+	}
+	store.open()
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Released() {
+		if time.Now().After(deadline) {
+			t.Fatal("the run kept its response after the store took the final one")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if turn, _, text := storedTurn(t, store, r); turn.Status != string(documents.StatusCompleted) || !strings.Contains(text, "Part two.") {
+		t.Fatalf("stored turn %q: %q", turn.Status, text)
+	}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// TestSQLStorePutBatch checks that a batch's conversations and turns are
+// all stored, each as a single write would store it.
+func TestSQLStorePutBatch(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	convs := []Conversation{{ID: "a", SessionID: "a", Backend: "cli"}, {ID: "b", SessionID: "b", Backend: "cli"}}
+	turns := []Turn{
+		{ResponseID: "r1", ConversationID: "a", Status: "streaming", Created: at, Response: []byte(`{"n":1}`)},
+		{ResponseID: "r2", ConversationID: "b", Status: "completed", Created: at.Add(time.Second), Response: []byte(`{"n":2}`)},
+		{ResponseID: "r1", ConversationID: "a", Status: "completed", Created: at, Response: []byte(`{"n":3}`)},
+	}
+	if err := st.PutBatch(ctx, convs, turns); err != nil {
+		t.Fatal(err)
+	}
+	for conv, want := range map[string]string{"a": `r1 completed {"n":3}`, "b": `r2 completed {"n":2}`} {
+		_, ts, err := st.Conversation(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tu := range ts {
+			got = append(got, tu.ResponseID+" "+tu.Status+" "+string(tu.Response))
+		}
+		if strings.Join(got, ";") != want {
+			t.Errorf("conversation %s: %q, want %q", conv, got, want)
+		}
 	}
 }
 

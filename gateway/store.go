@@ -480,11 +480,7 @@ func parseTS(s string) time.Time {
 // PutConversation creates or updates a conversation.
 func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
 	now := ts(time.Now())
-	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
-		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`,
-		c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
+	_, err := s.db.ExecContext(ctx, putConversationSQL, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
 	if err != nil {
 		return fmt.Errorf("saving conversation: %w", err)
 	}
@@ -542,15 +538,47 @@ func scanTurn(r scanner) (Turn, error) {
 	return t, nil
 }
 
-// PutTurn creates or replaces a turn.
-func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
+const (
+	putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
+		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
+	putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
-		response=excluded.response`,
-		t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
+		response=excluded.response`
+)
+
+// PutTurn creates or replaces a turn.
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
+	_, err := s.db.ExecContext(ctx, putTurnSQL, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
 	if err != nil {
 		return fmt.Errorf("saving turn: %w", err)
+	}
+	return nil
+}
+
+// PutBatch creates or replaces conversations, then turns, in one
+// transaction: all of them are written or none.
+func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("saving responses: %w", err)
+	}
+	defer tx.Rollback()
+	now := ts(time.Now())
+	for _, c := range convs {
+		if _, err := tx.ExecContext(ctx, putConversationSQL, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
+			return fmt.Errorf("saving conversation: %w", err)
+		}
+	}
+	for _, t := range turns {
+		if _, err := tx.ExecContext(ctx, putTurnSQL, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
+			return fmt.Errorf("saving turn: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("saving responses: %w", err)
 	}
 	return nil
 }
