@@ -363,7 +363,8 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
 	if store != nil {
-		g.saver = newSaver(g)
+		_, mem := store.(*MemoryStore)
+		g.saver = newSaver(g, mem)
 	}
 	return g
 }

@@ -13,9 +13,11 @@ import (
 // reached yet fold into one, and a store that takes several writes in one
 // transaction (SQLite) gets all that is pending at once. Conversation rows
 // and the first and last writes of a turn go before the snapshots of
-// running turns.
+// running turns. A direct saver (for the in-memory store, whose writes
+// never wait) writes on the caller's goroutine instead.
 type saver struct {
-	g *Registry
+	g      *Registry
+	direct bool
 
 	mu   sync.Mutex
 	cond sync.Cond // broadcast when writes are done
@@ -40,8 +42,13 @@ const (
 	saveUrgent                            // before the snapshots of running turns
 )
 
-// saveBatch is the most runs written together.
-const saveBatch = 256
+// saveBatch is the most runs written together, and saveLater the most
+// snapshots of running turns among them, so that a run waiting for its
+// first or last write never waits behind many snapshots.
+const (
+	saveBatch = 256
+	saveLater = 16
+)
 
 // storeWait is how long a run waits at most for its writes at its start
 // and at its end: past it, a store that does not answer (locked, on a
@@ -54,18 +61,26 @@ type batcher interface {
 	PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error
 }
 
-// newSaver starts a saver for g's store.
-func newSaver(g *Registry) *saver {
-	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
+// newSaver starts a saver for g's store, or makes a direct one.
+func newSaver(g *Registry, direct bool) *saver {
+	s := &saver{g: g, direct: direct, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
 		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
-	go s.loop()
+	if direct {
+		close(s.stopped)
+	} else {
+		go s.loop()
+	}
 	return s
 }
 
-// save asks for r to be written. Once the saver is closed it is written
-// here and now.
+// save asks for r to be written. A direct saver, or one that is closed,
+// writes it here and now.
 func (s *saver) save(r *Run, want saveWant) {
+	if s.direct {
+		s.write([]saveJob{{r, want}})
+		return
+	}
 	s.mu.Lock()
 	if s.closed {
 		for s.busy[r] != 0 {
@@ -103,6 +118,9 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 // urgent, for at most limit; it reports whether they were written (not
 // whether the store took them).
 func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
+	if s.direct {
+		return true
+	}
 	deadline := time.Now().Add(limit)
 	t := time.AfterFunc(limit, func() {
 		s.mu.Lock()
@@ -133,8 +151,12 @@ type saveJob struct {
 
 // take takes the next runs to write, urgent ones first; s.mu is held.
 func (s *saver) take(jobs []saveJob) []saveJob {
-	for _, q := range []*[]*Run{&s.urgent, &s.later} {
-		for len(*q) > 0 && len(jobs) < saveBatch {
+	for i, q := range []*[]*Run{&s.urgent, &s.later} {
+		limit := saveBatch
+		if i == 1 {
+			limit = min(saveBatch, len(jobs)+saveLater)
+		}
+		for len(*q) > 0 && len(jobs) < limit {
 			r := (*q)[0]
 			(*q)[0] = nil
 			*q = (*q)[1:]

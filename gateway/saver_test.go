@@ -371,3 +371,49 @@ func TestSaverShutdownWritesPending(t *testing.T) {
 		t.Errorf("a save after shutdown was not written at once: %v", err)
 	}
 }
+
+// TestSaverTakesUrgentFirst checks the order of a batch: the runs waiting
+// for their first or last write, then at most saveLater snapshots, each
+// run once however often it asked.
+func TestSaverTakesUrgentFirst(t *testing.T) {
+	s := &saver{pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{}}
+	var later, urgent []*Run
+	for range 40 {
+		r := &Run{}
+		later = append(later, r)
+		s.enqueue(r, saveTurn)
+		s.enqueue(r, saveTurn) // asked twice, written once
+	}
+	for range 3 {
+		r := &Run{}
+		urgent = append(urgent, r)
+		s.enqueue(r, saveTurn|saveConversation|saveUrgent)
+	}
+	s.enqueue(later[5], saveUrgent) // made urgent while it waits
+	jobs := s.take(nil)
+	want := append(append([]*Run{}, urgent...), later[5])
+	for _, r := range later {
+		if r != later[5] && len(want) < 4+saveLater {
+			want = append(want, r)
+		}
+	}
+	var got []*Run
+	for _, j := range jobs {
+		got = append(got, j.r)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("took %d runs in the wrong order or number (want %d)", len(got), len(want))
+	}
+	if jobs[0].want != saveTurn|saveConversation|saveUrgent || jobs[3].want != saveTurn|saveUrgent || jobs[4].want != saveTurn {
+		t.Errorf("wants %v %v %v", jobs[0].want, jobs[3].want, jobs[4].want)
+	}
+	if n := len(s.take(nil)); n != saveLater {
+		t.Errorf("second batch: %d runs, want %d", n, saveLater)
+	}
+	if n := len(s.take(nil)); n != 40-1-2*saveLater {
+		t.Errorf("third batch: %d runs, want %d", n, 40-1-2*saveLater)
+	}
+	if n := len(s.take(nil)); n != 0 || len(s.pending) != 0 {
+		t.Errorf("after all: %d taken, %d pending", n, len(s.pending))
+	}
+}
