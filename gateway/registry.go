@@ -857,15 +857,15 @@ func (g *Registry) Shutdown(ctx context.Context) {
 }
 
 // closeSaver writes the saves still pending and stops the saver, waiting
-// until ctx's deadline but at least 5 s; what a run still asks for after it
-// is written at once.
+// until ctx's deadline but at least 5 s (5 s once ctx is done); what a run
+// still asks for after it is written at once.
 func (g *Registry) closeSaver(ctx context.Context) {
 	if g.saver == nil {
 		return
 	}
 	wait := 5 * time.Second
-	if d, ok := ctx.Deadline(); ok && time.Until(d) > wait {
-		wait = time.Until(d)
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
+		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
 	}
 	if !g.saver.close(wait) {
 		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")

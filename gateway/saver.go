@@ -30,6 +30,7 @@ type saver struct {
 	busy          map[*Run]saveWant // being written, outside mu
 	closed        bool
 	wake          chan struct{}
+	closing       chan struct{} // closed by close
 	stopped       chan struct{}
 }
 
@@ -50,6 +51,10 @@ const (
 	saveLater = 16
 )
 
+// retryGap is how long the saver waits before it tries again what the
+// store refused.
+const retryGap = 500 * time.Millisecond
+
 // storeWait is how long a run waits at most for its writes at its start
 // and at its end: past it, a store that does not answer (locked, on a
 // stalled disk) no longer holds the run's events back, and the writes
@@ -64,7 +69,7 @@ type batcher interface {
 // newSaver starts a saver for g's store, or makes a direct one.
 func newSaver(g *Registry, direct bool) *saver {
 	s := &saver{g: g, direct: direct, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
-		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
 	if direct {
 		close(s.stopped)
@@ -83,10 +88,8 @@ func (s *saver) save(r *Run, want saveWant) {
 	}
 	s.mu.Lock()
 	if s.closed {
-		for s.busy[r] != 0 {
-			s.cond.Wait()
-		}
 		s.mu.Unlock()
+		s.await(r, saveTurn|saveConversation, storeWait) // a write of r under way
 		s.write([]saveJob{{r, want}})
 		return
 	}
@@ -190,28 +193,47 @@ func (s *saver) loop() {
 			continue
 		}
 		s.mu.Unlock()
-		s.write(jobs)
+		refused := s.write(jobs)
 		s.mu.Lock()
 		for i, j := range jobs {
 			delete(s.busy, j.r)
 			jobs[i] = saveJob{}
+		}
+		// What the store refused is tried again, after retryGap, until the
+		// saver is closed.
+		if len(refused) > 0 && !s.closed {
+			for r, want := range refused {
+				s.enqueue(r, want)
+			}
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			t := time.NewTimer(retryGap)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+			}
+			s.mu.Lock()
+			continue
 		}
 		s.cond.Broadcast()
 	}
 }
 
 // write writes the jobs, each run's conversation row before its turn, so
-// that a turn never names a conversation the store does not have yet. A
-// run whose final response is written is marked saved.
-func (s *saver) write(jobs []saveJob) {
+// that a turn never names a conversation the store does not have yet, and
+// returns what the store refused. A run whose final response is written is
+// marked saved.
+func (s *saver) write(jobs []saveJob) (refused map[*Run]saveWant) {
 	g := s.g
 	var convs []Conversation
 	var turns []Turn
-	var finals []*Run // the runs whose final response is among turns
+	var convRuns, turnRuns []*Run
+	finals := map[*Run]bool{} // the runs whose final response is among turns
 	for _, j := range jobs {
 		if j.want&saveConversation != 0 {
 			if c, ok := g.conversationOf(j.r); ok {
-				convs = append(convs, c)
+				convs, convRuns = append(convs, c), append(convRuns, j.r)
 			}
 		}
 		if j.want&saveTurn == 0 {
@@ -221,55 +243,67 @@ func (s *saver) write(jobs []saveJob) {
 		if !ok {
 			continue
 		}
-		turns = append(turns, t)
+		turns, turnRuns = append(turns, t), append(turnRuns, j.r)
 		if final {
-			finals = append(finals, j.r)
+			finals[j.r] = true
 		}
 	}
 	if len(convs)+len(turns) == 0 {
-		return
+		return nil
+	}
+	refuse := func(r *Run, want saveWant) {
+		if refused == nil {
+			refused = map[*Run]saveWant{}
+		}
+		refused[r] |= want
 	}
 	ctx := context.Background()
-	var failed map[string]bool // response ids whose turn the store refused
 	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
 		err := b.PutBatch(ctx, convs, turns)
 		g.storeWrote(err)
 		if err != nil {
 			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
-			return
+			for _, r := range convRuns {
+				refuse(r, saveConversation)
+			}
+			for _, r := range turnRuns {
+				refuse(r, saveTurn)
+			}
 		}
 	} else {
-		for _, c := range convs {
+		for i, c := range convs {
 			err := g.store.PutConversation(ctx, c)
 			g.storeWrote(err)
 			if err != nil {
 				g.log.Warn().Err(err).Msg("saving the conversation")
+				refuse(convRuns[i], saveConversation)
 			}
 		}
-		for _, t := range turns {
+		for i, t := range turns {
 			err := g.store.PutTurn(ctx, t)
 			g.storeWrote(err)
 			if err != nil {
 				g.log.Warn().Err(err).Msg("saving the response")
-				if failed == nil {
-					failed = map[string]bool{}
-				}
-				failed[t.ResponseID] = true
+				refuse(turnRuns[i], saveTurn)
 			}
 		}
 	}
-	for _, r := range finals {
-		if !failed[r.ID] {
+	for r := range finals {
+		if refused[r]&saveTurn == 0 {
 			r.markSaved()
 		}
 	}
+	return refused
 }
 
 // close writes what is pending and stops the saver, waiting at most wait;
 // saves asked for after it are written by the caller.
 func (s *saver) close(wait time.Duration) bool {
 	s.mu.Lock()
-	s.closed = true
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
 	s.mu.Unlock()
 	s.poke()
 	select {

@@ -417,3 +417,39 @@ func TestSaverTakesUrgentFirst(t *testing.T) {
 		t.Errorf("after all: %d taken, %d pending", n, len(s.pending))
 	}
 }
+
+// TestSaverRetriesRefusedWrites checks that what the store refuses is
+// written once it takes writes again: the conversation row and the final
+// response of a run that ended meanwhile.
+func TestSaverRetriesRefusedWrites(t *testing.T) {
+	store := &brokenStore{MemoryStore: NewMemoryStore()}
+	store.broken.Store(true)
+	g := NewRegistry(RunsConfig{KeepFinished: time.Minute}, LimitsConfig{MaxConcurrentRuns: 2, QueueSize: 2},
+		map[string]Backend{"cli": stepBackend{lines: saverLines, step: closedChan()}}, store, NewMetrics(), zerolog.Nop())
+	defer g.Shutdown(context.Background())
+	r, resp, detach := runToEnd(t, g, "go")
+	detach()
+	if resp.Status != documents.StatusCompleted {
+		t.Fatalf("status %s", resp.Status)
+	}
+	if g.StoreError() == nil {
+		t.Fatal("the refused writes were not reported")
+	}
+	store.broken.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Released() {
+		if time.Now().After(deadline) {
+			t.Fatal("the final response was not written once the store took writes again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := store.ConversationInfo(context.Background(), "s-saver"); err != nil {
+		t.Fatalf("the conversation row was not written again: %v", err)
+	}
+	if turn, _, text := storedTurn(t, store, r); turn.Status != string(documents.StatusCompleted) || !strings.Contains(text, "Part two.") {
+		t.Fatalf("stored turn %q: %q", turn.Status, text)
+	}
+	if err := g.StoreError(); err != nil {
+		t.Fatalf("the store still reported failing: %v", err)
+	}
+}
