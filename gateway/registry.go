@@ -742,9 +742,6 @@ func (r *Run) emit(ev documents.Event) {
 		r.mu.Unlock()
 		g.saveNow(r, saveTurn)
 		g.endTurn(r)
-	case saveConv:
-		g.claimTurn(r)
-		g.save(r, saveConversation|saveTurn|saveUrgent)
 	case saveSnapshot:
 		g.save(r, saveTurn)
 	}
