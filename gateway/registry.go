@@ -362,27 +362,30 @@ func NewRegistry(cfg RunsConfig, limits LimitsConfig, backends map[string]Backen
 	g := &Registry{cfg: cfg, limits: limits, backends: backends, store: store, metrics: m, log: log,
 		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
-	if store != nil {
-		_, mem := store.(*MemoryStore)
-		g.saver = newSaver(g, mem)
+	// The in-memory store, whose writes never wait, is written on the
+	// runs' goroutines.
+	if _, mem := store.(*MemoryStore); store != nil && !mem {
+		g.saver = newSaver(g)
 	}
 	return g
 }
 
-// save asks the saver to write what r wants.
+// save asks for what r wants written: by the saver, or here with the
+// in-memory store.
 func (g *Registry) save(r *Run, want saveWant) {
-	if g.saver != nil {
+	switch {
+	case g.saver != nil:
 		g.saver.save(r, want)
+	case g.store != nil:
+		g.writeSaves([]saveJob{{r, want}})
 	}
 }
 
 // saveNow writes what r wants before it returns, or within storeWait.
 func (g *Registry) saveNow(r *Run, want saveWant) {
-	if g.saver != nil {
-		g.saver.save(r, want|saveUrgent)
-		if !g.saver.await(r, want, storeWait) {
-			g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
-		}
+	g.save(r, want|saveUrgent)
+	if g.saver != nil && !g.saver.await(r, want, storeWait) {
+		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
 	}
 }
 
@@ -533,9 +536,8 @@ type starter interface {
 
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	// The turn is stored from here rather than from Prepare, so that a
-	// stream's headers do not wait for it, and by the saver, so that the
-	// agent's start does not either; until then the registry answers for
-	// it.
+	// stream's headers do not wait for it, and with the saver behind the
+	// agent's start; until then the registry answers for it.
 	g.save(r, saveTurn)
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
@@ -735,9 +737,8 @@ func (r *Run) emit(ev documents.Event) {
 	case done:
 		// Before done goes out, the store has the final response: a client
 		// may read it, or answer its questions, the moment it reads done.
+		resp := r.Response() // emit is the builder's only writer
 		r.mu.Lock()
-		resp := r.builder.Response()
-		fillResponse(&resp, r.Spec)
 		r.final = &resp
 		r.mu.Unlock()
 		g.saveNow(r, saveTurn)

@@ -13,11 +13,9 @@ import (
 // reached yet fold into one, and a store that takes several writes in one
 // transaction (SQLite) gets all that is pending at once. Conversation rows
 // and the first and last writes of a turn go before the snapshots of
-// running turns. A direct saver (for the in-memory store, whose writes
-// never wait) writes on the caller's goroutine instead.
+// running turns.
 type saver struct {
-	g      *Registry
-	direct bool
+	g *Registry
 
 	mu   sync.Mutex
 	cond sync.Cond // broadcast when writes are done
@@ -66,31 +64,23 @@ type batcher interface {
 	PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error
 }
 
-// newSaver starts a saver for g's store, or makes a direct one.
-func newSaver(g *Registry, direct bool) *saver {
-	s := &saver{g: g, direct: direct, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
+// newSaver starts a saver for g's store.
+func newSaver(g *Registry) *saver {
+	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
-	if direct {
-		close(s.stopped)
-	} else {
-		go s.loop()
-	}
+	go s.loop()
 	return s
 }
 
-// save asks for r to be written. A direct saver, or one that is closed,
-// writes it here and now.
+// save asks for r to be written. Once the saver is closed it is written
+// here and now.
 func (s *saver) save(r *Run, want saveWant) {
-	if s.direct {
-		s.write([]saveJob{{r, want}})
-		return
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		s.await(r, saveTurn|saveConversation, storeWait) // a write of r under way
-		s.write([]saveJob{{r, want}})
+		s.g.writeSaves([]saveJob{{r, want}})
 		return
 	}
 	s.enqueue(r, want)
@@ -121,9 +111,6 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 // urgent, for at most limit; it reports whether they were written (not
 // whether the store took them).
 func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
-	if s.direct {
-		return true
-	}
 	deadline := time.Now().Add(limit)
 	t := time.AfterFunc(limit, func() {
 		s.mu.Lock()
@@ -193,7 +180,7 @@ func (s *saver) loop() {
 			continue
 		}
 		s.mu.Unlock()
-		refused := s.write(jobs)
+		refused := s.g.writeSaves(jobs)
 		s.mu.Lock()
 		for i, j := range jobs {
 			delete(s.busy, j.r)
@@ -201,11 +188,14 @@ func (s *saver) loop() {
 		}
 		// What the store refused is tried again, after retryGap, until the
 		// saver is closed.
-		if len(refused) > 0 && !s.closed {
+		retry := len(refused) > 0 && !s.closed
+		if retry {
 			for r, want := range refused {
 				s.enqueue(r, want)
 			}
-			s.cond.Broadcast()
+		}
+		s.cond.Broadcast()
+		if retry {
 			s.mu.Unlock()
 			t := time.NewTimer(retryGap)
 			select {
@@ -214,18 +204,33 @@ func (s *saver) loop() {
 				t.Stop()
 			}
 			s.mu.Lock()
-			continue
 		}
-		s.cond.Broadcast()
 	}
 }
 
-// write writes the jobs, each run's conversation row before its turn, so
+// close writes what is pending and stops the saver, waiting at most wait;
+// saves asked for after it are written by the caller.
+func (s *saver) close(wait time.Duration) bool {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case <-s.stopped:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// writeSaves writes the jobs, each run's conversation row before its turn, so
 // that a turn never names a conversation the store does not have yet, and
 // returns what the store refused. A run whose final response is written is
 // marked saved.
-func (s *saver) write(jobs []saveJob) (refused map[*Run]saveWant) {
-	g := s.g
+func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []Conversation
 	var turns []Turn
 	var convRuns, turnRuns []*Run
@@ -294,22 +299,4 @@ func (s *saver) write(jobs []saveJob) (refused map[*Run]saveWant) {
 		}
 	}
 	return refused
-}
-
-// close writes what is pending and stops the saver, waiting at most wait;
-// saves asked for after it are written by the caller.
-func (s *saver) close(wait time.Duration) bool {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.closing)
-	}
-	s.mu.Unlock()
-	s.poke()
-	select {
-	case <-s.stopped:
-		return true
-	case <-time.After(wait):
-		return false
-	}
 }

@@ -266,8 +266,9 @@ func TestSaverStuckStore(t *testing.T) {
 	if resp.Status != documents.StatusCompleted {
 		t.Fatalf("status %s", resp.Status)
 	}
-	if took < storeWait || took > 4*storeWait {
-		t.Errorf("the run took %s with the store stuck; want between %s and %s", took, storeWait, 4*storeWait)
+	// It waited at its start, and was not held: the store never answers.
+	if took < storeWait || took > 10*storeWait {
+		t.Errorf("the run took %s with the store stuck; want between %s and %s", took, storeWait, 10*storeWait)
 	}
 	detach()
 	if r.Released() {

@@ -479,12 +479,7 @@ func parseTS(s string) time.Time {
 
 // PutConversation creates or updates a conversation.
 func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
-	now := ts(time.Now())
-	_, err := s.db.ExecContext(ctx, putConversationSQL, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
-	if err != nil {
-		return fmt.Errorf("saving conversation: %w", err)
-	}
-	return nil
+	return putConversation(ctx, s.db, c, ts(time.Now()))
 }
 
 // ConversationInfo returns a conversation without its turns.
@@ -538,25 +533,39 @@ func scanTurn(r scanner) (Turn, error) {
 	return t, nil
 }
 
-const (
-	putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
+// execer is the database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// putConversation creates or updates a conversation row, updated at now.
+func putConversation(ctx context.Context, ex execer, c Conversation, now string) error {
+	_, err := ex.ExecContext(ctx, `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
-		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
-	putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
+		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`,
+		c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
+	if err != nil {
+		return fmt.Errorf("saving conversation: %w", err)
+	}
+	return nil
+}
+
+// putTurn creates or replaces a turn row.
+func putTurn(ctx context.Context, ex execer, t Turn) error {
+	_, err := ex.ExecContext(ctx, `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
-		response=excluded.response`
-)
-
-// PutTurn creates or replaces a turn.
-func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
-	_, err := s.db.ExecContext(ctx, putTurnSQL, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
+		response=excluded.response`,
+		t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
 	if err != nil {
 		return fmt.Errorf("saving turn: %w", err)
 	}
 	return nil
 }
+
+// PutTurn creates or replaces a turn.
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error { return putTurn(ctx, s.db, t) }
 
 // PutBatch creates or replaces conversations, then turns, in one
 // transaction: all of them are written or none.
@@ -568,13 +577,13 @@ func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []T
 	defer tx.Rollback()
 	now := ts(time.Now())
 	for _, c := range convs {
-		if _, err := tx.ExecContext(ctx, putConversationSQL, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
-			return fmt.Errorf("saving conversation: %w", err)
+		if err := putConversation(ctx, tx, c, now); err != nil {
+			return err
 		}
 	}
 	for _, t := range turns {
-		if _, err := tx.ExecContext(ctx, putTurnSQL, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
-			return fmt.Errorf("saving turn: %w", err)
+		if err := putTurn(ctx, tx, t); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
