@@ -21,9 +21,26 @@ import (
 // handleChat serves POST /v1/chat: the SSE document stream, or the whole
 // ChatResponse as JSON.
 func (s *Server) handleChat(c echo.Context) error {
+	var run *Run
+	var stream bool
+	var err error
+	offStack(func() { run, stream, err = s.prepareChat(c) })
+	if err != nil {
+		return err
+	}
+	if stream {
+		return s.streamRun(c, run, 0)
+	}
+	run.Launch()
+	return s.waitRun(c, run)
+}
+
+// prepareChat decodes a chat request and prepares its run, reporting
+// whether the answer streams.
+func (s *Server) prepareChat(c echo.Context) (*Run, bool, error) {
 	var req ChatRequest
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
-		return err
+		return nil, false, err
 	}
 	// The answer streams when the body says so, unless the query says
 	// otherwise.
@@ -33,26 +50,19 @@ func (s *Server) handleChat(c echo.Context) error {
 		if err != nil {
 			err := errBadRequest("bad_query", "?stream=%q: use true or false", q)
 			s.reject(err)
-			return err
+			return nil, false, err
 		}
 		stream = v
 	}
 	spec, err := s.chatSpec(c.Request().Context(), &req)
 	if err != nil {
 		s.reject(err)
-		return err
+		return nil, false, err
 	}
 	// A stream's headers go out before the run starts (streamRun launches
 	// it), so that they never wait behind the agent's spawn.
 	run, err := s.prepare(spec)
-	if err != nil {
-		return err
-	}
-	if stream {
-		return s.streamRun(c, run, 0)
-	}
-	run.Launch()
-	return s.waitRun(c, run)
+	return run, stream, err
 }
 
 // prepare admits and registers a run. A cloud agent launched for a run
@@ -409,30 +419,48 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 	detach := run.Attach()
 	defer detach()
 	defer run.Launch() // a prepared run starts in any case
+	var st *streamer
+	offStack(func() { st = s.openStream(c, run) })
+	if st == nil {
+		return nil
+	}
+	run.Launch()
+	if !st.followDirect(c.Request().Context(), run, after, st.sendFrame, frameSize, "ping") {
+		st.follow(c.Request().Context(), run, after, st.sendFrame, "ping")
+	}
+	if st.lost {
+		st.sayLost(run)
+	}
+	return nil
+}
+
+// openStream writes the stream's headers and its first comment, or returns
+// nil when the client is gone.
+func (s *Server) openStream(c echo.Context, run *Run) *streamer {
 	st := s.startStream(c, run)
 	if sse.WriteComment(st.w, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
 		return nil
 	}
-	run.Launch()
-	send := func(f sse.Frame) (bool, error) {
-		_, err := f.WriteTo(st.w)
-		return false, err
+	return st
+}
+
+// sendFrame writes one frame of the document stream.
+func (st *streamer) sendFrame(f sse.Frame) (bool, error) {
+	_, err := f.WriteTo(st.w)
+	return false, err
+}
+
+// sayLost ends a stream that fell behind its run's log with an error event
+// that says why, in place of done.
+func (st *streamer) sayLost(run *Run) {
+	he := errEventsDropped(run)
+	b, _ := json.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{he.Code, he.Message})
+	if sse.WriteEvent(st.w, "error", b) == nil {
+		_ = st.rc.Flush()
 	}
-	if !st.followDirect(c.Request().Context(), run, after, send, frameSize, "ping") {
-		st.follow(c.Request().Context(), run, after, send, "ping")
-	}
-	if st.lost {
-		// The stream ends without done: an error event says why.
-		he := errEventsDropped(run)
-		b, _ := json.Marshal(struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{he.Code, he.Message})
-		if sse.WriteEvent(st.w, "error", b) == nil {
-			_ = st.rc.Flush()
-		}
-	}
-	return nil
 }
 
 func (s *Server) heartbeat() time.Duration {

@@ -52,8 +52,13 @@ type directSink struct {
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
 
-	// beat is set by the heartbeat timer, which then kicks.
-	beat atomic.Bool
+	// beat is set by the heartbeat timer hb, which then kicks; every is
+	// its period.
+	beat  atomic.Bool
+	hb    *time.Timer
+	every time.Duration
+	// unwatch stops the kick at the end of the request's context.
+	unwatch func() bool
 }
 
 // Deliver writes and flushes f if it is the next frame, nobody is writing,
@@ -116,39 +121,85 @@ func frameSize(f sse.Frame) int { return len(f.Data) + len(f.Name) + 64 }
 // frames that find the stream caught up (see directSink). size bounds what
 // send writes for a frame. It reports false, having sent nothing, when it
 // cannot be used.
+//
+// The handler's goroutine only waits here: what it writes itself (frames
+// the run could not, heartbeats) is written off its stack (see offStack).
 func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send func(sse.Frame) (complete bool, err error), size func(sse.Frame) int, beat string) bool {
-	if st.conn == nil {
+	var d *directSink
+	offStack(func() { d = st.newSink(ctx, run, after, send, size) })
+	if d == nil {
 		return false
+	}
+	defer d.end(run)
+	for {
+		var more bool
+		offStack(func() { more = d.catchUp(run, beat) })
+		if !more {
+			return true
+		}
+		if <-d.kick; ctx.Err() != nil {
+			return true
+		}
+	}
+}
+
+// newSink makes the stream its run's log's sink, with its heartbeat armed,
+// or returns nil when the connection's send room cannot be known or another
+// stream of the run is the sink.
+func (st *streamer) newSink(ctx context.Context, run *Run, after int, send func(sse.Frame) (complete bool, err error), size func(sse.Frame) int) *directSink {
+	if st.conn == nil {
+		return nil
 	}
 	room := newSendRoom(st.conn)
 	if room == nil {
-		return false
+		return nil
 	}
 	d := &directSink{st: st, room: room, kick: make(chan struct{}, 1), send: send, size: size, last: max(after, 0)}
 	if !run.Log.SetSink(d) {
-		return false // another stream of this run has it
+		return nil
 	}
-	defer func() {
-		run.Log.SetSink(nil)
-		d.mu.Lock()
-		d.ended = true
-		d.mu.Unlock()
-	}()
-	// The heartbeat kicks rather than having a channel of its own: a
-	// parked stream waits on two channels instead of three.
-	every := st.s.heartbeat()
-	hb := time.AfterFunc(every, func() {
+	// The heartbeat and the end of ctx kick rather than having channels of
+	// their own: a parked stream waits on one channel, which takes less
+	// of its stack than a select.
+	d.every = st.s.heartbeat()
+	d.hb = time.AfterFunc(d.every, func() {
 		d.beat.Store(true)
 		d.Kick()
 	})
-	defer hb.Stop()
+	d.unwatch = context.AfterFunc(ctx, d.Kick)
+	return d
+}
+
+// end gives the run's log back its sink-less state once the handler is done
+// with the response.
+func (d *directSink) end(run *Run) {
+	d.hb.Stop()
+	d.unwatch()
+	run.Log.SetSink(nil)
+	d.mu.Lock()
+	d.ended = true
+	d.mu.Unlock()
+}
+
+// catchUp writes a heartbeat that is due and the frames the log holds past
+// the last one written, and reports whether the stream goes on.
+func (d *directSink) catchUp(run *Run, beat string) bool {
+	st := d.st
+	if d.beat.Swap(false) {
+		d.mu.Lock()
+		st.deadline()
+		d.err = sse.WriteComment(st.w, beat)
+		d.flushOwn()
+		d.mu.Unlock()
+		d.hb.Reset(d.every)
+	}
 	for {
 		d.mu.Lock()
 		frames, closed, ok := run.Log.Read(d.last)
 		if !ok && !d.over() {
 			st.lost = true
 			d.mu.Unlock()
-			return true
+			return false
 		}
 		if len(frames) > 0 && !d.over() {
 			st.deadline()
@@ -162,23 +213,10 @@ func (st *streamer) followDirect(ctx context.Context, run *Run, after int, send 
 		over := d.over()
 		d.mu.Unlock()
 		if over || (closed && len(frames) == 0) {
+			return false
+		}
+		if len(frames) == 0 {
 			return true
-		}
-		if len(frames) > 0 {
-			continue
-		}
-		select {
-		case <-d.kick:
-		case <-ctx.Done():
-			return true
-		}
-		if d.beat.Swap(false) {
-			d.mu.Lock()
-			st.deadline()
-			d.err = sse.WriteComment(st.w, beat)
-			d.flushOwn()
-			d.mu.Unlock()
-			hb.Reset(every)
 		}
 	}
 }

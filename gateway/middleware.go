@@ -135,41 +135,50 @@ func presentedKey(r *http.Request) string {
 // per-client rate limit. With no keys configured any bearer token passes.
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		id := "ip:" + c.RealIP()
-		if s.auth.enabled() {
-			q := r.URL.Query()
-			if q.Has("api_key") || q.Has("key") || q.Has("token") || q.Has("access_token") {
-				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
-					Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
-			}
-			key := presentedKey(r)
-			if key == "" {
-				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
-				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
-			}
-			kid, ok := s.auth.check(key)
-			if !ok {
-				// Guessing is limited like any client: per source address.
-				if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
-					s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
-					secs := int(wait.Seconds()) + 1
-					return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-						Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
-				}
-				s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
-				return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
-			}
-			id = "key:" + kid
-		}
-		if err := s.rateLimit(id); err != nil {
+		if err := s.admitClient(c); err != nil {
 			return err
 		}
 		return next(c)
 	}
+}
+
+// admitClient is requireAuth's check of one request. It is apart from the
+// middleware so that its frame is not on the stack of a parked stream.
+func (s *Server) admitClient(c echo.Context) error {
+	r := c.Request()
+	id := "ip:" + c.RealIP()
+	if s.auth.enabled() {
+		q := r.URL.Query()
+		if q.Has("api_key") || q.Has("key") || q.Has("token") || q.Has("access_token") {
+			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
+				Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
+		}
+		key := presentedKey(r)
+		if key == "" {
+			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
+			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
+		}
+		kid, ok := s.auth.check(key)
+		if !ok {
+			// Guessing is limited like any client: per source address.
+			if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
+				s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
+				secs := int(wait.Seconds()) + 1
+				return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+					Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+			}
+			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
+			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
+		}
+		id = "key:" + kid
+	}
+	if err := s.rateLimit(id); err != nil {
+		return err
+	}
+	return nil
 }
 
 // clientOf returns the identity requireAuth gave a request it let through:
@@ -205,68 +214,67 @@ func allowedHeader(h string) bool {
 	return strings.HasPrefix(h, "x-stainless-")
 }
 
-// cors answers preflights without auth, marks responses for the
+// corsCheck answers preflights without auth, marks responses for the
 // configured origins, and refuses API requests that a page of any other
 // origin sent: a browser sends some without asking first (a form's POST, a
-// text/plain fetch), and they would run the agent.
-func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
+// text/plain fetch), and they would run the agent. It reports whether it
+// answered the request (a preflight, a refusal) and with what.
+func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	origins := s.cfg.Server.CORSOrigins
-	return func(c echo.Context) error {
-		origin := c.Request().Header.Get("Origin")
-		allowed := ""
-		if origin != "" {
-			for _, o := range origins {
-				if o == "*" {
-					allowed = "*"
-					break
-				}
-				if strings.EqualFold(o, origin) {
-					allowed = origin
-					break
-				}
+	origin := c.Request().Header.Get("Origin")
+	allowed := ""
+	if origin != "" {
+		for _, o := range origins {
+			if o == "*" {
+				allowed = "*"
+				break
+			}
+			if strings.EqualFold(o, origin) {
+				allowed = origin
+				break
 			}
 		}
-		h := c.Response().Header()
-		if allowed != "" {
-			h.Set("Access-Control-Allow-Origin", allowed)
-			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", "X-Docstream-Response-Id, X-Docstream-Conversation-Id, X-Request-Id, Retry-After")
-		}
-		if c.Request().Method == http.MethodOptions && c.Request().Header.Get("Access-Control-Request-Method") != "" {
-			if allowed == "" {
-				return c.NoContent(http.StatusNoContent)
-			}
-			var ok []string
-			for _, hd := range strings.Split(c.Request().Header.Get("Access-Control-Request-Headers"), ",") {
-				if hd = strings.TrimSpace(hd); hd != "" && allowedHeader(hd) {
-					ok = append(ok, hd)
-				}
-			}
-			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-			if len(ok) > 0 {
-				h.Set("Access-Control-Allow-Headers", strings.Join(ok, ", "))
-			}
-			h.Set("Access-Control-Max-Age", "600")
-			return c.NoContent(http.StatusNoContent)
-		}
-		req := c.Request()
-		if allowed == "" && strings.HasPrefix(req.URL.Path, "/v1/") {
-			if origin != "" && !sameOrigin(req, origin) {
-				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
-					Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
-			}
-			browser := origin != "" || req.Header.Get("Sec-Fetch-Site") != "" || req.Header.Get("Sec-Fetch-Mode") != ""
-			if browser && !s.auth.enabled() && !literalHosts(req, origin) {
-				// A page whose name was made to point here (DNS rebinding)
-				// is of the same origin by its Host, and a browser sends its
-				// GETs without an Origin; without keys, only pages served
-				// under an address or localhost may call the API.
-				return &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
-					Message: fmt.Sprintf("pages served under %q need API keys (auth.api_keys) to call the API, or their origin listed in server.cors_origins", req.Host)}
-			}
-		}
-		return next(c)
 	}
+	h := c.Response().Header()
+	if allowed != "" {
+		h.Set("Access-Control-Allow-Origin", allowed)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "X-Docstream-Response-Id, X-Docstream-Conversation-Id, X-Request-Id, Retry-After")
+	}
+	if c.Request().Method == http.MethodOptions && c.Request().Header.Get("Access-Control-Request-Method") != "" {
+		if allowed == "" {
+			return true, c.NoContent(http.StatusNoContent)
+		}
+		var ok []string
+		for _, hd := range strings.Split(c.Request().Header.Get("Access-Control-Request-Headers"), ",") {
+			if hd = strings.TrimSpace(hd); hd != "" && allowedHeader(hd) {
+				ok = append(ok, hd)
+			}
+		}
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+		if len(ok) > 0 {
+			h.Set("Access-Control-Allow-Headers", strings.Join(ok, ", "))
+		}
+		h.Set("Access-Control-Max-Age", "600")
+		return true, c.NoContent(http.StatusNoContent)
+	}
+	req := c.Request()
+	if allowed == "" && strings.HasPrefix(req.URL.Path, "/v1/") {
+		if origin != "" && !sameOrigin(req, origin) {
+			return true, &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
+				Message: fmt.Sprintf("requests from pages of origin %q are not allowed; list it in server.cors_origins", origin)}
+		}
+		browser := origin != "" || req.Header.Get("Sec-Fetch-Site") != "" || req.Header.Get("Sec-Fetch-Mode") != ""
+		if browser && !s.auth.enabled() && !literalHosts(req, origin) {
+			// A page whose name was made to point here (DNS rebinding)
+			// is of the same origin by its Host, and a browser sends its
+			// GETs without an Origin; without keys, only pages served
+			// under an address or localhost may call the API.
+			return true, &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
+				Message: fmt.Sprintf("pages served under %q need API keys (auth.api_keys) to call the API, or their origin listed in server.cors_origins", req.Host)}
+		}
+	}
+	return false, nil
 }
 
 // sameOrigin reports whether origin is the origin the request was sent to:
@@ -348,19 +356,16 @@ func withPort(host, scheme string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// bodyDeadline gives a request's body server.read_body_timeout to arrive:
-// a client that stops sending it no longer holds its connection for ever.
+// limitBody gives a request's body server.read_body_timeout to arrive: a
+// client that stops sending it no longer holds its connection for ever.
 // readBody lifts the deadline once the body is read, before a stream
 // starts; the body of a request answered without reading it is left to
 // the deadline, and its connection is closed after the answer.
-func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
-			_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.Server.ReadBodyTimeout))
-			req.Body = &trackedBody{ReadCloser: req.Body}
-		}
-		return next(c)
+func (s *Server) limitBody(c echo.Context) {
+	req := c.Request()
+	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.Server.ReadBodyTimeout))
+		req.Body = &trackedBody{ReadCloser: req.Body}
 	}
 }
 
@@ -395,62 +400,80 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// observe logs one line per request and records the request metrics. It
-// never logs bodies or keys.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+// front is the middleware of every route. It gives the request its id,
+// turns a panic into a 500 (keeping the server up), bounds the reading of
+// the body (limitBody), applies the CORS policy (corsCheck), and counts and
+// logs the request, never its body or key. It is one middleware rather
+// than four, and its work is in functions of their own, so that a parked
+// stream's stack holds few frames of it (see offStack).
+func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		start := time.Now()
-		req := c.Request()
-		rid := req.Header.Get("X-Request-Id")
-		if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
-			rid = randomHex(8)
-		}
-		c.Response().Header().Set("X-Request-Id", rid)
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		status := c.Response().Status
-		d := time.Since(start)
-		method := methodLabel(req.Method)
-		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
-		ev := s.log.Info()
-		switch {
-		case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
-			ev = s.log.Warn() // load shed on purpose
-		case status >= 500:
-			ev = s.log.Error()
-		}
-		ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
-			Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
-		if id := c.Response().Header().Get("X-Docstream-Response-Id"); id != "" {
-			ev = ev.Str("response_id", id)
-		}
-		if err != nil && status >= 400 {
-			ev = ev.Str("error", asHTTPError(err).Code)
-		}
-		ev.Msg("request")
+		start, rid := time.Now(), requestID(c)
+		s.requestDone(c, start, rid, s.guard(c, next))
 		return nil
 	}
 }
 
-// recoverPanics turns a handler panic into a 500 and keeps the server up.
-func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.log.Error().Interface("panic", p).Str("route", c.Path()).Msg("handler panicked")
-				err = &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+// guard runs next behind the body's deadline and the CORS policy, and
+// turns its panic into a 500.
+func (s *Server) guard(c echo.Context, next echo.HandlerFunc) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
 			}
-		}()
-		return next(c)
+			s.log.Error().Interface("panic", p).Str("route", c.Path()).Msg("handler panicked")
+			err = &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+		}
+	}()
+	s.limitBody(c)
+	if answered, err := s.corsCheck(c); answered {
+		return err
 	}
+	return next(c)
+}
+
+// requestID gives the request its id, the client's X-Request-Id when it is
+// a fit one, and answers it in the header of that name.
+func requestID(c echo.Context) string {
+	rid := c.Request().Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
+		rid = randomHex(8)
+	}
+	c.Response().Header().Set("X-Request-Id", rid)
+	return rid
+}
+
+// requestDone answers the handler's error, if it returned one, and counts
+// and logs the request.
+func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err error) {
+	req := c.Request()
+	if err != nil {
+		c.Error(err)
+	}
+	route := c.Path()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Response().Status
+	d := time.Since(start)
+	method := methodLabel(req.Method)
+	s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
+	ev := s.log.Info()
+	switch {
+	case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
+		ev = s.log.Warn() // load shed on purpose
+	case status >= 500:
+		ev = s.log.Error()
+	}
+	ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
+		Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
+	if id := c.Response().Header().Get("X-Docstream-Response-Id"); id != "" {
+		ev = ev.Str("response_id", id)
+	}
+	if err != nil && status >= 400 {
+		ev = ev.Str("error", asHTTPError(err).Code)
+	}
+	ev.Msg("request")
 }

@@ -115,29 +115,56 @@ func withoutThink(text string) string {
 
 // handleCompletions serves POST /v1/chat/completions.
 func (s *Server) handleCompletions(c echo.Context) error {
+	var cr *completionRun
+	var err error
+	offStack(func() { cr, err = s.prepareCompletion(c) })
+	if err != nil {
+		return err
+	}
+	if cr.stream {
+		return s.streamCompletion(c, cr)
+	}
+	return s.waitCompletion(c, cr)
+}
+
+// completionRun is a prepared run of a chat completion, with what its
+// answer is rendered by and named.
+type completionRun struct {
+	run      *Run
+	renderer *sse.Renderer
+	remember func(documents.Event) // sees every event the client gets
+	id       string
+	created  int64
+	model    string
+	stream   bool
+	usage    bool // the stream ends with a usage chunk
+}
+
+// prepareCompletion decodes a chat completion request and prepares its run.
+func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	var req completionRequest
 	if err := s.decodeBody(c, &req, nil); err != nil {
-		return err
+		return nil, err
 	}
 	ctx := c.Request().Context()
 	if err := oneChoice(req.N); err != nil {
-		return err
+		return nil, err
 	}
 	if len(req.Messages) == 0 {
-		return errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
+		return nil, errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
 	}
 	if err := checkMessages(req.Messages); err != nil {
-		return err
+		return nil, err
 	}
 	last, idx := lastUserMessage(req.Messages)
 	if idx < 0 {
-		return errBadRequest("no_user_message", "messages has no user message")
+		return nil, errBadRequest("no_user_message", "messages has no user message")
 	}
 	if err := endsWithUser(req.Messages[idx+1:]); err != nil {
-		return err
+		return nil, err
 	}
 	if strings.TrimSpace(last) == "" {
-		return errBadRequest("empty_prompt", "the last user message has no text")
+		return nil, errBadRequest("empty_prompt", "the last user message has no text")
 	}
 	// A configured alias is a name of the operator's choosing; anything else
 	// reaches the agent's command line and must be a well-formed model name.
@@ -146,7 +173,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		checked = ""
 	}
 	if err := validateCommon(req.Mode, checked, req.ConversationID); err != nil {
-		return err
+		return nil, err
 	}
 	model := firstNonEmpty(req.Model, "auto")
 	spec := &RunSpec{ResponseID: NewResponseID(), Created: Now(), Mode: firstNonEmpty(req.Mode, "agent"), Backend: "cli",
@@ -178,7 +205,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	}
 	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
 		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, ErrNotFound) {
-			return &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
+			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 				Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
 		}
 	}
@@ -188,7 +215,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		spec.Prompt = flattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
-		return err
+		return nil, err
 	}
 	if spec.Backend == "cloud" {
 		creq := &ChatRequest{ConversationID: conv}
@@ -198,11 +225,11 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		}
 		var err error
 		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
-			return err
+			return nil, err
 		}
 		if req.Workspace == "" && s.store != nil {
 			// A resumed session goes on where it ran, as on /v1/chat; so
@@ -219,11 +246,11 @@ func (s *Server) handleCompletions(c echo.Context) error {
 			}
 		}
 		if err := s.needWorkspace(spec); err != nil {
-			return err
+			return nil, err
 		}
 		if !isAlias {
 			if err := s.checkModel(ctx, spec.Model); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -242,13 +269,15 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	}
 	run, err := s.prepare(spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	id := "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_")
-	created := time.Now().Unix()
-	if req.Stream {
-		return s.streamCompletion(c, run, renderer, remember, id, created, model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-	}
+	return &completionRun{run: run, renderer: renderer, remember: remember, id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
+		created: time.Now().Unix(), model: model, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+}
+
+// waitCompletion answers a run as one chat.completion once it is done.
+func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
+	run, renderer, remember := cr.run, cr.renderer, cr.remember
 	// The events are rendered as the run logs them, so that a long run's
 	// are all seen however many its log keeps.
 	msg := completionMessage{Role: "assistant"}
@@ -270,7 +299,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	defer detach()
 	select {
 	case <-run.Done():
-	case <-ctx.Done():
+	case <-c.Request().Context().Done():
 		return nil
 	}
 	msg.Content = renderer.Content()
@@ -283,7 +312,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		c.Response().Header().Set("X-Should-Retry", "false")
 		return &HTTPError{Status: http.StatusBadGateway, Code: firstNonEmpty(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
 	}
-	return writeJSON(c, http.StatusOK, completion{ID: id, Object: "chat.completion", Created: created, Model: model,
+	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
 		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: sse.UsageOf(done.Usage)})
 }
 
@@ -309,65 +338,94 @@ func hasAssistant(msgs []ChatMessage) bool {
 }
 
 // streamCompletion streams a run as chat.completion.chunk frames.
-func (s *Server) streamCompletion(c echo.Context, run *Run, r *sse.Renderer, remember func(documents.Event), id string, created int64, model string, usage bool) error {
-	detach := run.Attach()
+func (s *Server) streamCompletion(c echo.Context, cr *completionRun) error {
+	detach := cr.run.Attach()
 	defer detach()
-	defer run.Launch()
-	st := s.startStream(c, run)
-	w := st.w
-	chunk := func(d sse.ChunkDelta, finish *string) error {
-		b, err := json.Marshal(sse.Chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
-			Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
-		if err != nil {
-			return err
-		}
-		return sse.WriteData(w, b)
-	}
-	empty := ""
-	if chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
+	defer cr.run.Launch()
+	cs := &completionStream{s: s, cr: cr}
+	offStack(func() { cs.open(c) })
+	if cs.st == nil {
 		return nil
 	}
-	run.Launch()
-	send := func(f sse.Frame) (bool, error) {
-		ev, err := sse.DecodeFrame(f)
-		if err != nil {
-			return false, nil
-		}
-		remember(ev)
-		for _, p := range r.Event(ev) {
-			var d sse.ChunkDelta
-			switch {
-			case p.ToolCall != nil:
-				d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
-			case p.Reasoning != "":
-				rs := p.Reasoning
-				d.ReasoningContent = &rs
-			default:
-				ct := p.Content
-				d.Content = &ct
-			}
-			if err := chunk(d, nil); err != nil {
-				return false, err
-			}
-		}
-		if d, ok := ev.(documents.Done); ok {
-			s.finishCompletion(w, chunk, d, r, id, created, model, usage)
-			return true, nil
-		}
-		return false, nil
+	cr.run.Launch()
+	if !cs.st.followDirect(c.Request().Context(), cr.run, 0, cs.send, chunkSize, "keepalive") {
+		cs.st.follow(c.Request().Context(), cr.run, 0, cs.send, "keepalive")
 	}
-	if !st.followDirect(c.Request().Context(), run, 0, send, chunkSize, "keepalive") {
-		st.follow(c.Request().Context(), run, 0, send, "keepalive")
-	}
-	if st.lost {
-		// Not a clean stop: the client did not get every chunk.
-		he := errEventsDropped(run)
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
-		if sse.WriteData(w, b) == nil && sse.WriteData(w, []byte("[DONE]")) == nil {
-			_ = st.rc.Flush()
-		}
+	if cs.st.lost {
+		cs.sayLost()
 	}
 	return nil
+}
+
+// completionStream renders a run's frames as chat.completion.chunk events.
+type completionStream struct {
+	s  *Server
+	cr *completionRun
+	st *streamer // nil until the stream is open
+}
+
+// open writes the stream's headers and its first chunk; st stays nil when
+// the client is gone.
+func (cs *completionStream) open(c echo.Context) {
+	st := cs.s.startStream(c, cs.cr.run)
+	cs.st = st
+	empty := ""
+	if cs.chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
+		cs.st = nil
+	}
+}
+
+// chunk writes one chunk of one choice.
+func (cs *completionStream) chunk(d sse.ChunkDelta, finish *string) error {
+	cr := cs.cr
+	b, err := json.Marshal(sse.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model,
+		Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return err
+	}
+	return sse.WriteData(cs.st.w, b)
+}
+
+// send writes the chunks of one frame of the run, and the end of the
+// stream after done.
+func (cs *completionStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
+	cr := cs.cr
+	cr.remember(ev)
+	for _, p := range cr.renderer.Event(ev) {
+		var d sse.ChunkDelta
+		switch {
+		case p.ToolCall != nil:
+			d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
+		case p.Reasoning != "":
+			rs := p.Reasoning
+			d.ReasoningContent = &rs
+		default:
+			ct := p.Content
+			d.Content = &ct
+		}
+		if err := cs.chunk(d, nil); err != nil {
+			return false, err
+		}
+	}
+	if d, ok := ev.(documents.Done); ok {
+		cs.s.finishCompletion(cs.st.w, cs.chunk, d, cr.renderer, cr.id, cr.created, cr.model, cr.usage)
+		return true, nil
+	}
+	return false, nil
+}
+
+// sayLost ends a stream that fell behind its run's log with an error
+// object and [DONE]: not a clean stop, the client did not get every chunk.
+func (cs *completionStream) sayLost() {
+	he := errEventsDropped(cs.cr.run)
+	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
+	if sse.WriteData(cs.st.w, b) == nil && sse.WriteData(cs.st.w, []byte("[DONE]")) == nil {
+		_ = cs.st.rc.Flush()
+	}
 }
 
 // chunkSize bounds what the chunks rendered from one frame take on the

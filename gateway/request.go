@@ -141,7 +141,7 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 	}
 	if tb, ok := req.Body.(*trackedBody); ok {
 		// Once the body is in, what follows (a stream) has no read deadline
-		// (see bodyDeadline); a body that failed is not waited for again.
+		// (see limitBody); a body that failed is not waited for again.
 		deadline := time.Time{}
 		if err != nil {
 			deadline = time.Now()
@@ -177,7 +177,7 @@ func refuseBody(c echo.Context, max int64) error {
 	rc := http.NewResponseController(c.Response().Writer)
 	if !strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue") {
 		if _, set := req.Body.(*trackedBody); !set {
-			// bodyDeadline set none (server.read_body_timeout is 0).
+			// limitBody set none (server.read_body_timeout is 0).
 			_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))

@@ -19,7 +19,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s)
 	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
-	e.Use(s.observe, s.recoverPanics, s.bodyDeadline, s.cors)
+	e.Use(s.front)
 
 	// Public: health, readiness, metrics and the playground page.
 	// HEAD is answered as GET (net/http drops the body) where a GET only
