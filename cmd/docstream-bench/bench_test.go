@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -539,4 +541,96 @@ func BenchmarkParseSegment(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestParkedStreamStack holds streams of both surfaces open and idle on
+// the gateway as it is served (built without the race detector) and reads
+// the stack it has in use: a parked stream's handler goroutine keeps a 4 KB
+// stack (see gateway/offstack.go), which one deep call on it would have
+// doubled for the stream's life.
+func TestParkedStreamStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	const n = 300
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Collections back to back free the stacks of goroutines that have
+	// ended (the runs' readers park once their agent is quiet), so that
+	// what is in use is what the open streams hold.
+	cmd := exec.Command(docstreamBin, "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = append(gatewayEnv(agentSetup{Binary: gateway.BuiltinBench, Workspace: ws}, 2*n, 1000, ""),
+		"GOGC=1", "DOCSTREAM_SERVER_HEAP_FLOOR_BYTES=0")
+	srv, err := startServer("docstream", cmd, dir, "docstream listening on ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat", `{"prompt":"bench:2 every=1h","stream":true}`},
+		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"bench:2 every=1h"}],"stream":true}`},
+	} {
+		before := stackInUse(t, srv.URL)
+		for range n {
+			conn := openIdleStream(t, srv.URL, c.path, c.body)
+			defer conn.Close()
+		}
+		time.Sleep(time.Second)
+		per := float64(stackInUse(t, srv.URL)-before) / n
+		// 4 KB for the handler's goroutine, 2 (or 4) KB for net/http's
+		// background read, and some the runtime keeps for reuse: 7.2–7.6
+		// KB. With a handler stack doubled (or more) it was 14–19 KB.
+		if per > 10<<10 {
+			t.Errorf("%s: %.0f B of stack per parked stream; want 6–8 KB", c.path, per)
+		}
+		t.Logf("%s: %.0f B of stack per parked stream", c.path, per)
+	}
+}
+
+// openIdleStream posts body to path and reads the stream up to its first
+// delta, leaving it open.
+func openIdleStream(t *testing.T, base, path, body string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: %v before the first delta", path, err)
+		}
+		if strings.Contains(line, "[ts:") {
+			return conn
+		}
+	}
+}
+
+// stackInUse reads the server's go_memstats_stack_inuse_bytes.
+func stackInUse(t *testing.T, base string) int64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_stack_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int64(f)
+		}
+	}
+	t.Fatalf("%s/metrics has no go_memstats_stack_inuse_bytes", base)
+	return 0
 }
