@@ -148,7 +148,7 @@ func DefaultConfig() Config {
 		Server: ServerConfig{
 			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: maxArgBytes,
-			HeapFloorBytes: 24 << 20, FileTableSize: 8192, TrustedProxies: []string{}, CORSOrigins: []string{},
+			HeapFloorBytes: 64 << 20, FileTableSize: 8192, TrustedProxies: []string{}, CORSOrigins: []string{},
 		},
 		Auth:   AuthConfig{APIKeys: []string{}, RatePerMinute: 120, Burst: 30},
 		Limits: LimitsConfig{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
