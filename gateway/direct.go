@@ -36,8 +36,8 @@ type sendRoom interface {
 // that has caught up, instead of waking the stream's goroutine for each: a
 // stream costs one goroutine switch less per event. It writes only what the
 // connection's send buffer takes without blocking, so that a slow client
-// never holds up the run; everything else is written by the stream's own
-// goroutine, which Kick wakes.
+// never holds up the run; everything else is written for the stream's own
+// goroutine, which Kick wakes (see followDirect).
 type directSink struct {
 	st   *streamer
 	room sendRoom
