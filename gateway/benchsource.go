@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,12 +134,12 @@ type benchSource struct {
 	buf              []byte
 	done             chan struct{}
 	cancelled        atomic.Bool
-	index            int  // in the clock's heap, -1 when not in it
+	queued           bool // in its queue of the clock
 	ended            bool // the clock closed it
 }
 
 func newBenchSource(w io.Writer, prompt, cwd string) *benchSource {
-	s := &benchSource{w: w, prompt: prompt, cwd: cwd, session: benchID(), request: benchID(), start: time.Now(), index: -1}
+	s := &benchSource{w: w, prompt: prompt, cwd: cwd, session: benchID(), request: benchID(), start: time.Now()}
 	s.n, s.every = parseBenchPrompt(prompt)
 	s.next = s.start
 	s.deltaEnd = `"}]},"session_id":"` + s.session + `","timestamp_ms":`
@@ -239,10 +239,14 @@ var (
 )
 
 // clock writes every paced bench source from one goroutine, each line at
-// its time.
+// its time. The sources of one period wait in a queue in the order of
+// their next line: a line moves its source one period on, which is the back
+// of its queue unless the clock runs late, so that keeping the order costs
+// next to nothing where a heap would compare and swap sources cold in the
+// cache at every line.
 type clock struct {
-	add   chan *benchSource
-	queue sourceHeap
+	add    chan *benchSource
+	queues []*sourceQueue // one per period
 }
 
 func (c *clock) run() {
@@ -250,8 +254,8 @@ func (c *clock) run() {
 	var scratch []byte
 	for {
 		var wake <-chan time.Time
-		if len(c.queue) > 0 {
-			timer.Reset(time.Until(c.queue[0].next))
+		if q := c.soonest(); q != nil {
+			timer.Reset(time.Until(q.srcs[0].next))
 			wake = timer.C
 		}
 		select {
@@ -259,28 +263,52 @@ func (c *clock) run() {
 			switch {
 			case src.ended:
 			case src.cancelled.Load():
-				if src.index >= 0 {
-					heap.Remove(&c.queue, src.index)
+				if src.queued {
+					c.queue(src.every).remove(src)
 				}
 				c.end(src)
-			case src.index < 0:
-				heap.Push(&c.queue, src)
+			case !src.queued:
+				c.queue(src.every).insert(src)
 			}
 		case <-wake:
 		}
-		for len(c.queue) > 0 && !c.queue[0].next.After(time.Now()) {
-			src := c.queue[0]
+		now := time.Now()
+		for q := c.soonest(); q != nil && !q.srcs[0].next.After(now); q = c.soonest() {
+			src := q.pop()
 			src.buf = scratch[:0]
 			more, err := src.step()
 			scratch, src.buf = src.buf, nil
 			if err != nil || !more {
-				heap.Pop(&c.queue)
 				c.end(src)
 				continue
 			}
-			heap.Fix(&c.queue, 0)
+			q.insert(src)
 		}
 	}
+}
+
+// queue returns the queue of the sources of a period, made when needed.
+func (c *clock) queue(every time.Duration) *sourceQueue {
+	for _, q := range c.queues {
+		if q.every == every {
+			return q
+		}
+	}
+	q := &sourceQueue{every: every}
+	c.queues = append(c.queues, q)
+	return q
+}
+
+// soonest returns the queue whose first source is due first, nil when no
+// source waits.
+func (c *clock) soonest() *sourceQueue {
+	var best *sourceQueue
+	for _, q := range c.queues {
+		if len(q.srcs) > 0 && (best == nil || q.srcs[0].next.Before(best.srcs[0].next)) {
+			best = q
+		}
+	}
+	return best
 }
 
 // end closes a finished or cancelled source.
@@ -292,27 +320,40 @@ func (c *clock) end(src *benchSource) {
 	close(src.done)
 }
 
-// sourceHeap orders sources by the time of their next line.
-type sourceHeap []*benchSource
+// sourceQueue holds the sources of one period in the order of their next
+// line.
+type sourceQueue struct {
+	every time.Duration
+	srcs  []*benchSource
+}
 
-func (h sourceHeap) Len() int           { return len(h) }
-func (h sourceHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
-func (h sourceHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+// insert puts src in its place, looking from the back.
+func (q *sourceQueue) insert(src *benchSource) {
+	q.srcs = append(q.srcs, src)
+	i := len(q.srcs) - 1
+	for i > 0 && q.srcs[i-1].next.After(src.next) {
+		q.srcs[i] = q.srcs[i-1]
+		i--
+	}
+	q.srcs[i] = src
+	src.queued = true
 }
-func (h *sourceHeap) Push(x any) {
-	s := x.(*benchSource)
-	s.index = len(*h)
-	*h = append(*h, s)
+
+// pop takes the first source off the queue.
+func (q *sourceQueue) pop() *benchSource {
+	src := q.srcs[0]
+	q.srcs[0] = nil
+	q.srcs = q.srcs[1:]
+	src.queued = false
+	return src
 }
-func (h *sourceHeap) Pop() any {
-	old := *h
-	s := old[len(old)-1]
-	old[len(old)-1] = nil
-	s.index = -1
-	*h = old[:len(old)-1]
-	return s
+
+// remove takes src off the queue.
+func (q *sourceQueue) remove(src *benchSource) {
+	if i := slices.Index(q.srcs, src); i >= 0 {
+		q.srcs = slices.Delete(q.srcs, i, i+1)
+	}
+	src.queued = false
 }
 
 // parseBenchPrompt reads "bench:<n>" (default 100) and "every=<duration>"
