@@ -474,11 +474,25 @@ func (s *Server) heartbeat() time.Duration {
 func (s *Server) waitRun(c echo.Context, run *Run) error {
 	detach := run.Attach()
 	defer detach()
-	select {
-	case <-run.Done():
-	case <-c.Request().Context().Done():
+	if !waitDone(c.Request().Context(), run) {
 		return nil
 	}
+	return answerRun(c, run)
+}
+
+// waitDone waits for the run's done event, reporting false when ctx ends
+// first. Its frame and the waiting request's stay small (see offStack).
+func waitDone(ctx context.Context, run *Run) bool {
+	select {
+	case <-run.Done():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// answerRun answers a finished run's ChatResponse as JSON.
+func answerRun(c echo.Context, run *Run) error {
 	resp := run.Response()
 	h := c.Response().Header()
 	h.Set("X-Docstream-Response-Id", run.ID)

@@ -277,33 +277,47 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 
 // waitCompletion answers a run as one chat.completion once it is done.
 func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
-	run, renderer, remember := cr.run, cr.renderer, cr.remember
-	// The events are rendered as the run logs them, so that a long run's
-	// are all seen however many its log keeps.
-	msg := completionMessage{Role: "assistant"}
-	var done documents.Done
-	run.Observe(func(ev documents.Event) {
+	rep := cr.collect()
+	cr.run.Launch()
+	detach := cr.run.Attach()
+	defer detach()
+	if !waitDone(c.Request().Context(), cr.run) {
+		return nil
+	}
+	return s.answerCompletion(c, cr, rep)
+}
+
+// completionReply is a run's reply, gathered as its events are logged.
+type completionReply struct {
+	msg  completionMessage
+	done documents.Done
+}
+
+// collect gathers the run's reply as the run logs its events, so that a
+// long run's are all seen however many its log keeps.
+func (cr *completionRun) collect() *completionReply {
+	rep := &completionReply{msg: completionMessage{Role: "assistant"}}
+	cr.run.Observe(func(ev documents.Event) {
 		if d, ok := ev.(documents.Done); ok {
-			done = d
+			rep.done = d
 		}
-		remember(ev)
-		for _, p := range renderer.Event(ev) {
-			msg.ReasoningContent += p.Reasoning
+		cr.remember(ev)
+		for _, p := range cr.renderer.Event(ev) {
+			rep.msg.ReasoningContent += p.Reasoning
 			if p.ToolCall != nil {
-				msg.ToolCalls = append(msg.ToolCalls, *p.ToolCall)
+				rep.msg.ToolCalls = append(rep.msg.ToolCalls, *p.ToolCall)
 			}
 		}
 	})
-	run.Launch()
-	detach := run.Attach()
-	defer detach()
-	select {
-	case <-run.Done():
-	case <-c.Request().Context().Done():
-		return nil
-	}
-	msg.Content = renderer.Content()
-	c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+	return rep
+}
+
+// answerCompletion answers a finished run's reply as a chat.completion, or
+// its failure as an error.
+func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *completionReply) error {
+	msg, done := rep.msg, rep.done
+	msg.Content = cr.renderer.Content()
+	c.Response().Header().Set("X-Docstream-Response-Id", cr.run.ID)
 	if done.ConversationID != nil {
 		c.Response().Header().Set("X-Docstream-Conversation-Id", *done.ConversationID)
 	}

@@ -543,11 +543,12 @@ func BenchmarkParseSegment(b *testing.B) {
 	}
 }
 
-// TestParkedStreamStack holds streams of both surfaces open and idle on
-// the gateway as it is served (built without the race detector) and reads
-// the stack it has in use: a parked stream's handler goroutine keeps a 4 KB
-// stack (see gateway/offstack.go), which one deep call on it would have
-// doubled for the stream's life.
+// TestParkedStreamStack holds requests of both surfaces open and idle on
+// the gateway as it is served (built without the race detector), streams
+// and answers that wait for the run's end, and reads the stack it has in
+// use: a parked request's handler goroutine keeps a 4 KB stack (see
+// gateway/offstack.go), which one deep call on it would have doubled for
+// the request's life.
 func TestParkedStreamStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
@@ -563,7 +564,7 @@ func TestParkedStreamStack(t *testing.T) {
 	// what is in use is what the open streams hold.
 	cmd := exec.Command(docstreamBin, "--addr", "127.0.0.1:0")
 	cmd.Dir = dir
-	cmd.Env = append(gatewayEnv(agentSetup{Binary: gateway.BuiltinBench, Workspace: ws}, 2*n, 1000, ""),
+	cmd.Env = append(gatewayEnv(agentSetup{Binary: gateway.BuiltinBench, Workspace: ws}, 4*n, 1000, ""),
 		"GOGC=1", "DOCSTREAM_SERVER_HEAP_FLOOR_BYTES=0")
 	srv, err := startServer("docstream", cmd, dir, "docstream listening on ")
 	if err != nil {
@@ -573,26 +574,34 @@ func TestParkedStreamStack(t *testing.T) {
 	for _, c := range []struct{ path, body string }{
 		{"/v1/chat", `{"prompt":"bench:2 every=1h","stream":true}`},
 		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"bench:2 every=1h"}],"stream":true}`},
+		// Answers that wait for the run's end wait as long.
+		{"/v1/chat", `{"prompt":"bench:2 every=1h"}`},
+		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"bench:2 every=1h"}]}`},
 	} {
-		before := stackInUse(t, srv.URL)
+		before, goroutines := serverGauge(t, srv.URL, "go_memstats_stack_inuse_bytes"), serverGauge(t, srv.URL, "go_goroutines")
 		for range n {
 			conn := openIdleStream(t, srv.URL, c.path, c.body)
 			defer conn.Close()
 		}
 		time.Sleep(time.Second)
-		per := float64(stackInUse(t, srv.URL)-before) / n
+		// Each request parked holds its handler's goroutine and net/http's
+		// background read (give or take a few of the server's own).
+		if g := serverGauge(t, srv.URL, "go_goroutines") - goroutines; g < 2*n-n/10 {
+			t.Fatalf("%s %s: %d goroutines more with %d requests open; they are not all waiting", c.path, c.body, g, n)
+		}
+		per := float64(serverGauge(t, srv.URL, "go_memstats_stack_inuse_bytes")-before) / n
 		// 4 KB for the handler's goroutine, 2 (or 4) KB for net/http's
 		// background read, and some the runtime keeps for reuse: 7.2–7.6
 		// KB. With a handler stack doubled (or more) it was 14–19 KB.
 		if per > 10<<10 {
-			t.Errorf("%s: %.0f B of stack per parked stream; want 6–8 KB", c.path, per)
+			t.Errorf("%s %s: %.0f B of stack per parked request; want 6–8 KB", c.path, c.body, per)
 		}
-		t.Logf("%s: %.0f B of stack per parked stream", c.path, per)
+		t.Logf("%s %s: %.0f B of stack per parked request", c.path, c.body, per)
 	}
 }
 
-// openIdleStream posts body to path and reads the stream up to its first
-// delta, leaving it open.
+// openIdleStream posts body to path and, for a stream, reads it up to its
+// first delta, leaving it open.
 func openIdleStream(t *testing.T, base, path, body string) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
@@ -601,6 +610,9 @@ func openIdleStream(t *testing.T, base, path, body string) net.Conn {
 	}
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	if !strings.Contains(body, `"stream":true`) {
+		return conn // the answer waits for the run's end
+	}
 	br := bufio.NewReader(conn)
 	for {
 		line, err := br.ReadString('\n')
@@ -613,8 +625,8 @@ func openIdleStream(t *testing.T, base, path, body string) net.Conn {
 	}
 }
 
-// stackInUse reads the server's go_memstats_stack_inuse_bytes.
-func stackInUse(t *testing.T, base string) int64 {
+// serverGauge reads one value of the server's /metrics.
+func serverGauge(t *testing.T, base, name string) int64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -623,7 +635,7 @@ func stackInUse(t *testing.T, base string) int64 {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_stack_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -631,6 +643,6 @@ func stackInUse(t *testing.T, base string) int64 {
 			return int64(f)
 		}
 	}
-	t.Fatalf("%s/metrics has no go_memstats_stack_inuse_bytes", base)
+	t.Fatalf("%s/metrics has no %s", base, name)
 	return 0
 }
