@@ -52,11 +52,9 @@ type directSink struct {
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
 
-	// beat is set by the heartbeat timer hb, which then kicks; every is
-	// its period.
-	beat  atomic.Bool
-	hb    *time.Timer
-	every time.Duration
+	// beat is set by the heartbeat timer hb, which then kicks.
+	beat atomic.Bool
+	hb   *time.Timer
 	// unwatch stops the kick at the end of the request's context.
 	unwatch func() bool
 }
@@ -161,8 +159,7 @@ func (st *streamer) newSink(ctx context.Context, run *Run, after int, send func(
 	// The heartbeat and the end of ctx kick rather than having channels of
 	// their own: a parked stream waits on one channel, which takes less
 	// of its stack than a select.
-	d.every = st.s.heartbeat()
-	d.hb = time.AfterFunc(d.every, func() {
+	d.hb = time.AfterFunc(st.s.heartbeat(), func() {
 		d.beat.Store(true)
 		d.Kick()
 	})
@@ -191,7 +188,7 @@ func (d *directSink) catchUp(run *Run, beat string) bool {
 		d.err = sse.WriteComment(st.w, beat)
 		d.flushOwn()
 		d.mu.Unlock()
-		d.hb.Reset(d.every)
+		d.hb.Reset(st.s.heartbeat())
 	}
 	for {
 		d.mu.Lock()

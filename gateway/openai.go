@@ -426,7 +426,7 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 		}
 	}
 	if d, ok := ev.(documents.Done); ok {
-		cs.s.finishCompletion(cs.st.w, cs.chunk, d, cr.renderer, cr.id, cr.created, cr.model, cr.usage)
+		cs.finish(d)
 		return true, nil
 	}
 	return false, nil
@@ -447,24 +447,25 @@ func (cs *completionStream) sayLost() {
 // adds the stop and usage chunks and [DONE].
 func chunkSize(f sse.Frame) int { return 4*len(f.Data) + 2048 }
 
-// finishCompletion ends a chunk stream: the stop chunk (or an error object
-// when the run failed), the usage chunk when asked for, and [DONE].
-func (s *Server) finishCompletion(w *echo.Response, chunk func(sse.ChunkDelta, *string) error, d documents.Done, r *sse.Renderer, id string, created int64, model string, usage bool) {
+// finish ends the chunk stream: the stop chunk (or an error object when
+// the run failed), the usage chunk when asked for, and [DONE].
+func (cs *completionStream) finish(d documents.Done) {
+	cr, w := cs.cr, cs.st.w
 	if d.Status == documents.StatusCompleted {
 		stop := "stop"
-		if chunk(sse.ChunkDelta{}, &stop) != nil {
+		if cs.chunk(sse.ChunkDelta{}, &stop) != nil {
 			return
 		}
 	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(r.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}},
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(cr.renderer.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}},
 			jsontext.AllowInvalidUTF8(true))
 		if sse.WriteData(w, b) != nil {
 			return
 		}
 	}
-	if usage {
+	if cr.usage {
 		u := sse.UsageOf(d.Usage)
-		b, _ := json.Marshal(sse.Chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []sse.ChunkChoice{}, Usage: &u})
+		b, _ := json.Marshal(sse.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model, Choices: []sse.ChunkChoice{}, Usage: &u})
 		if sse.WriteData(w, b) != nil {
 			return
 		}

@@ -276,21 +276,18 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 			}
 		}
 	} else {
-		for i, c := range convs {
-			err := g.store.PutConversation(ctx, c)
+		wrote := func(err error, r *Run, want saveWant, what string) {
 			g.storeWrote(err)
 			if err != nil {
-				g.log.Warn().Err(err).Msg("saving the conversation")
-				refuse(convRuns[i], saveConversation)
+				g.log.Warn().Err(err).Msg(what)
+				refuse(r, want)
 			}
 		}
+		for i, c := range convs {
+			wrote(g.store.PutConversation(ctx, c), convRuns[i], saveConversation, "saving the conversation")
+		}
 		for i, t := range turns {
-			err := g.store.PutTurn(ctx, t)
-			g.storeWrote(err)
-			if err != nil {
-				g.log.Warn().Err(err).Msg("saving the response")
-				refuse(turnRuns[i], saveTurn)
-			}
+			wrote(g.store.PutTurn(ctx, t), turnRuns[i], saveTurn, "saving the response")
 		}
 	}
 	for r := range finals {
