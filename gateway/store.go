@@ -379,6 +379,9 @@ func (m *MemoryStore) Close() error { return nil }
 // SQLStore is a Store on a SQL database: SQLite by default.
 type SQLStore struct {
 	db *sql.DB
+	// The upserts the saver makes all the time, prepared once: parsing
+	// their SQL cost as much as writing a row of some kilobytes.
+	putConv, putTurn *sql.Stmt
 }
 
 // migrations are applied in order; the schema version is user_version.
@@ -434,6 +437,13 @@ func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
 	}
+	if s.putConv, err = db.PrepareContext(ctx, putConversationSQL); err == nil {
+		s.putTurn, err = db.PrepareContext(ctx, putTurnSQL)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: preparing its writes: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -479,7 +489,7 @@ func parseTS(s string) time.Time {
 
 // PutConversation creates or updates a conversation.
 func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
-	return putConversation(ctx, s.db, c, ts(time.Now()))
+	return putConversation(ctx, s.putConv, c, ts(time.Now()))
 }
 
 // ConversationInfo returns a conversation without its turns.
@@ -533,39 +543,36 @@ func scanTurn(r scanner) (Turn, error) {
 	return t, nil
 }
 
-// execer is the database or a transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
+	workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
 
-// putConversation creates or updates a conversation row, updated at now.
-func putConversation(ctx context.Context, ex execer, c Conversation, now string) error {
-	_, err := ex.ExecContext(ctx, `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
-		workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`,
-		c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now)
-	if err != nil {
+// putConversation creates or updates a conversation row, updated at now,
+// with st, the prepared putConversationSQL (or its copy in a transaction).
+func putConversation(ctx context.Context, st *sql.Stmt, c Conversation, now string) error {
+	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
 		return fmt.Errorf("saving conversation: %w", err)
 	}
 	return nil
 }
 
-// putTurn creates or replaces a turn row.
-func putTurn(ctx context.Context, ex execer, t Turn) error {
-	_, err := ex.ExecContext(ctx, `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
-		response=excluded.response`,
-		t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response)
-	if err != nil {
+const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
+	VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
+	response=excluded.response`
+
+// putTurn creates or replaces a turn row with st, the prepared putTurnSQL
+// (or its copy in a transaction).
+func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
+	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
 		return fmt.Errorf("saving turn: %w", err)
 	}
 	return nil
 }
 
 // PutTurn creates or replaces a turn.
-func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error { return putTurn(ctx, s.db, t) }
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error { return putTurn(ctx, s.putTurn, t) }
 
 // PutBatch creates or replaces conversations, then turns, in one
 // transaction: all of them are written or none.
@@ -576,13 +583,14 @@ func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []T
 	}
 	defer tx.Rollback()
 	now := ts(time.Now())
+	putConv, putT := tx.StmtContext(ctx, s.putConv), tx.StmtContext(ctx, s.putTurn)
 	for _, c := range convs {
-		if err := putConversation(ctx, tx, c, now); err != nil {
+		if err := putConversation(ctx, putConv, c, now); err != nil {
 			return err
 		}
 	}
 	for _, t := range turns {
-		if err := putTurn(ctx, tx, t); err != nil {
+		if err := putTurn(ctx, putT, t); err != nil {
 			return err
 		}
 	}
@@ -706,4 +714,8 @@ func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, 
 func (s *SQLStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // Close closes the database.
-func (s *SQLStore) Close() error { return s.db.Close() }
+func (s *SQLStore) Close() error {
+	s.putConv.Close()
+	s.putTurn.Close()
+	return s.db.Close()
+}

@@ -319,3 +319,27 @@ func TestStoreConversationInfo(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkSQLiteSnapshot is one snapshot of a running turn written to the
+// SQLite store, as the saver writes it when the store has one write
+// pending: the row replaced, with a response of some kilobytes.
+func BenchmarkSQLiteSnapshot(b *testing.B) {
+	ctx := context.Background()
+	st, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "s.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutConversation(ctx, Conversation{ID: "c", Backend: "cli"}); err != nil {
+		b.Fatal(err)
+	}
+	resp := []byte(`{"id":"resp_1","documents":[{"type":"text","content":"` + strings.Repeat("word ", 1000) + `"}]}`)
+	now := time.Now()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		t := Turn{ResponseID: "resp_" + strconv.Itoa(i%100), ConversationID: "c", Prompt: "p", Status: "streaming", Created: now, Response: resp}
+		if err := st.PutTurn(ctx, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
