@@ -700,6 +700,9 @@ func (r *Run) emit(ev documents.Event) {
 			r.conv = *e.ConversationID
 			saveConv = true
 		}
+		// The turn is written before this event goes out (below): a
+		// document that ends in the next second needs no snapshot.
+		r.lastSave = time.Now()
 	case documents.DocumentStart:
 		if !r.firstDoc {
 			r.firstDoc = true
