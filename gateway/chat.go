@@ -499,7 +499,28 @@ func answerRun(c echo.Context, run *Run) error {
 	if resp.ConversationID != nil {
 		h.Set("X-Docstream-Conversation-Id", *resp.ConversationID)
 	}
-	return writeJSON(c, http.StatusOK, resp)
+	return writeResponse(c, &resp)
+}
+
+// writeResponse answers a ChatResponse as JSON.
+func writeResponse(c echo.Context, resp *documents.ChatResponse) error {
+	b, err := encodeResponse(resp)
+	if err != nil {
+		return fmt.Errorf("encoding the answer: %w", err)
+	}
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+// encodeResponse is the JSON of a response, in a buffer of about its size.
+func encodeResponse(resp *documents.ChatResponse) ([]byte, error) {
+	n := 512
+	for _, d := range resp.Documents {
+		n += 96 + len(d.Metadata)
+		if d.Content != nil {
+			n += len(*d.Content) + len(*d.Content)/16
+		}
+	}
+	return documents.AppendResponse(make([]byte, 0, n), resp)
 }
 
 // writeJSON answers v as JSON with the v2 encoder.
@@ -515,7 +536,8 @@ func writeJSON(c echo.Context, status int, v any) error {
 func (s *Server) handleGetChat(c echo.Context) error {
 	id := c.Param("id")
 	if run := s.reg.Get(id); run != nil && !run.Released() {
-		return writeJSON(c, http.StatusOK, run.Response())
+		resp := run.Response()
+		return writeResponse(c, &resp)
 	}
 	if s.store != nil && idPattern.MatchString(id) {
 		t, err := s.store.Turn(c.Request().Context(), id)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
@@ -810,9 +809,7 @@ func (g *Registry) turnOf(r *Run) (t Turn, final, ok bool) {
 	final = r.final != nil
 	r.mu.Unlock()
 	resp := r.Response()
-	// Through a pointer: the encoder copies a struct value passed as itself
-	// once more to address it.
-	b, err := json.Marshal(&resp, jsontext.AllowInvalidUTF8(true))
+	b, err := encodeResponse(&resp)
 	if err != nil {
 		g.log.Warn().Err(err).Msg("encoding the response")
 		return t, false, false

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
@@ -123,7 +122,7 @@ func interruptedResponse(b []byte) []byte {
 	meta, _ := json.Marshal(documents.ErrorMeta{ErrorCode: documents.CodeInterrupted, Source: "gateway", Details: "the run was interrupted by a restart of the gateway"})
 	seq := len(resp.Documents) + 1
 	resp.Documents = append(resp.Documents, documents.Document{ID: documents.DocID(seq), Type: documents.TypeError, Sequence: seq, Content: &msg, Metadata: meta})
-	out, err := json.Marshal(resp, jsontext.AllowInvalidUTF8(true))
+	out, err := encodeResponse(&resp)
 	if err != nil {
 		return b
 	}

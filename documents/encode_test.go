@@ -1,0 +1,156 @@
+package documents
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// marshalResponse is what AppendResponse must equal.
+func marshalResponse(r *ChatResponse) ([]byte, error) {
+	return json.Marshal(r, jsontext.AllowInvalidUTF8(true))
+}
+
+func strp(s string) *string { return &s }
+
+// encodeCases are responses with every field set, unset, and set to what
+// needs escaping or formatting.
+func encodeCases() map[string]*ChatResponse {
+	full := &ChatResponse{
+		ID: "chat_1", ConversationID: strp("conv-1"), Model: "auto", Mode: "agent", Created: "2026-11-26T15:00:00Z",
+		Status: StatusCompleted,
+		Documents: []Document{
+			{ID: "doc_001", Type: TypeText, Sequence: 1, Content: strp("Hello <b>&</b> \"quoted\"\n\ttab \u2028 \x00 é"), Metadata: jsontext.Value(`{"format":"markdown"}`)},
+			{ID: "doc_002", Type: TypeToolCall, Sequence: 2, Metadata: jsontext.Value(" {\n \"toolName\" : \"grep\", \"arguments\": {\"q\":\"\\u0041\\/\"}, \"n\": [1, 2.50, -0e3] } ")},
+			{ID: "doc_003", Type: TypeError, Sequence: 3, Content: strp("")},
+		},
+		Usage: Usage{PromptTokens: 10, CompletionTokens: 20, TotalTokens: 30, CacheReadTokens: 5, CacheWriteTokens: 6, Reported: true},
+		Metadata: ResponseMetadata{DurationMs: 1234, ToolCallCount: 2, TurnCount: 1, StopReason: StopAgentExit, SkippedLines: 3,
+			Agent: &AgentInfo{SessionID: "s", Cwd: "/w", Model: "gpt", PermissionMode: "default", RequestID: "r", DurationAPIMs: 7},
+			Cloud: &CloudInfo{AgentID: "bc-1", Status: "FINISHED", Summary: "done", BranchName: "b", PRURL: "https://x/pr/1", URL: "https://x", Repository: "o/r"}},
+	}
+	partial := *full
+	partial.Metadata.Agent = &AgentInfo{Cwd: "/w"}
+	partial.Metadata.Cloud = &CloudInfo{}
+	return map[string]*ChatResponse{
+		"zero":    {},
+		"empty":   {Documents: []Document{}},
+		"full":    full,
+		"partial": &partial,
+		"invalid utf-8": {ID: "chat_\xff", Created: "\xc3", Documents: []Document{
+			{ID: "doc_001", Content: strp("a\xffb\xe2\x82"), Metadata: jsontext.Value("{\"k\":\"v\xff\"}")}}},
+	}
+}
+
+// TestAppendResponseMatchesMarshal checks that AppendResponse writes the
+// bytes json.Marshal writes, after what b already holds.
+func TestAppendResponseMatchesMarshal(t *testing.T) {
+	for name, r := range encodeCases() {
+		want, err := marshalResponse(r)
+		if err != nil {
+			t.Fatalf("%s: marshal: %v", name, err)
+		}
+		got, err := AppendResponse([]byte("prefix"), r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Errorf("%s:\n got %s\nwant prefix%s", name, got, want)
+		}
+	}
+}
+
+// TestAppendResponseBadMetadata checks that metadata that is not JSON fails
+// the encoding, as it fails json.Marshal, and leaves b as it was.
+func TestAppendResponseBadMetadata(t *testing.T) {
+	for _, meta := range []string{"", "{", `{"a":1}x`, `{"a":1,"a":2}`, "\x01"} {
+		r := &ChatResponse{ID: "chat_1", Documents: []Document{{ID: "doc_001", Metadata: jsontext.Value(meta)}}}
+		if _, err := marshalResponse(r); err == nil {
+			t.Fatalf("metadata %q: json.Marshal took it", meta)
+		}
+		got, err := AppendResponse([]byte("prefix"), r)
+		if err == nil || string(got) != "prefix" {
+			t.Errorf("metadata %q: got %q, %v; want an error and the prefix alone", meta, got, err)
+		}
+	}
+}
+
+// TestAppendResponseFields fails when a type AppendResponse writes gains or
+// loses a field: the encoder must be told.
+func TestAppendResponseFields(t *testing.T) {
+	for typ, n := range map[reflect.Type]int{
+		reflect.TypeFor[ChatResponse](): 9, reflect.TypeFor[Document](): 5, reflect.TypeFor[Usage](): 6,
+		reflect.TypeFor[ResponseMetadata](): 7, reflect.TypeFor[AgentInfo](): 6, reflect.TypeFor[CloudInfo](): 7,
+	} {
+		if typ.NumField() != n {
+			t.Errorf("%s has %d fields, AppendResponse writes %d: update it (and encodeCases)", typ, typ.NumField(), n)
+		}
+	}
+}
+
+// FuzzAppendResponse compares AppendResponse with json.Marshal on
+// responses made of arbitrary strings, numbers and metadata.
+func FuzzAppendResponse(f *testing.F) {
+	for _, r := range encodeCases() {
+		var meta []byte
+		content := ""
+		for _, d := range r.Documents {
+			meta = d.Metadata
+			if d.Content != nil {
+				content = *d.Content
+			}
+		}
+		f.Add(r.ID, content, []byte(meta), r.Usage.PromptTokens, r.Metadata.DurationMs, r.Metadata.Agent != nil, r.ConversationID == nil)
+	}
+	f.Fuzz(func(t *testing.T, s, content string, meta []byte, n, dur int64, agent, nilConv bool) {
+		r := &ChatResponse{ID: s, Model: content, Mode: s, Created: s, Status: Status(content),
+			Documents: []Document{{ID: s, Type: Type(s), Sequence: int(n), Content: &content, Metadata: meta}, {ID: content}},
+			Usage:     Usage{PromptTokens: n, CompletionTokens: dur, TotalTokens: n, CacheReadTokens: dur, CacheWriteTokens: n, Reported: agent},
+			Metadata:  ResponseMetadata{DurationMs: dur, ToolCallCount: int(n), TurnCount: int(dur), StopReason: StopReason(s), SkippedLines: int(n)}}
+		if !nilConv {
+			r.ConversationID = &content
+		}
+		if agent {
+			r.Metadata.Agent = &AgentInfo{SessionID: s, Cwd: content, DurationAPIMs: n}
+			r.Metadata.Cloud = &CloudInfo{Summary: content, Repository: s}
+		}
+		want, werr := marshalResponse(r)
+		got, err := AppendResponse(nil, r)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("error %v, json.Marshal's %v", err, werr)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// BenchmarkAppendResponse encodes a finished response of one long text
+// document and a tool call, as a run's end does, beside json.Marshal.
+func BenchmarkAppendResponse(b *testing.B) {
+	text := bytes.Repeat([]byte("[ts:1795705414754366517] "), 200)
+	r := &ChatResponse{ID: "chat_63182984cdd3e9dbef927540", ConversationID: strp("3391cf87-7b49-b752-4ac5-3f8b5edd1a57"),
+		Model: "auto", Mode: "agent", Created: "2026-11-26T15:03:34Z", Status: StatusCompleted,
+		Documents: []Document{
+			{ID: "doc_001", Type: TypeText, Sequence: 1, Content: strp(string(text)), Metadata: jsontext.Value(`{"format":"markdown"}`)},
+			{ID: "doc_002", Type: TypeToolCall, Sequence: 2, Metadata: jsontext.Value(`{"toolName":"grep","toolCallId":"call_1","arguments":{"pattern":"func main","path":"."},"result":{"status":"success","data":{"matches":12}},"duration_ms":31}`)},
+		},
+		Usage:    Usage{PromptTokens: 8194, CompletionTokens: 512, TotalTokens: 8706, Reported: true},
+		Metadata: ResponseMetadata{DurationMs: 2000, ToolCallCount: 1, TurnCount: 1, Agent: &AgentInfo{SessionID: "s", Cwd: "/w", Model: "auto"}}}
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			buf, _ = AppendResponse(buf[:0], r)
+		}
+	})
+	b.Run("marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			marshalResponse(r)
+		}
+	})
+}
