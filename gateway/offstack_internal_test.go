@@ -3,7 +3,11 @@ package gateway
 import (
 	"errors"
 	"net/http"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestOffStack checks that offStack returns once f has run and raises f's
@@ -26,5 +30,80 @@ func TestOffStack(t *testing.T) {
 		if got != want {
 			t.Errorf("recovered %v, want the panic of f, %v", got, want)
 		}
+	}
+}
+
+// goroutineID is the id runtime.Stack prints for the calling goroutine.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// TestOffStackReuse checks that calls one after another run on the same
+// waiting goroutine, also after one panicked, and that a burst of
+// concurrent calls leaves at most maxStackIdle goroutines waiting.
+func TestOffStackReuse(t *testing.T) {
+	// Other tests' servers may take the waiting goroutine between two
+	// calls here, and another then runs the next: most calls reuse one.
+	ran := map[string]bool{}
+	for range 10 {
+		offStack(func() { ran[goroutineID()] = true })
+	}
+	if len(ran) > 3 || ran[goroutineID()] {
+		t.Errorf("10 calls one after another ran on goroutines %v (the caller is %s): want one or two others", ran, goroutineID())
+	}
+	func() {
+		defer func() { recover() }()
+		offStack(func() { panic("boom") })
+	}()
+	after := false
+	offStack(func() { after = true })
+	if !after {
+		t.Fatal("no call ran after a panic")
+	}
+
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			offStack(func() { <-release })
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	time.Sleep(100 * time.Millisecond)
+	if n := stackIdle.waiting(); n < 1 || n > maxStackIdle {
+		t.Errorf("%d goroutines wait for calls after a burst of 100; want 1 to %d", n, maxStackIdle)
+	}
+}
+
+// TestStackWorkers checks the waiting workers: the one that waited least
+// is taken first, and one whose wait ends after a call took it learns that
+// it must run the call.
+func TestStackWorkers(t *testing.T) {
+	var ws stackWorkers
+	a, b := &stackWorker{}, &stackWorker{}
+	if !ws.push(a) || !ws.push(b) || ws.waiting() != 2 {
+		t.Fatal("two workers do not wait")
+	}
+	if ws.pop() != b {
+		t.Error("the worker that waited least was not taken first")
+	}
+	if ws.remove(b) {
+		t.Error("a worker taken by a call could leave")
+	}
+	if !ws.remove(a) || ws.waiting() != 0 || ws.pop() != nil {
+		t.Error("a waiting worker could not leave")
+	}
+	for range maxStackIdle {
+		ws.push(&stackWorker{})
+	}
+	if ws.push(a) {
+		t.Errorf("more than %d workers wait", maxStackIdle)
 	}
 }
