@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -297,11 +296,7 @@ func closedChan() chan struct{} {
 // all stored, each as a single write would store it.
 func TestSQLStorePutBatch(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := newSQLite(t)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	convs := []Conversation{{ID: "a", SessionID: "a", Backend: "cli"}, {ID: "b", SessionID: "b", Backend: "cli"}}
 	turns := []Turn{

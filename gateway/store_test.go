@@ -325,11 +325,7 @@ func TestStoreConversationInfo(t *testing.T) {
 // pending: the row replaced, with a response of some kilobytes.
 func BenchmarkSQLiteSnapshot(b *testing.B) {
 	ctx := context.Background()
-	st, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "s.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := newSQLite(b)
 	if err := st.PutConversation(ctx, Conversation{ID: "c", Backend: "cli"}); err != nil {
 		b.Fatal(err)
 	}
@@ -342,4 +338,16 @@ func BenchmarkSQLiteSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// newSQLite opens a SQLite store in a temporary folder, closed when tb
+// ends.
+func newSQLite(tb testing.TB) *SQLStore {
+	tb.Helper()
+	st, err := OpenSQLite(context.Background(), filepath.Join(tb.TempDir(), "s.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
 }
