@@ -139,6 +139,20 @@ func TestFinishedRunsWithinBytes(t *testing.T) {
 		r, _, detach := runToEnd(t, g, strings.Repeat("x", 2000))
 		detach()
 		runs = append(runs, r)
+		// done goes out before the run's goroutine hands it to keep.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			g.mu.Lock()
+			kept := r.keptBytes > 0 || g.runs[r.ID] != r
+			g.mu.Unlock()
+			if kept {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a finished run was not kept")
+			}
+			time.Sleep(time.Millisecond)
+		}
 		g.mu.Lock()
 		n := g.keptBytes
 		g.mu.Unlock()
