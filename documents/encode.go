@@ -20,17 +20,17 @@ var encodeOpts = jsontext.AllowInvalidUTF8(true)
 func AppendResponse(b []byte, r *ChatResponse) ([]byte, error) {
 	start := len(b)
 	b = append(b, `{"id":`...)
-	b = appendString(b, r.ID)
+	b = AppendString(b, r.ID)
 	b = append(b, `,"conversationId":`...)
 	b = appendStringPtr(b, r.ConversationID)
 	b = append(b, `,"model":`...)
-	b = appendString(b, r.Model)
+	b = AppendString(b, r.Model)
 	b = append(b, `,"mode":`...)
-	b = appendString(b, r.Mode)
+	b = AppendString(b, r.Mode)
 	b = append(b, `,"created":`...)
-	b = appendString(b, r.Created)
+	b = AppendString(b, r.Created)
 	b = append(b, `,"status":`...)
-	b = appendString(b, string(r.Status))
+	b = AppendString(b, string(r.Status))
 	b = append(b, `,"documents":[`...)
 	for i := range r.Documents {
 		d := &r.Documents[i]
@@ -38,9 +38,9 @@ func AppendResponse(b []byte, r *ChatResponse) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, d.ID)
+		b = AppendString(b, d.ID)
 		b = append(b, `,"type":`...)
-		b = appendString(b, string(d.Type))
+		b = AppendString(b, string(d.Type))
 		b = append(b, `,"sequence":`...)
 		b = strconv.AppendInt(b, int64(d.Sequence), 10)
 		b = append(b, `,"content":`...)
@@ -61,6 +61,19 @@ func AppendResponse(b []byte, r *ChatResponse) ([]byte, error) {
 	b = append(b, `,"metadata":`...)
 	b = appendResponseMetadata(b, &r.Metadata)
 	return append(b, '}'), nil
+}
+
+// EncodeResponse returns the JSON of r (see AppendResponse), in a buffer
+// of about its size.
+func EncodeResponse(r *ChatResponse) ([]byte, error) {
+	n := 512
+	for _, d := range r.Documents {
+		n += 96 + len(d.Metadata)
+		if d.Content != nil {
+			n += len(*d.Content) + len(*d.Content)/16
+		}
+	}
+	return AppendResponse(make([]byte, 0, n), r)
 }
 
 func appendUsage(b []byte, u *Usage) []byte {
@@ -121,7 +134,7 @@ func appendStringField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendString(b, value)
+	return AppendString(b, value)
 }
 
 // appendIntField appends `,"name":value` unless value is 0 (a field tagged
@@ -150,12 +163,13 @@ func appendStringPtr(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, *s)
+	return AppendString(b, *s)
 }
 
-// appendString appends s as a JSON string as json.Marshal does with
-// encodeOpts: invalid UTF-8 becomes U+FFFD rather than an error.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string as json.Marshal does with
+// jsontext.AllowInvalidUTF8: invalid UTF-8 becomes U+FFFD rather than an
+// error.
+func AppendString(b []byte, s string) []byte {
 	b, _ = jsontext.AppendQuote(b, s)
 	return b
 }

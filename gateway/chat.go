@@ -504,23 +504,11 @@ func answerRun(c echo.Context, run *Run) error {
 
 // writeResponse answers a ChatResponse as JSON.
 func writeResponse(c echo.Context, resp *documents.ChatResponse) error {
-	b, err := encodeResponse(resp)
+	b, err := documents.EncodeResponse(resp)
 	if err != nil {
 		return fmt.Errorf("encoding the answer: %w", err)
 	}
 	return c.JSONBlob(http.StatusOK, b)
-}
-
-// encodeResponse is the JSON of a response, in a buffer of about its size.
-func encodeResponse(resp *documents.ChatResponse) ([]byte, error) {
-	n := 512
-	for _, d := range resp.Documents {
-		n += 96 + len(d.Metadata)
-		if d.Content != nil {
-			n += len(*d.Content) + len(*d.Content)/16
-		}
-	}
-	return documents.AppendResponse(make([]byte, 0, n), resp)
 }
 
 // writeJSON answers v as JSON with the v2 encoder.

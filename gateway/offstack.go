@@ -102,13 +102,6 @@ func (ws *stackWorkers) remove(w *stackWorker) bool {
 	return false
 }
 
-// waiting is how many workers wait.
-func (ws *stackWorkers) waiting() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return len(ws.idle)
-}
-
 // run runs t, then the calls handed to it while it waits, until it has
 // waited stackLinger, maxStackIdle others wait, or a call panics.
 func (w *stackWorker) run(t stackTask) {

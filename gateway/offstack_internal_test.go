@@ -77,7 +77,7 @@ func TestOffStackReuse(t *testing.T) {
 	close(release)
 	wg.Wait()
 	time.Sleep(100 * time.Millisecond)
-	if n := stackIdle.waiting(); n < 1 || n > maxStackIdle {
+	if n := waiting(&stackIdle); n < 1 || n > maxStackIdle {
 		t.Errorf("%d goroutines wait for calls after a burst of 100; want 1 to %d", n, maxStackIdle)
 	}
 }
@@ -88,7 +88,7 @@ func TestOffStackReuse(t *testing.T) {
 func TestStackWorkers(t *testing.T) {
 	var ws stackWorkers
 	a, b := &stackWorker{}, &stackWorker{}
-	if !ws.push(a) || !ws.push(b) || ws.waiting() != 2 {
+	if !ws.push(a) || !ws.push(b) || waiting(&ws) != 2 {
 		t.Fatal("two workers do not wait")
 	}
 	if ws.pop() != b {
@@ -97,7 +97,7 @@ func TestStackWorkers(t *testing.T) {
 	if ws.remove(b) {
 		t.Error("a worker taken by a call could leave")
 	}
-	if !ws.remove(a) || ws.waiting() != 0 || ws.pop() != nil {
+	if !ws.remove(a) || waiting(&ws) != 0 || ws.pop() != nil {
 		t.Error("a waiting worker could not leave")
 	}
 	for range maxStackIdle {
@@ -106,4 +106,11 @@ func TestStackWorkers(t *testing.T) {
 	if ws.push(a) {
 		t.Errorf("more than %d workers wait", maxStackIdle)
 	}
+}
+
+// waiting is how many workers wait in ws.
+func waiting(ws *stackWorkers) int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.idle)
 }

@@ -809,7 +809,7 @@ func (g *Registry) turnOf(r *Run) (t Turn, final, ok bool) {
 	final = r.final != nil
 	r.mu.Unlock()
 	resp := r.Response()
-	b, err := encodeResponse(&resp)
+	b, err := documents.EncodeResponse(&resp)
 	if err != nil {
 		g.log.Warn().Err(err).Msg("encoding the response")
 		return t, false, false

@@ -122,7 +122,7 @@ func interruptedResponse(b []byte) []byte {
 	meta, _ := json.Marshal(documents.ErrorMeta{ErrorCode: documents.CodeInterrupted, Source: "gateway", Details: "the run was interrupted by a restart of the gateway"})
 	seq := len(resp.Documents) + 1
 	resp.Documents = append(resp.Documents, documents.Document{ID: documents.DocID(seq), Type: documents.TypeError, Sequence: seq, Content: &msg, Metadata: meta})
-	out, err := encodeResponse(&resp)
+	out, err := documents.EncodeResponse(&resp)
 	if err != nil {
 		return b
 	}

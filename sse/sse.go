@@ -53,21 +53,14 @@ func appendFast(b []byte, ev documents.Event) []byte {
 	switch e := ev.(type) {
 	case documents.ContentDelta:
 		b = append(b, `{"documentId":`...)
-		b = appendString(b, e.DocumentID)
+		b = documents.AppendString(b, e.DocumentID)
 		b = append(b, `,"delta":`...)
-		b = appendString(b, e.Delta)
+		b = documents.AppendString(b, e.Delta)
 	case documents.ThinkingDelta:
 		b = append(b, `{"delta":`...)
-		b = appendString(b, e.Delta)
+		b = documents.AppendString(b, e.Delta)
 	}
 	return append(b, '}')
-}
-
-// appendString appends s as a JSON string the way json.Marshal does with
-// encodeOpts: invalid UTF-8 becomes U+FFFD rather than an error.
-func appendString(b []byte, s string) []byte {
-	b, _ = jsontext.AppendQuote(b, s)
-	return b
 }
 
 // NewFrame encodes ev as the frame with the given id.
