@@ -381,6 +381,7 @@ type SQLStore struct {
 	// The upserts the saver makes all the time, prepared once: parsing
 	// their SQL cost as much as writing a row of some kilobytes.
 	putConv, putTurn *sql.Stmt
+	ckpt             *checkpointer // copies the write-ahead log into the database
 }
 
 // migrations are applied in order; the schema version is user_version.
@@ -415,12 +416,19 @@ var migrations = []string{
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
 // in WAL mode, and applies the migrations.
 func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
+	return openSQLite(ctx, path, checkpointEvery, checkpointLongLog)
+}
+
+// openSQLite opens the store with a checkpoint every at most while writes
+// go on, and makes the log start over once it has longLog frames.
+func openSQLite(ctx context.Context, path string, every time.Duration, longLog int) (*SQLStore, error) {
 	path = storePath(path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the store folder: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
-	db, err := sql.Open("sqlite", dsn)
+	// The checkpointer, not the commits, copies the log (see checkpointer).
+	db, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}
@@ -442,6 +450,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: preparing its writes: %w", path, err)
+	}
+	if s.ckpt, err = startCheckpointer(dsn, db, every, longLog); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -488,7 +500,15 @@ func parseTS(s string) time.Time {
 
 // PutConversation creates or updates a conversation.
 func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
-	return putConversation(ctx, s.putConv, c, ts(time.Now()))
+	return s.wrote(putConversation(ctx, s.putConv, c, ts(time.Now())))
+}
+
+// wrote tells the checkpointer about a committed write; it returns err.
+func (s *SQLStore) wrote(err error) error {
+	if err == nil {
+		s.ckpt.wrote()
+	}
+	return err
 }
 
 // ConversationInfo returns a conversation without its turns.
@@ -571,7 +591,9 @@ func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
 }
 
 // PutTurn creates or replaces a turn.
-func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error { return putTurn(ctx, s.putTurn, t) }
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
+	return s.wrote(putTurn(ctx, s.putTurn, t))
+}
 
 // PutBatch creates or replaces conversations, then turns, in one
 // transaction: all of them are written or none.
@@ -596,7 +618,7 @@ func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []T
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("saving responses: %w", err)
 	}
-	return nil
+	return s.wrote(nil)
 }
 
 // Prune deletes what is older than before.
@@ -630,7 +652,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("pruning the store: %w", err)
 	}
-	return int(n), nil
+	return int(n), s.wrote(nil)
 }
 
 // Turn returns a turn by its response id.
@@ -679,7 +701,7 @@ func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
 	if err != nil {
 		return fmt.Errorf("saving fingerprint: %w", err)
 	}
-	return nil
+	return s.wrote(nil)
 }
 
 // Fingerprint returns the conversation that stands at an OpenAI history.
@@ -712,9 +734,11 @@ func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, 
 // Ping checks the database answers.
 func (s *SQLStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Close closes the database.
+// Close closes the database. Its own connection closes last, and copies
+// what is left of the log into the database.
 func (s *SQLStore) Close() error {
+	cerr := s.ckpt.close()
 	s.putConv.Close()
 	s.putTurn.Close()
-	return s.db.Close()
+	return errors.Join(s.db.Close(), cerr)
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -350,4 +351,121 @@ func newSQLite(tb testing.TB) *SQLStore {
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st
+}
+
+// TestSQLiteCommitsDoNotCheckpoint writes several megabytes to a store
+// whose checkpointer waits an hour: the commits leave the log alone (SQLite
+// would have copied it into the database at 1,000 pages, inside a commit),
+// and closing the store copies it, so that a store opened again has every
+// turn.
+func TestSQLiteCommitsDoNotCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := openSQLite(ctx, path, time.Hour, checkpointLongLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := fileSize(t, path)
+	const n = 300
+	writeBigTurns(t, st, 0, n)
+	if grew := fileSize(t, path) - before; grew > 256<<10 {
+		t.Errorf("the database file grew by %d bytes while the log was not to be copied", grew)
+	}
+	if wal := fileSize(t, path+"-wal"); wal < 4<<20 {
+		t.Errorf("log of %d bytes after writing %d turns of 20 KB", wal, n)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wal := fileSize(t, path+"-wal"); wal != 0 {
+		t.Errorf("log of %d bytes left after Close", wal)
+	}
+	st, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, i := range []int{0, n / 2, n - 1} {
+		if got, err := st.Turn(ctx, "resp_"+strconv.Itoa(i)); err != nil || len(got.Response) != 20<<10 {
+			t.Errorf("turn %d after reopening: %d bytes, %v", i, len(got.Response), err)
+		}
+	}
+}
+
+// TestSQLiteCheckpointer checks that the checkpointer copies the log into
+// the database while writes go on, so that the log is written over from its
+// start again rather than growing with every write.
+func TestSQLiteCheckpointer(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := openSQLite(ctx, path, 20*time.Millisecond, checkpointLongLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 200 // about 4 MB a round
+	var wals []int64
+	for round := range 4 {
+		writeBigTurns(t, st, round*n, n)
+		deadline := time.Now().Add(10 * time.Second)
+		for fileSize(t, path) < int64(round+1)*n*20<<10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the database file holds %d bytes after %d turns of 20 KB: the log was not copied", round, fileSize(t, path), (round+1)*n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		wals = append(wals, fileSize(t, path+"-wal"))
+		time.Sleep(100 * time.Millisecond) // the writes pause: the next one starts the log over
+	}
+	// Four rounds of 4 MB went through a log that was copied after each:
+	// it was written over, not grown to 16 MB.
+	if last := wals[len(wals)-1]; last > 10<<20 {
+		t.Errorf("log sizes after each round %v: it grows with the writes", wals)
+	}
+}
+
+// TestSQLiteCheckpointerUnderSteadyWrites writes 23 MiB without a pause:
+// once the log is long, the checkpointer copies what is left of it between
+// two writes, and the log starts over rather than growing with the writes.
+func TestSQLiteCheckpointerUnderSteadyWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := openSQLite(ctx, path, 5*time.Millisecond, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 1200
+	writeBigTurns(t, st, 0, n)
+	if wal := fileSize(t, path+"-wal"); wal > 12<<20 {
+		t.Errorf("log of %d bytes after %d MiB written without a pause", wal, n*20>>10)
+	}
+	if got, err := st.Turn(ctx, "resp_"+strconv.Itoa(n-1)); err != nil || len(got.Response) != 20<<10 {
+		t.Errorf("last turn: %d bytes, %v", len(got.Response), err)
+	}
+}
+
+// writeBigTurns writes n turns of 20 KB each, from number first on.
+func writeBigTurns(t *testing.T, st *SQLStore, first, n int) {
+	t.Helper()
+	ctx := context.Background()
+	resp := []byte(strings.Repeat("x", 20<<10))
+	for i := first; i < first+n; i++ {
+		if err := st.PutTurn(ctx, Turn{ResponseID: "resp_" + strconv.Itoa(i), ConversationID: "c", Prompt: "p", Status: "completed", Created: time.Now(), Response: resp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fileSize is the size of the file at path, 0 when there is none.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
