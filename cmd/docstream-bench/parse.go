@@ -95,22 +95,26 @@ var parseStages = []struct {
 // counts, so that a moment of other load on the machine does not.
 const parseRepeats = 5
 
-// runParse measures every stage on c with one core for about d each.
+// runParse measures every stage on c with one core for about d each. The
+// stages take turns, one repeat of each at a time, so that a stretch of
+// other load on the machine weighs on the floor and on Docstream alike.
 func runParse(c *corpus, d time.Duration) ([]parseResult, error) {
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
-	var out []parseResult
-	for _, st := range parseStages {
-		var rs []parseResult
-		for i := 0; i < parseRepeats; i++ {
+	rs := make([][]parseResult, len(parseStages))
+	for range parseRepeats {
+		for i, st := range parseStages {
 			m, err := measure(func() error { return st.Fn(c) }, d/parseRepeats)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", st.Name, err)
 			}
-			rs = append(rs, m.result(st.Name, c))
+			rs[i] = append(rs[i], m.result(st.Name, c))
 		}
-		slices.SortFunc(rs, func(a, b parseResult) int { return cmp.Compare(a.MiBps, b.MiBps) })
-		out = append(out, rs[len(rs)/2])
+	}
+	out := make([]parseResult, len(rs))
+	for i, r := range rs {
+		slices.SortFunc(r, func(a, b parseResult) int { return cmp.Compare(a.MiBps, b.MiBps) })
+		out[i] = r[len(r)/2]
 	}
 	return out, nil
 }
