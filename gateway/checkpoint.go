@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -22,6 +23,8 @@ type checkpointer struct {
 	kick      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // checkpointEvery is how long the checkpointer lets writes gather before it
@@ -96,9 +99,12 @@ func (c *checkpointer) run() {
 }
 
 // close stops the checkpointer, after the checkpoint under way if any, and
-// closes its connection.
+// closes its connection; later calls return what the first did.
 func (c *checkpointer) close() error {
-	close(c.stop)
-	<-c.done
-	return c.db.Close()
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+		c.closeErr = c.db.Close()
+	})
+	return c.closeErr
 }

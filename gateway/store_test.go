@@ -469,3 +469,16 @@ func fileSize(t *testing.T, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestSQLiteCloseTwice closes a store twice: the second Close neither
+// panics nor hangs.
+func TestSQLiteCloseTwice(t *testing.T) {
+	st, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}
