@@ -77,87 +77,150 @@ func EncodeResponse(r *ChatResponse) ([]byte, error) {
 }
 
 func appendUsage(b []byte, u *Usage) []byte {
-	b = append(b, `{"promptTokens":`...)
-	b = strconv.AppendInt(b, u.PromptTokens, 10)
-	b = append(b, `,"completionTokens":`...)
-	b = strconv.AppendInt(b, u.CompletionTokens, 10)
-	b = append(b, `,"totalTokens":`...)
-	b = strconv.AppendInt(b, u.TotalTokens, 10)
-	b = appendIntField(b, "cacheReadTokens", u.CacheReadTokens)
-	b = appendIntField(b, "cacheWriteTokens", u.CacheWriteTokens)
-	b = append(b, `,"reported":`...)
-	b = strconv.AppendBool(b, u.Reported)
-	return append(b, '}')
+	o := OpenObject(b)
+	o.Int("promptTokens", u.PromptTokens)
+	o.Int("completionTokens", u.CompletionTokens)
+	o.Int("totalTokens", u.TotalTokens)
+	o.IntOmit("cacheReadTokens", u.CacheReadTokens)
+	o.IntOmit("cacheWriteTokens", u.CacheWriteTokens)
+	o.Bool("reported", u.Reported)
+	return o.Close()
 }
 
 func appendResponseMetadata(b []byte, m *ResponseMetadata) []byte {
-	b = append(b, `{"duration_ms":`...)
-	b = strconv.AppendInt(b, m.DurationMs, 10)
-	b = append(b, `,"toolCallCount":`...)
-	b = strconv.AppendInt(b, int64(m.ToolCallCount), 10)
-	b = append(b, `,"turnCount":`...)
-	b = strconv.AppendInt(b, int64(m.TurnCount), 10)
-	b = appendStringField(b, "stopReason", string(m.StopReason))
+	o := OpenObject(b)
+	o.Int("duration_ms", m.DurationMs)
+	o.Int("toolCallCount", int64(m.ToolCallCount))
+	o.Int("turnCount", int64(m.TurnCount))
+	o.StrOmit("stopReason", string(m.StopReason))
 	if a := m.Agent; a != nil {
-		b = append(b, `,"agent":{`...)
-		n := len(b)
-		b = appendStringField(b, "sessionId", a.SessionID)
-		b = appendStringField(b, "cwd", a.Cwd)
-		b = appendStringField(b, "model", a.Model)
-		b = appendStringField(b, "permissionMode", a.PermissionMode)
-		b = appendStringField(b, "requestId", a.RequestID)
-		b = appendIntField(b, "duration_api_ms", a.DurationAPIMs)
-		b = closeObject(b, n)
+		o.Key("agent")
+		ao := OpenObject(o.B)
+		ao.StrOmit("sessionId", a.SessionID)
+		ao.StrOmit("cwd", a.Cwd)
+		ao.StrOmit("model", a.Model)
+		ao.StrOmit("permissionMode", a.PermissionMode)
+		ao.StrOmit("requestId", a.RequestID)
+		ao.IntOmit("duration_api_ms", a.DurationAPIMs)
+		o.B = ao.Close()
 	}
 	if c := m.Cloud; c != nil {
-		b = append(b, `,"cloud":{`...)
-		n := len(b)
-		b = appendStringField(b, "agentId", c.AgentID)
-		b = appendStringField(b, "status", c.Status)
-		b = appendStringField(b, "summary", c.Summary)
-		b = appendStringField(b, "branchName", c.BranchName)
-		b = appendStringField(b, "prUrl", c.PRURL)
-		b = appendStringField(b, "url", c.URL)
-		b = appendStringField(b, "repository", c.Repository)
-		b = closeObject(b, n)
+		o.Key("cloud")
+		co := OpenObject(o.B)
+		co.StrOmit("agentId", c.AgentID)
+		co.StrOmit("status", c.Status)
+		co.StrOmit("summary", c.Summary)
+		co.StrOmit("branchName", c.BranchName)
+		co.StrOmit("prUrl", c.PRURL)
+		co.StrOmit("url", c.URL)
+		co.StrOmit("repository", c.Repository)
+		o.B = co.Close()
 	}
-	b = appendIntField(b, "skippedLines", int64(m.SkippedLines))
-	return append(b, '}')
+	o.IntOmit("skippedLines", int64(m.SkippedLines))
+	return o.Close()
 }
 
-// appendStringField appends `,"name":value` unless value is empty (a field
-// tagged omitzero).
-func appendStringField(b []byte, name, value string) []byte {
-	if value == "" {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return AppendString(b, value)
+// Object appends a JSON object member by member, each member as
+// json.Marshal writes the matching struct field with
+// jsontext.AllowInvalidUTF8; the …Omit methods leave out a zero value (a
+// field tagged omitzero).
+type Object struct {
+	B     []byte // the buffer appended to
+	first int    // len(B) while the object has no member
 }
 
-// appendIntField appends `,"name":value` unless value is 0 (a field tagged
-// omitzero).
-func appendIntField(b []byte, name string, value int64) []byte {
-	if value == 0 {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return strconv.AppendInt(b, value, 10)
+// OpenObject appends the opening brace of an object to b.
+func OpenObject(b []byte) Object {
+	b = append(b, '{')
+	return Object{B: b, first: len(b)}
 }
 
-// closeObject ends an object whose members were appended with the
-// append…Field functions from b[n:], each led by a comma: the first comma
-// goes.
-func closeObject(b []byte, n int) []byte {
-	if len(b) > n {
-		b = append(b[:n], b[n+1:]...)
+// Key appends the name of the next member, whose value the caller appends
+// to o.B.
+func (o *Object) Key(k string) {
+	if len(o.B) > o.first {
+		o.B = append(o.B, ',')
 	}
-	return append(b, '}')
+	o.B = append(o.B, '"')
+	o.B = append(o.B, k...)
+	o.B = append(o.B, '"', ':')
 }
+
+// Str appends a string member.
+func (o *Object) Str(k, v string) {
+	o.Key(k)
+	o.B = AppendString(o.B, v)
+}
+
+// StrOmit appends a string member unless v is empty.
+func (o *Object) StrOmit(k, v string) {
+	if v != "" {
+		o.Str(k, v)
+	}
+}
+
+// Int appends an integer member.
+func (o *Object) Int(k string, v int64) {
+	o.Key(k)
+	o.B = strconv.AppendInt(o.B, v, 10)
+}
+
+// IntOmit appends an integer member unless v is 0.
+func (o *Object) IntOmit(k string, v int64) {
+	if v != 0 {
+		o.Int(k, v)
+	}
+}
+
+// IntPtr appends an integer member, null when v is nil.
+func (o *Object) IntPtr(k string, v *int) {
+	if v == nil {
+		o.Key(k)
+		o.B = append(o.B, "null"...)
+		return
+	}
+	o.Int(k, int64(*v))
+}
+
+// Bool appends a boolean member.
+func (o *Object) Bool(k string, v bool) {
+	o.Key(k)
+	o.B = strconv.AppendBool(o.B, v)
+}
+
+// TrueOmit appends a boolean member unless v is false.
+func (o *Object) TrueOmit(k string, v bool) {
+	if v {
+		o.Bool(k, v)
+	}
+}
+
+// Strs appends a member whose value is an array of strings.
+func (o *Object) Strs(k string, v []string) {
+	o.Key(k)
+	o.B = append(o.B, '[')
+	for i, s := range v {
+		if i > 0 {
+			o.B = append(o.B, ',')
+		}
+		o.B = AppendString(o.B, s)
+	}
+	o.B = append(o.B, ']')
+}
+
+// Raw appends a member whose value v, valid JSON, is copied as it is; null
+// when v is empty.
+func (o *Object) Raw(k string, v jsontext.Value) {
+	o.Key(k)
+	if len(v) == 0 {
+		o.B = append(o.B, "null"...)
+		return
+	}
+	o.B = append(o.B, v...)
+}
+
+// Close appends the closing brace and returns the buffer.
+func (o *Object) Close() []byte { return append(o.B, '}') }
 
 func appendStringPtr(b []byte, s *string) []byte {
 	if s == nil {

@@ -1,85 +1,16 @@
 package translate
 
 import (
-	"strconv"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
 )
 
-// object appends a JSON object member by member, byte for byte as
-// json.Marshal writes the matching struct. It encodes the metadata written
-// for every tool call without reflection, and copies raw agent JSON as it
-// is instead of encoding it again.
-type object struct{ b []byte }
-
-func newObject(size int) object { return object{b: append(make([]byte, 0, size), '{')} }
-
-func (o *object) key(k string) {
-	if len(o.b) > 1 {
-		o.b = append(o.b, ',')
-	}
-	o.b = append(o.b, '"')
-	o.b = append(o.b, k...)
-	o.b = append(o.b, '"', ':')
-}
-
-func (o *object) str(k, v string) {
-	o.key(k)
-	o.b, _ = jsontext.AppendQuote(o.b, v) // invalid UTF-8 becomes U+FFFD, as in marshal
-}
-
-func (o *object) strOmit(k, v string) {
-	if v != "" {
-		o.str(k, v)
-	}
-}
-
-func (o *object) int(k string, v int64) {
-	o.key(k)
-	o.b = strconv.AppendInt(o.b, v, 10)
-}
-
-func (o *object) intPtr(k string, v *int) {
-	if v == nil {
-		o.key(k)
-		o.b = append(o.b, "null"...)
-		return
-	}
-	o.int(k, int64(*v))
-}
-
-func (o *object) trueOmit(k string, v bool) {
-	if v {
-		o.key(k)
-		o.b = append(o.b, "true"...)
-	}
-}
-
-func (o *object) strs(k string, v []string) {
-	o.key(k)
-	o.b = append(o.b, '[')
-	for i, s := range v {
-		if i > 0 {
-			o.b = append(o.b, ',')
-		}
-		o.b, _ = jsontext.AppendQuote(o.b, s)
-	}
-	o.b = append(o.b, ']')
-}
-
-// raw appends v, JSON from an already validated agent line, as it is.
-func (o *object) raw(k string, v jsontext.Value) {
-	o.key(k)
-	if len(v) == 0 {
-		o.b = append(o.b, "null"...)
-		return
-	}
-	o.b = append(o.b, v...)
-}
-
-func (o *object) end() jsontext.Value { return append(o.b, '}') }
+// newObject starts the JSON of metadata in a buffer of size bytes. The
+// metadata of every tool call is written member by member without
+// reflection, and raw agent JSON is copied as it is instead of being
+// encoded again.
+func newObject(size int) documents.Object { return documents.OpenObject(make([]byte, 0, size)) }
 
 // startMetaJSON is the metadata known when a tool call starts: what its
 // started event tells, in the field order of the full metadata. workspace
@@ -88,8 +19,8 @@ func startMetaJSON(st *toolState, a *toolArgs, workspace string) jsontext.Value 
 	o := newObject(128)
 	switch st.class {
 	case classShell:
-		o.str("command", a.Command)
-		o.str("workingDirectory", firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace))
+		o.Str("command", a.Command)
+		o.Str("workingDirectory", firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace))
 	case classEdit, classWrite, classDelete, classPatch:
 		// An edit or a write may turn out to create the file: only its
 		// result tells, and only a delete or a patch's header says it now.
@@ -100,38 +31,38 @@ func startMetaJSON(st *toolState, a *toolArgs, workspace string) jsontext.Value 
 		case classDelete:
 			op = fileOperation(st.class)
 		}
-		o.str("filePath", p)
-		o.strOmit("operation", op)
-		o.str("language", LanguageOf(p))
+		o.Str("filePath", p)
+		o.StrOmit("operation", op)
+		o.Str("language", LanguageOf(p))
 	case classPlan:
-		o.str("title", firstNonEmpty(a.Name, a.Title))
-		o.str("overview", a.Overview)
+		o.Str("title", firstNonEmpty(a.Name, a.Title))
+		o.Str("overview", a.Overview)
 	case classAsk:
-		o.strOmit("title", a.Title)
+		o.StrOmit("title", a.Title)
 	case classTodos:
 	default:
-		o.str("toolName", st.toolName)
-		o.str("toolCallId", st.callID)
+		o.Str("toolName", st.toolName)
+		o.Str("toolCallId", st.callID)
 	}
-	return o.end()
+	return o.Close()
 }
 
 // terminalMetaJSON encodes m as json.Marshal does.
 func terminalMetaJSON(m *documents.TerminalCommandMeta) jsontext.Value {
 	o := newObject(128 + len(m.Command) + len(m.Output))
-	o.str("command", m.Command)
-	o.str("workingDirectory", m.WorkingDirectory)
-	o.intPtr("exitCode", m.ExitCode)
-	o.str("output", m.Output)
-	o.int("duration_ms", m.DurationMs)
-	o.strs("permissions", m.Permissions)
-	o.strOmit("toolCallId", m.ToolCallID)
-	o.strOmit("signal", m.Signal)
-	o.trueOmit("isBackground", m.Background)
-	o.trueOmit("rejected", m.Rejected)
-	o.strOmit("reason", m.Reason)
-	o.strOmit("error", m.Error)
-	return o.end()
+	o.Str("command", m.Command)
+	o.Str("workingDirectory", m.WorkingDirectory)
+	o.IntPtr("exitCode", m.ExitCode)
+	o.Str("output", m.Output)
+	o.Int("duration_ms", m.DurationMs)
+	o.Strs("permissions", m.Permissions)
+	o.StrOmit("toolCallId", m.ToolCallID)
+	o.StrOmit("signal", m.Signal)
+	o.TrueOmit("isBackground", m.Background)
+	o.TrueOmit("rejected", m.Rejected)
+	o.StrOmit("reason", m.Reason)
+	o.StrOmit("error", m.Error)
+	return o.Close()
 }
 
 // toolCallMetaJSON encodes m as json.Marshal does, with the raw arguments
@@ -142,25 +73,21 @@ func toolCallMetaJSON(m *documents.ToolCallMeta) jsontext.Value {
 		size += len(m.Result.Data)
 	}
 	o := newObject(size)
-	o.str("toolName", m.ToolName)
-	o.str("toolCallId", m.ToolCallID)
-	o.raw("arguments", m.Arguments)
+	o.Str("toolName", m.ToolName)
+	o.Str("toolCallId", m.ToolCallID)
+	o.Raw("arguments", m.Arguments)
 	if m.Result == nil {
-		o.raw("result", nil)
+		o.Raw("result", nil)
 	} else {
-		o.key("result")
-		o.b = append(o.b, `{"status":`...)
-		o.b, _ = jsontext.AppendQuote(o.b, m.Result.Status)
-		o.b = append(o.b, `,"data":`...)
-		if len(m.Result.Data) == 0 {
-			o.b = append(o.b, "null"...)
-		}
-		o.b = append(o.b, m.Result.Data...)
-		o.b = append(o.b, '}')
+		o.Key("result")
+		r := documents.OpenObject(o.B)
+		r.Str("status", m.Result.Status)
+		r.Raw("data", m.Result.Data)
+		o.B = r.Close()
 	}
-	o.int("duration_ms", m.DurationMs)
-	o.strOmit("rawKind", m.RawKind)
-	o.trueOmit("rejected", m.Rejected)
-	o.strOmit("reason", m.Reason)
-	return o.end()
+	o.Int("duration_ms", m.DurationMs)
+	o.StrOmit("rawKind", m.RawKind)
+	o.TrueOmit("rejected", m.Rejected)
+	o.StrOmit("reason", m.Reason)
+	return o.Close()
 }
