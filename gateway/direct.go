@@ -51,6 +51,8 @@ type directSink struct {
 	err      error // the first write error: the stream is over
 	complete bool  // send said the stream is complete
 	ended    bool  // the handler is done with the response
+	// unflushed is set while frames Deliver took are not flushed yet.
+	unflushed bool
 
 	// beat is set by the heartbeat timer hb, which then kicks.
 	beat atomic.Bool
@@ -59,9 +61,10 @@ type directSink struct {
 	unwatch func() bool
 }
 
-// Deliver writes and flushes f if it is the next frame, nobody is writing,
-// and the connection takes it without blocking.
-func (d *directSink) Deliver(f sse.Frame) bool {
+// Deliver writes f if it is the next frame, nobody is writing, and the
+// connection takes it without blocking, and flushes it unless flush is
+// false (a frame of a batch, sent at the next flush).
+func (d *directSink) Deliver(f sse.Frame, flush bool) bool {
 	if !d.mu.TryLock() {
 		return false
 	}
@@ -71,7 +74,11 @@ func (d *directSink) Deliver(f sse.Frame) bool {
 	}
 	d.st.deadline()
 	d.write(f)
-	d.flush()
+	if flush {
+		d.flush()
+	} else {
+		d.unflushed = true
+	}
 	if d.over() {
 		return false // the stream's goroutine, kicked, ends the stream
 	}
@@ -79,8 +86,26 @@ func (d *directSink) Deliver(f sse.Frame) bool {
 	return true
 }
 
+// Flush sends the frames Deliver took without flushing. When the stream's
+// goroutine is writing, that goroutine sends them.
+func (d *directSink) Flush() {
+	if !d.mu.TryLock() {
+		d.Kick()
+		return
+	}
+	defer d.mu.Unlock()
+	if d.ended || !d.unflushed || d.over() {
+		return
+	}
+	d.flush()
+	if d.over() {
+		d.Kick()
+	}
+}
+
 // flush sends what was written; d.mu is held.
 func (d *directSink) flush() {
+	d.unflushed = false
 	if d.err == nil {
 		d.err = d.st.rc.Flush()
 	}
@@ -206,6 +231,8 @@ func (d *directSink) catchUp(run *Run, beat string) bool {
 				}
 			}
 			d.flushOwn()
+		} else if d.unflushed && !d.over() {
+			d.flush() // frames the run wrote, which its Flush left to this goroutine
 		}
 		over := d.over()
 		d.mu.Unlock()

@@ -1,13 +1,19 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/gateway"
 )
 
 // TestDirectDelivery streams a paced run to two clients at once: the first
@@ -82,5 +88,88 @@ func TestDirectDeliveryOpenAI(t *testing.T) {
 	after := s.e2eMetrics(t)
 	if direct := after["docstream_stream_direct_frames_total"] - before["docstream_stream_direct_frames_total"]; direct <= 0 {
 		t.Errorf("no frame of a paced completion stream was written directly")
+	}
+}
+
+// TestDirectDeliveryFlushesALineOnce reads a stream's HTTP chunks, one per
+// flush: the events one agent line makes go out together. The first delta
+// of a text opens its document, so its line makes document_start and
+// content_delta; the result line makes document_end and done (with the
+// in-memory store, whose final write does not wait).
+func TestDirectDeliveryFlushesALineOnce(t *testing.T) {
+	t.Parallel()
+	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+gateway.BuiltinBench, "DOCSTREAM_STORE_DRIVER=memory")
+	conn, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	body := `{"prompt":"bench:5 every=30ms","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || len(resp.TransferEncoding) == 0 {
+		t.Fatalf("status %d, transfer encoding %v", resp.StatusCode, resp.TransferEncoding)
+	}
+	// The chunks as they are framed on the wire (resp.Body would join them).
+	var chunks []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d chunks: %v", len(chunks), err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(line), 16, 64)
+		if err != nil {
+			t.Fatalf("chunk size %q: %v", line, err)
+		}
+		if n == 0 {
+			break
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(br, b); err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, string(b[:n]))
+	}
+	names := func(c string) (ns []string) {
+		for _, l := range strings.Split(c, "\n") {
+			if n, ok := strings.CutPrefix(strings.TrimSuffix(l, "\r"), "event: "); ok {
+				ns = append(ns, n)
+			}
+		}
+		return ns
+	}
+	var got [][]string
+	for _, c := range chunks {
+		got = append(got, names(c))
+	}
+	// Each pair is two events of one line, in the same chunk.
+	for _, pair := range [][2]string{{"document_start", "content_delta"}, {"document_end", "done"}} {
+		found := false
+		for _, ns := range got {
+			if i := slices.Index(ns, pair[0]); i >= 0 {
+				found = true
+				if i+1 >= len(ns) || ns[i+1] != pair[1] {
+					t.Errorf("%s and %s went out in different chunks: %q", pair[0], pair[1], got)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s in %q", pair[0], got)
+		}
+	}
+	// The deltas between, paced, go out one per chunk.
+	deltas := 0
+	for _, ns := range got {
+		if slices.Equal(ns, []string{"content_delta"}) {
+			deltas++
+		}
+	}
+	if deltas < 2 {
+		t.Errorf("%d chunks of one delta each, want 2 or more: %q", deltas, got)
 	}
 }

@@ -183,7 +183,8 @@ type outputPump struct {
 // noHold is the Holder of a pump that has none.
 type noHold struct{}
 
-func (noHold) Hold(bool) {}
+func (noHold) Hold(bool)  {}
+func (noHold) Batch(bool) {}
 
 // newOutputPump returns a pump reading f into seg. With no parker the pump
 // keeps its goroutine while the agent is quiet.
@@ -233,7 +234,9 @@ func (p *outputPump) feed() error {
 		}
 		p.lastLine.Store(int64(time.Since(p.start)))
 		p.hold.Hold(p.dec.HasLine())
+		p.hold.Batch(true)
 		p.seg.Feed(ev)
+		p.hold.Batch(false)
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ type RunSpec struct {
 	Cloud          *CloudSpec
 	// Hold, set by the registry, is told by a backend before it hands the
 	// segmenter a line whether another whole line of the agent's output is
-	// already read: streams then flush once per burst instead of once per
-	// event.
+	// already read, and that the line's events are one batch: streams then
+	// flush once per burst or line instead of once per event.
 	Hold Holder
 	// Kill, set by the registry, says when the run is to be killed at once,
 	// also when it is already being stopped with SIGTERM.
@@ -47,9 +47,12 @@ type RunSpec struct {
 // Killer gives a channel that is closed when a run is to be killed at once.
 type Killer interface{ KillNow() <-chan struct{} }
 
-// Holder is told whether more output is on its way at once; a run's log is
-// one.
-type Holder interface{ Hold(more bool) }
+// Holder is told whether more output is on its way at once, and which
+// events are the batch of one line (see sse.Log.Batch); a run's log is one.
+type Holder interface {
+	Hold(more bool)
+	Batch(on bool)
+}
 
 // Backend runs agents.
 type Backend interface {
@@ -383,7 +386,11 @@ func (g *Registry) save(r *Run, want saveWant) {
 // saveNow writes what r wants before it returns, or within storeWait.
 func (g *Registry) saveNow(r *Run, want saveWant) {
 	g.save(r, want|saveUrgent)
-	if g.saver != nil && !g.saver.await(r, want, storeWait) {
+	if g.saver == nil {
+		return
+	}
+	r.Log.Flush() // what this line wrote before goes out while the store writes
+	if !g.saver.await(r, want, storeWait) {
 		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
 	}
 }
@@ -566,7 +573,9 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 		g.metrics.RunsInFlight.Dec()
 		<-g.slots
 	}
+	r.Log.Batch(true)
 	seg.Close(end)
+	r.Log.Batch(false)
 	st := seg.Stats()
 	g.metrics.LinesSkipped.WithLabelValues("not_json").Add(float64(st.NotJSON))
 	g.metrics.LinesSkipped.WithLabelValues("unknown_type").Add(float64(st.Unknown))

@@ -40,6 +40,16 @@ type Log struct {
 	waiting  bool // wake was handed out by Since: Append must close it
 	sink     Sink
 	held     atomic.Bool // more events are on their way: the sink reads them itself
+	// shown is the id of the last frame readers get: the frames of a
+	// batch are shown at its end (see Batch).
+	shown int
+	// batch is set while the events appended are one batch; only the
+	// appending goroutine uses it. unflushed is set once the sink took one
+	// of a batch's frames without flushing it, kick once it was to be
+	// kicked for one.
+	batch     bool
+	unflushed atomic.Bool
+	kick      atomic.Bool
 }
 
 // entry is where one event's data lies in a log's chunks.
@@ -61,8 +71,14 @@ const (
 type Sink interface {
 	// Deliver is offered each frame just appended, in order, unless more
 	// frames are on their way at once (see Hold), and reports whether it
-	// took it. It must not block.
-	Deliver(f Frame) bool
+	// took it. A frame of a batch (see Batch) is offered with flush false:
+	// the sink sends it with the next frame it flushes, or at Flush. It
+	// must not block.
+	Deliver(f Frame, flush bool) bool
+	// Flush sends the frames taken without flushing. It must not block:
+	// a sink that cannot flush at once has the frames sent as soon as it
+	// can.
+	Flush()
 	// Kick says that there is more to read with Read: a frame that was not
 	// delivered, or the end of the log. It must not block.
 	Kick()
@@ -118,6 +134,31 @@ func (l *Log) Append(ev documents.Event) int {
 			l.chunk0++
 		}
 	}
+	batch := l.batch
+	if !batch {
+		l.show()
+	}
+	sink, held := l.sink, l.held.Load()
+	l.mu.Unlock()
+	if sink != nil {
+		switch {
+		case held || !sink.Deliver(f, !batch):
+			if batch {
+				l.kick.Store(true) // once the batch is shown
+			} else {
+				sink.Kick()
+			}
+		case batch:
+			l.unflushed.Store(true)
+		}
+	}
+	return f.ID
+}
+
+// show lets readers have every frame appended, waking the subscribers;
+// l.mu is held.
+func (l *Log) show() {
+	l.shown = l.next - 1
 	// Only a channel that Since handed out can have a subscriber waiting on
 	// it; while nobody took the current one (a subscriber busy writing),
 	// appends need not replace it.
@@ -126,12 +167,6 @@ func (l *Log) Append(ev documents.Event) int {
 		l.wake = make(chan struct{})
 		l.waiting = false
 	}
-	sink, held := l.sink, l.held.Load()
-	l.mu.Unlock()
-	if sink != nil && (held || !sink.Deliver(f)) {
-		sink.Kick()
-	}
-	return f.ID
 }
 
 // newChunk starts a chunk with room for at least n bytes; l.mu is held. A
@@ -181,6 +216,41 @@ func (l *Log) Hold(more bool) {
 	l.held.Store(more)
 }
 
+// Batch says whether the events appended from now on are one batch,
+// produced together (the events of one agent line). Readers get a batch
+// whole, once it ends (Batch(false)) or at Flush; the sink takes its frames
+// without a flush each, and what it took is flushed once. Only the
+// goroutine that appends calls it.
+func (l *Log) Batch(on bool) {
+	if on {
+		l.batch = true
+		return
+	}
+	l.batch = false
+	l.Flush()
+}
+
+// Flush shows readers what a batch holds so far and has the sink send what
+// it took of it, for a producer about to wait for something else in the
+// middle of one.
+func (l *Log) Flush() {
+	l.mu.Lock()
+	if l.shown != l.next-1 {
+		l.show()
+	}
+	sink := l.sink
+	l.mu.Unlock()
+	unflushed, kick := l.unflushed.Swap(false), l.kick.Swap(false)
+	if sink != nil {
+		if unflushed {
+			sink.Flush()
+		}
+		if kick {
+			sink.Kick()
+		}
+	}
+}
+
 // Close marks the log complete: no more events follow. A complete log
 // gives back the room it kept for appends.
 func (l *Log) Close() {
@@ -188,6 +258,7 @@ func (l *Log) Close() {
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
+		l.shown = l.next - 1
 		l.clip()
 		close(l.wake)
 		if l.sink != nil {
@@ -244,9 +315,9 @@ func (l *Log) after(after int) (frames []Frame, ok bool) {
 	after = max(after, 0)
 	ok = l.keeps(after)
 	i := max(after+1-l.first, 0)
-	if i < len(l.ents) {
-		frames = make([]Frame, 0, len(l.ents)-i)
-		for j, e := range l.ents[i:] {
+	if n := l.shown + 1 - l.first; i < n {
+		frames = make([]Frame, 0, n-i)
+		for j, e := range l.ents[i:n] {
 			frames = append(frames, l.frame(l.first+i+j, e))
 		}
 	}

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,17 +95,32 @@ type testSink struct {
 	accept    bool
 	delivered []int
 	offered   []int
+	unflushed []int // delivered frames not flushed yet
+	flushes   int   // the flushes of frames taken unflushed (Flush calls with some)
 	kicks     int
 }
 
-func (s *testSink) Deliver(f Frame) bool {
+func (s *testSink) Deliver(f Frame, flush bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offered = append(s.offered, f.ID)
 	if s.accept {
 		s.delivered = append(s.delivered, f.ID)
+		s.unflushed = append(s.unflushed, f.ID)
+		if flush {
+			s.unflushed = s.unflushed[:0]
+		}
 	}
 	return s.accept
+}
+
+func (s *testSink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unflushed) > 0 {
+		s.flushes++
+		s.unflushed = s.unflushed[:0]
+	}
 }
 
 func (s *testSink) Kick() {
@@ -261,8 +277,9 @@ type funcSink struct {
 	kick    func()
 }
 
-func (s *funcSink) Deliver(f Frame) bool { return s.deliver(f) }
-func (s *funcSink) Kick()                { s.kick() }
+func (s *funcSink) Deliver(f Frame, _ bool) bool { return s.deliver(f) }
+func (s *funcSink) Flush()                       {}
+func (s *funcSink) Kick()                        { s.kick() }
 
 // TestLogChunks checks that the frames a log hands out are the events'
 // encodings, whatever their size and escaping, that a frame handed out
@@ -412,5 +429,100 @@ func TestLogKeeps(t *testing.T) {
 		if _, _, ok := l.Read(after); ok != want {
 			t.Errorf("Read(%d) ok = %v, Keeps says %v", after, ok, want)
 		}
+	}
+}
+
+// TestLogBatch checks that the frames of a batch are offered without a
+// flush each and flushed once, at its end or at Flush, and that a batch
+// the sink took nothing of asks for no flush.
+func TestLogBatch(t *testing.T) {
+	l := NewLog(0, 0)
+	s := &testSink{accept: true}
+	l.SetSink(s)
+	check := func(step string, delivered, unflushed []int, flushes int) {
+		t.Helper()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !slices.Equal(s.delivered, delivered) || !slices.Equal(s.unflushed, unflushed) || s.flushes != flushes {
+			t.Errorf("%s: delivered %v, unflushed %v, %d flushes; want %v, %v, %d",
+				step, s.delivered, s.unflushed, s.flushes, delivered, unflushed, flushes)
+		}
+	}
+	delta := func() { l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"}) }
+	delta()
+	check("outside a batch", []int{1}, []int{}, 0)
+	_, _, more, _ := l.Since(1)
+	l.Batch(true)
+	delta()
+	delta()
+	check("in a batch", []int{1, 2, 3}, []int{2, 3}, 0)
+	// Readers get the batch once it ends.
+	if frames, _, _ := l.Read(1); len(frames) != 0 {
+		t.Errorf("a reader got %d frames of an open batch", len(frames))
+	}
+	select {
+	case <-more:
+		t.Error("a subscriber was woken for an open batch")
+	default:
+	}
+	l.Batch(false)
+	check("at its end", []int{1, 2, 3}, []int{}, 1)
+	if frames, _, _ := l.Read(1); len(frames) != 2 {
+		t.Errorf("after the batch a reader got %d frames, want 2", len(frames))
+	}
+	select {
+	case <-more:
+	default:
+		t.Error("a subscriber was not woken at the batch's end")
+	}
+	l.Batch(true)
+	delta()
+	l.Flush()
+	check("Flush in a batch", []int{1, 2, 3, 4}, []int{}, 2)
+	delta()
+	l.Batch(false)
+	check("after Flush", []int{1, 2, 3, 4, 5}, []int{}, 3)
+	l.Batch(true)
+	l.Batch(false)
+	l.Flush()
+	check("an empty batch", []int{1, 2, 3, 4, 5}, []int{}, 3)
+	// A frame the sink refuses is read by its goroutine, which is kicked
+	// once the batch ends and flushes what it writes; the batch's end asks
+	// for no flush.
+	s.mu.Lock()
+	s.accept = false
+	s.mu.Unlock()
+	l.Batch(true)
+	delta()
+	delta()
+	if s.kicks != 0 {
+		t.Errorf("kicked %d times in an open batch", s.kicks)
+	}
+	l.Batch(false)
+	check("refused", []int{1, 2, 3, 4, 5}, []int{}, 3)
+	if s.kicks != 1 {
+		t.Errorf("%d kicks for a refused batch, want 1", s.kicks)
+	}
+	if frames, _, _ := l.Read(5); len(frames) != 2 {
+		t.Errorf("the refused batch: a reader got %d frames, want 2", len(frames))
+	}
+	// While held the sink is not offered a batch's frames: it is kicked
+	// to read them at the batch's end.
+	s.accept = true
+	l.Hold(true)
+	l.Batch(true)
+	delta()
+	l.Batch(false)
+	l.Hold(false)
+	check("held", []int{1, 2, 3, 4, 5}, []int{}, 3)
+	if s.kicks != 2 {
+		t.Errorf("%d kicks in all after a held batch, want 2", s.kicks)
+	}
+	// Close shows what an unended batch holds.
+	l.Batch(true)
+	delta()
+	l.Close()
+	if frames, closed, _ := l.Read(8); len(frames) != 1 || !closed {
+		t.Errorf("after Close: %d frames, closed %v; want the batch's one and closed", len(frames), closed)
 	}
 }

@@ -36,13 +36,16 @@ func (f *lineFeed) Read(p []byte) (int, error) {
 // stream that has caught up is written.
 type frameSink struct{ w *bufio.Writer }
 
-func (s frameSink) Deliver(f sse.Frame) bool {
+func (s frameSink) Deliver(f sse.Frame, flush bool) bool {
 	f.WriteTo(s.w)
-	s.w.Flush()
+	if flush {
+		s.w.Flush()
+	}
 	return true
 }
 
-func (s frameSink) Kick() {}
+func (s frameSink) Flush() { s.w.Flush() }
+func (s frameSink) Kick()  {}
 
 // interleaved is one run's path from its agent's line to its stream's
 // writer, without the reads and writes: decoder, segmenter, document
