@@ -76,6 +76,57 @@ func EncodeResponse(r *ChatResponse) ([]byte, error) {
 	return AppendResponse(make([]byte, 0, n), r)
 }
 
+// AppendEvent appends the JSON data of ev to b, the bytes json.Marshal
+// gives it with jsontext.AllowInvalidUTF8, for the events that open and
+// close responses and documents (ResponseStart, DocumentStart, DocumentEnd,
+// Done); ok is false for other events, which it leaves to json.Marshal. On
+// an error (metadata that is not valid JSON) b is returned as it was.
+func AppendEvent(b []byte, ev Event) ([]byte, bool, error) {
+	start := len(b)
+	switch e := ev.(type) {
+	case ResponseStart:
+		o := OpenObject(b)
+		o.Str("id", e.ID)
+		o.Key("conversationId")
+		o.B = appendStringPtr(o.B, e.ConversationID)
+		o.Str("model", e.Model)
+		o.Str("mode", e.Mode)
+		o.Str("created", e.Created)
+		return o.Close(), true, nil
+	case DocumentStart:
+		o := OpenObject(b)
+		o.Str("id", e.ID)
+		o.Str("type", string(e.Type))
+		o.Int("sequence", int64(e.Sequence))
+		if err := o.FormatOmit("metadata", e.Metadata); err != nil {
+			return b[:start], true, fmt.Errorf("document %s: metadata: %w", e.ID, err)
+		}
+		return o.Close(), true, nil
+	case DocumentEnd:
+		o := OpenObject(b)
+		o.Str("documentId", e.DocumentID)
+		if e.FinalContent != nil {
+			o.Str("finalContent", *e.FinalContent)
+		}
+		if err := o.FormatOmit("metadata", e.Metadata); err != nil {
+			return b[:start], true, fmt.Errorf("document %s: metadata: %w", e.DocumentID, err)
+		}
+		return o.Close(), true, nil
+	case Done:
+		o := OpenObject(b)
+		o.Str("id", e.ID)
+		o.Key("conversationId")
+		o.B = appendStringPtr(o.B, e.ConversationID)
+		o.Str("status", string(e.Status))
+		o.Key("usage")
+		o.B = appendUsage(o.B, &e.Usage)
+		o.Key("metadata")
+		o.B = appendResponseMetadata(o.B, &e.Metadata)
+		return o.Close(), true, nil
+	}
+	return b, false, nil
+}
+
 func appendUsage(b []byte, u *Usage) []byte {
 	o := OpenObject(b)
 	o.Int("promptTokens", u.PromptTokens)
@@ -217,6 +268,20 @@ func (o *Object) Raw(k string, v jsontext.Value) {
 		return
 	}
 	o.B = append(o.B, v...)
+}
+
+// FormatOmit appends a member whose value v, JSON, is formatted as
+// json.Marshal formats a jsontext.Value, unless v is nil (a field tagged
+// omitzero). When v is not valid JSON it returns the error, with o.B cut
+// anywhere.
+func (o *Object) FormatOmit(k string, v jsontext.Value) error {
+	if v == nil {
+		return nil
+	}
+	o.Key(k)
+	var err error
+	o.B, err = jsontext.AppendFormat(o.B, v, encodeOpts)
+	return err
 }
 
 // Close appends the closing brace and returns the buffer.

@@ -128,6 +128,99 @@ func FuzzAppendResponse(f *testing.F) {
 	})
 }
 
+// eventCases are the events AppendEvent encodes, with their fields set,
+// unset, and set to what needs escaping or formatting.
+func eventCases() []Event {
+	var evs []Event
+	for _, r := range encodeCases() {
+		evs = append(evs,
+			ResponseStart{ID: r.ID, ConversationID: r.ConversationID, Model: r.Model, Mode: r.Mode, Created: r.Created},
+			Done{ID: r.ID, ConversationID: r.ConversationID, Status: r.Status, Usage: r.Usage, Metadata: r.Metadata})
+		for _, d := range r.Documents {
+			evs = append(evs,
+				DocumentStart{ID: d.ID, Type: d.Type, Sequence: d.Sequence, Metadata: d.Metadata},
+				DocumentEnd{DocumentID: d.ID, FinalContent: d.Content, Metadata: d.Metadata})
+		}
+	}
+	return append(evs, DocumentStart{}, DocumentEnd{}, DocumentEnd{FinalContent: strp("")},
+		DocumentStart{ID: "doc_001", Metadata: jsontext.Value("{}")})
+}
+
+// checkAppendEvent checks that AppendEvent writes json.Marshal's bytes
+// after what b holds, and fails exactly when json.Marshal fails, leaving b
+// as it was.
+func checkAppendEvent(t *testing.T, ev Event) {
+	t.Helper()
+	want, werr := json.Marshal(ev, jsontext.AllowInvalidUTF8(true))
+	got, ok, err := AppendEvent([]byte("prefix"), ev)
+	if !ok {
+		t.Fatalf("%#v: not encoded", ev)
+	}
+	if (err != nil) != (werr != nil) {
+		t.Fatalf("%#v: error %v, json.Marshal's %v", ev, err, werr)
+	}
+	if err != nil {
+		want = nil
+	}
+	if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+		t.Fatalf("%#v:\n got %s\nwant prefix%s", ev, got, want)
+	}
+}
+
+func TestAppendEventMatchesMarshal(t *testing.T) {
+	for _, ev := range eventCases() {
+		checkAppendEvent(t, ev)
+	}
+	for _, meta := range []string{"", "{", `{"a":1}x`, "[1,]", "\"\xff"} {
+		checkAppendEvent(t, DocumentStart{ID: "doc_001", Metadata: jsontext.Value(meta)})
+		checkAppendEvent(t, DocumentEnd{DocumentID: "doc_001", Metadata: jsontext.Value(meta)})
+	}
+	for _, ev := range []Event{ContentDelta{Delta: "x"}, ThinkingDelta{}, ToolCallStart{}, AgentEvent{}} {
+		if b, ok, err := AppendEvent([]byte("prefix"), ev); ok || err != nil || string(b) != "prefix" {
+			t.Errorf("AppendEvent(%T) = %q, %v, %v; want it left to json.Marshal", ev, b, ok, err)
+		}
+	}
+}
+
+// TestAppendEventFields guards the field-by-field encoders against a field
+// added to an event they write.
+func TestAppendEventFields(t *testing.T) {
+	for typ, n := range map[reflect.Type]int{
+		reflect.TypeFor[ResponseStart](): 5,
+		reflect.TypeFor[DocumentStart](): 4,
+		reflect.TypeFor[DocumentEnd]():   3,
+		reflect.TypeFor[Done]():          5,
+	} {
+		if typ.NumField() != n {
+			t.Errorf("%s has %d fields; AppendEvent writes %d", typ, typ.NumField(), n)
+		}
+	}
+}
+
+func FuzzAppendEvent(f *testing.F) {
+	for _, ev := range eventCases() {
+		switch e := ev.(type) {
+		case DocumentStart:
+			f.Add(e.ID, string(e.Type), []byte(e.Metadata), int64(e.Sequence), e.Metadata == nil)
+		case DocumentEnd:
+			f.Add(e.DocumentID, "", []byte(e.Metadata), int64(0), e.FinalContent == nil)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s, content string, meta []byte, n int64, null bool) {
+		var m jsontext.Value = meta
+		c := &content
+		if null {
+			m, c = nil, nil
+		}
+		checkAppendEvent(t, ResponseStart{ID: s, ConversationID: c, Model: content, Mode: s, Created: content})
+		checkAppendEvent(t, DocumentStart{ID: s, Type: Type(content), Sequence: int(n), Metadata: m})
+		checkAppendEvent(t, DocumentEnd{DocumentID: s, FinalContent: c, Metadata: m})
+		checkAppendEvent(t, Done{ID: content, ConversationID: c, Status: Status(s),
+			Usage:    Usage{PromptTokens: n, TotalTokens: -n, CacheReadTokens: n, Reported: null},
+			Metadata: ResponseMetadata{DurationMs: n, StopReason: StopReason(s), Agent: &AgentInfo{Cwd: content}}})
+	})
+}
+
 // BenchmarkAppendResponse encodes a finished response of one long text
 // document and a tool call, as a run's end does, beside json.Marshal.
 func BenchmarkAppendResponse(b *testing.B) {

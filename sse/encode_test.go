@@ -3,9 +3,11 @@ package sse
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
 )
@@ -67,6 +69,55 @@ func BenchmarkEncodeContentDelta(b *testing.B) {
 	for b.Loop() {
 		if _, err := Encode(ev); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// runEvents are the events besides deltas of a run with one text
+// document: what Encode writes without reflection besides the deltas.
+func runEvents() []documents.Event {
+	conv, text := "3391cf87-7b49-b752-4ac5-3f8b5edd1a57", strings.Repeat("[ts:1795705414754366517] ", 200)
+	meta := jsontext.Value(`{"format":"markdown"}`)
+	return []documents.Event{
+		documents.ResponseStart{ID: "chat_63182984cdd3e9dbef927540", ConversationID: &conv, Model: "auto", Mode: "agent", Created: "2026-11-27T03:00:00Z"},
+		documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1, Metadata: meta},
+		documents.DocumentEnd{DocumentID: "doc_001", FinalContent: &text, Metadata: meta},
+		documents.Done{ID: "chat_63182984cdd3e9dbef927540", ConversationID: &conv, Status: documents.StatusCompleted,
+			Usage: documents.Usage{PromptTokens: 8194, CompletionTokens: 19, TotalTokens: 8213, CacheReadTokens: 4096, Reported: true},
+			Metadata: documents.ResponseMetadata{DurationMs: 2010, TurnCount: 1,
+				Agent: &documents.AgentInfo{SessionID: conv, Cwd: "/tmp/ws", Model: "Auto", PermissionMode: "default", RequestID: "fcbbd7fa-a945-b092-25e7-654ca22fac26"}}},
+	}
+}
+
+// BenchmarkEncodeRunEvents encodes the events of runEvents, with Encode
+// and, for comparison, with json.Marshal.
+func BenchmarkEncodeRunEvents(b *testing.B) {
+	evs := runEvents()
+	for _, c := range []struct {
+		name string
+		enc  func(documents.Event) ([]byte, error)
+	}{{"Encode", Encode}, {"json.Marshal", func(ev documents.Event) ([]byte, error) { return json.Marshal(ev, encodeOpts) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, ev := range evs {
+					if _, err := c.enc(ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEncodeRunEventsAsMarshal(t *testing.T) {
+	for _, ev := range runEvents() {
+		got, err := Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := encodeSlow(ev); !bytes.Equal(got, want) {
+			t.Errorf("Encode(%T) = %s\njson.Marshal gives %s", ev, got, want)
 		}
 	}
 }

@@ -32,7 +32,25 @@ func Encode(ev documents.Event) ([]byte, error) {
 	if n, ok := fastSize(ev); ok {
 		return appendFast(make([]byte, 0, n), ev), nil
 	}
+	if b, ok, err := documents.AppendEvent(make([]byte, 0, eventSize(ev)), ev); ok {
+		return b, err
+	}
 	return json.Marshal(ev, encodeOpts)
+}
+
+// eventSize is about how many bytes documents.AppendEvent takes for ev.
+func eventSize(ev documents.Event) int {
+	switch e := ev.(type) {
+	case documents.DocumentStart:
+		return 64 + len(e.Metadata)
+	case documents.DocumentEnd:
+		n := 64 + len(e.Metadata)
+		if e.FinalContent != nil {
+			n += len(*e.FinalContent) + len(*e.FinalContent)/8
+		}
+		return n
+	}
+	return 256
 }
 
 // fastSize reports whether ev is encoded without reflection (deltas, most
