@@ -24,20 +24,31 @@ import (
 // the work done here.
 func offStack(f func()) {
 	t := stackTask{f: f, done: make(chan any, 1)}
-	if w := stackIdle.pop(); w != nil {
-		w.tasks <- t
-	} else {
-		go (&stackWorker{tasks: make(chan stackTask, 1)}).run(t)
-	}
+	t.start()
 	if p := <-t.done; p != nil {
 		panic(p)
 	}
 }
 
-// stackTask is one offStack call.
+// goWarm runs f on one of offStack's goroutines without waiting for it:
+// one that waits for a call, whose stack has grown already, when there is
+// one. A run's goroutine started this way does not grow a new stack step
+// by step for each run. A panic of f ends the program, as on any goroutine.
+func goWarm(f func()) { stackTask{f: f}.start() }
+
+// start hands t to a waiting worker, or to a new one.
+func (t stackTask) start() {
+	if w := stackIdle.pop(); w != nil {
+		w.tasks <- t
+	} else {
+		go (&stackWorker{tasks: make(chan stackTask, 1)}).run(t)
+	}
+}
+
+// stackTask is one offStack or goWarm call.
 type stackTask struct {
 	f    func()
-	done chan any // receives f's panic, or nil
+	done chan any // receives f's panic, or nil; nil for goWarm
 }
 
 // stackWorker is a goroutine that runs offStack calls.
@@ -124,8 +135,12 @@ func (w *stackWorker) run(t stackTask) {
 }
 
 // runTask runs t.f and sends its panic, or nil, on t.done; it reports
-// whether f returned.
+// whether f returned. Without t.done a panic goes on as it is.
 func runTask(t stackTask) (ok bool) {
+	if t.done == nil {
+		t.f()
+		return true
+	}
 	defer func() {
 		if !ok {
 			t.done <- recover()

@@ -114,3 +114,36 @@ func waiting(ws *stackWorkers) int {
 	defer ws.mu.Unlock()
 	return len(ws.idle)
 }
+
+// TestGoWarm checks that goWarm runs f without waiting for it, on the
+// goroutine that offStack's last call ran on, and that the goroutine waits
+// for the next call once f returns.
+func TestGoWarm(t *testing.T) {
+	var prev string
+	offStack(func() { prev = goroutineID() })
+	release, got := make(chan struct{}), make(chan string, 1)
+	goWarm(func() {
+		<-release // goWarm has returned before this
+		got <- goroutineID()
+	})
+	close(release)
+	// Other tests may take the waiting goroutine first.
+	if id := <-got; id != prev {
+		t.Logf("goWarm ran on goroutine %s, offStack's last call on %s", id, prev)
+	}
+	same := 0
+	for range 10 {
+		offStack(func() { prev = goroutineID() })
+		// The goroutine counts as waiting just after offStack returns.
+		for deadline := time.Now().Add(time.Second); waiting(&stackIdle) == 0 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		goWarm(func() { got <- goroutineID() })
+		if <-got == prev {
+			same++
+		}
+	}
+	if same < 5 {
+		t.Errorf("goWarm ran on offStack's last goroutine %d times of 10, want most", same)
+	}
+}

@@ -266,7 +266,7 @@ func (p *outputPump) wake() {
 	p.mu.Lock()
 	p.parked = 0
 	p.mu.Unlock()
-	go p.run()
+	goWarm(p.run)
 }
 
 // close closes the pipe; a parked pump is run again to read what is left
@@ -278,6 +278,6 @@ func (p *outputPump) close() {
 	p.parked, p.closed = 0, true
 	p.mu.Unlock()
 	if tok != 0 && p.parker.cancel(tok) {
-		go p.run()
+		goWarm(p.run)
 	}
 }

@@ -529,7 +529,7 @@ func errConversationBusy(id string) *HTTPError {
 // Launch starts a prepared run; later calls do nothing.
 func (r *Run) Launch() {
 	if r.launched.CompareAndSwap(false, true) {
-		go r.reg.execute(r.runCtx, r, r.backend)
+		goWarm(func() { r.reg.execute(r.runCtx, r, r.backend) })
 	}
 }
 
