@@ -35,6 +35,21 @@ type Metrics struct {
 	Connections atomic.Int64
 }
 
+// skipped counts n agent lines skipped for reason, when there are any.
+func (m *Metrics) skipped(reason string, n int) {
+	if n > 0 {
+		m.LinesSkipped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// tokens counts n tokens of a kind, when there are any: a counter panics
+// on a negative Add (translate never reports one).
+func (m *Metrics) tokens(kind string, n int64) {
+	if n > 0 {
+		m.Tokens.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
 // Outcomes are the values of docstream_runs_total's outcome label.
 var Outcomes = []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
 

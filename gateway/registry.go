@@ -577,9 +577,11 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 	seg.Close(end)
 	r.Log.Batch(false)
 	st := seg.Stats()
-	g.metrics.LinesSkipped.WithLabelValues("not_json").Add(float64(st.NotJSON))
-	g.metrics.LinesSkipped.WithLabelValues("unknown_type").Add(float64(st.Unknown))
-	g.metrics.LinesSkipped.WithLabelValues("oversize").Add(float64(st.Oversize))
+	// The counters exist from the start (NewMetrics); a run that skipped
+	// nothing, the usual one, looks none of them up.
+	g.metrics.skipped("not_json", st.NotJSON)
+	g.metrics.skipped("unknown_type", st.Unknown)
+	g.metrics.skipped("oversize", st.Oversize)
 	cancel := r.cancel
 	cancel(nil)
 	g.keep(r)
@@ -784,11 +786,10 @@ func (r *Run) finish(d documents.Done) {
 	g.metrics.Runs.WithLabelValues(outcome).Inc()
 	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
 	if d.Usage.Reported {
-		// A counter panics on a negative Add; translate never reports one.
-		g.metrics.Tokens.WithLabelValues("prompt").Add(float64(max(d.Usage.PromptTokens, 0)))
-		g.metrics.Tokens.WithLabelValues("completion").Add(float64(max(d.Usage.CompletionTokens, 0)))
-		g.metrics.Tokens.WithLabelValues("cache_read").Add(float64(max(d.Usage.CacheReadTokens, 0)))
-		g.metrics.Tokens.WithLabelValues("cache_write").Add(float64(max(d.Usage.CacheWriteTokens, 0)))
+		g.metrics.tokens("prompt", d.Usage.PromptTokens)
+		g.metrics.tokens("completion", d.Usage.CompletionTokens)
+		g.metrics.tokens("cache_read", d.Usage.CacheReadTokens)
+		g.metrics.tokens("cache_write", d.Usage.CacheWriteTokens)
 	}
 	r.mu.Lock()
 	r.release()
