@@ -98,20 +98,14 @@ func AppendEvent(b []byte, ev Event) ([]byte, bool, error) {
 		o.Str("id", e.ID)
 		o.Str("type", string(e.Type))
 		o.Int("sequence", int64(e.Sequence))
-		if err := o.FormatOmit("metadata", e.Metadata); err != nil {
-			return b[:start], true, fmt.Errorf("document %s: metadata: %w", e.ID, err)
-		}
-		return o.Close(), true, nil
+		return closeDocumentEvent(o, b[:start], e.ID, e.Metadata)
 	case DocumentEnd:
 		o := OpenObject(b)
 		o.Str("documentId", e.DocumentID)
 		if e.FinalContent != nil {
 			o.Str("finalContent", *e.FinalContent)
 		}
-		if err := o.FormatOmit("metadata", e.Metadata); err != nil {
-			return b[:start], true, fmt.Errorf("document %s: metadata: %w", e.DocumentID, err)
-		}
-		return o.Close(), true, nil
+		return closeDocumentEvent(o, b[:start], e.DocumentID, e.Metadata)
 	case Done:
 		o := OpenObject(b)
 		o.Str("id", e.ID)
@@ -125,6 +119,15 @@ func AppendEvent(b []byte, ev Event) ([]byte, bool, error) {
 		return o.Close(), true, nil
 	}
 	return b, false, nil
+}
+
+// closeDocumentEvent appends the metadata of document id's event to o and
+// closes it; on metadata that is not valid JSON it returns before.
+func closeDocumentEvent(o Object, before []byte, id string, meta jsontext.Value) ([]byte, bool, error) {
+	if err := o.FormatOmit("metadata", meta); err != nil {
+		return before, true, fmt.Errorf("document %s: metadata: %w", id, err)
+	}
+	return o.Close(), true, nil
 }
 
 func appendUsage(b []byte, u *Usage) []byte {
