@@ -91,3 +91,58 @@ func toolCallMetaJSON(m *documents.ToolCallMeta) jsontext.Value {
 	o.StrOmit("reason", m.Reason)
 	return o.Close()
 }
+
+// fileEditMetaJSON encodes m as json.Marshal does.
+func fileEditMetaJSON(m *documents.FileEditMeta) jsontext.Value {
+	size := 192 + len(m.FilePath) + len(m.UnifiedDiff) + len(m.NewPath) + len(m.Reason) + len(m.Error)
+	if m.Diff != nil {
+		size += len(m.Diff.OldString) + len(m.Diff.NewString)
+	}
+	o := newObject(size)
+	o.Str("filePath", m.FilePath)
+	o.Str("operation", m.Operation)
+	o.Str("language", m.Language)
+	if d := m.Diff; d == nil {
+		o.Raw("diff", nil)
+	} else {
+		o.Key("diff")
+		do := documents.OpenObject(o.B)
+		do.Str("oldString", d.OldString)
+		do.Str("newString", d.NewString)
+		do.Int("startLine", int64(d.StartLine))
+		do.Int("endLine", int64(d.EndLine))
+		o.B = do.Close()
+	}
+	o.StrOmit("unifiedDiff", m.UnifiedDiff)
+	if m.LinesAdded != nil {
+		o.IntPtr("linesAdded", m.LinesAdded)
+	}
+	if m.LinesRemoved != nil {
+		o.IntPtr("linesRemoved", m.LinesRemoved)
+	}
+	o.StrOmit("newPath", m.NewPath)
+	o.StrOmit("toolCallId", m.ToolCallID)
+	o.IntOmit("duration_ms", m.DurationMs)
+	o.TrueOmit("rejected", m.Rejected)
+	o.StrOmit("reason", m.Reason)
+	o.StrOmit("error", m.Error)
+	return o.Close()
+}
+
+// codeBlockMetaJSON encodes m as json.Marshal does.
+func codeBlockMetaJSON(m *documents.CodeBlockMeta) jsontext.Value {
+	o := newObject(40 + len(m.Language) + len(m.Purpose))
+	o.Str("language", m.Language)
+	o.Str("purpose", m.Purpose)
+	return o.Close()
+}
+
+// codeReferenceMetaJSON encodes m as json.Marshal does.
+func codeReferenceMetaJSON(m *documents.CodeReferenceMeta) jsontext.Value {
+	o := newObject(72 + len(m.FilePath) + len(m.Language))
+	o.Str("filePath", m.FilePath)
+	o.Int("startLine", int64(m.StartLine))
+	o.Int("endLine", int64(m.EndLine))
+	o.Str("language", m.Language)
+	return o.Close()
+}

@@ -480,17 +480,17 @@ func (s *Segmenter) fenceText(t string) {
 		held = s.wsHeld
 		s.wsHeld = s.wsHeld[:0]
 		kind, lang, file, start, end := parseInfo(s.fence.info)
-		var meta any
+		var meta jsontext.Value
 		typ := documents.TypeCodeBlock
 		if kind == blockRef {
 			typ = documents.TypeCodeReference
-			meta = documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang}
+			meta = codeReferenceMetaJSON(&documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang})
 		} else {
-			meta = documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)}
+			meta = codeBlockMetaJSON(&documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
 		}
-		s.codeID = s.openDoc(typ, marshal(meta))
+		s.codeID = s.openDoc(typ, meta)
 		s.textBuf.Reset()
-		s.codeMeta = marshal(meta)
+		s.codeMeta = meta // the start's and the end's metadata are the same
 	}
 	s.sawText = true
 	s.emitDelta(s.codeID, held, t)

@@ -159,7 +159,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: terminalMetaJSON(&m)})
 		return
 	case classEdit, classWrite, classDelete, classPatch:
-		content, meta = fileEditMeta(st, a, &b, out, reason, dur)
+		content, m := fileEditMeta(st, a, &b, out, reason, dur)
+		s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: fileEditMetaJSON(&m)})
+		return
 	case classPlan:
 		todos := make([]documents.PlanTodo, 0, len(a.Todos))
 		for _, t := range a.Todos {
