@@ -43,13 +43,13 @@ type Log struct {
 	// shown is the id of the last frame readers get: the frames of a
 	// batch are shown at its end (see Batch).
 	shown int
-	// batch is set while the events appended are one batch; only the
-	// appending goroutine uses it. unflushed is set once the sink took one
-	// of a batch's frames without flushing it, kick once it was to be
-	// kicked for one.
-	batch     bool
-	unflushed atomic.Bool
-	kick      atomic.Bool
+	// batch is set while the events appended are one batch, unshown once
+	// one of them is appended; only the appending goroutine uses them.
+	// unflushed is set once the sink took one of a batch's frames without
+	// flushing it, kick once it was to be kicked for one.
+	batch, unshown bool
+	unflushed      atomic.Bool
+	kick           atomic.Bool
 }
 
 // entry is where one event's data lies in a log's chunks.
@@ -135,7 +135,9 @@ func (l *Log) Append(ev documents.Event) int {
 		}
 	}
 	batch := l.batch
-	if !batch {
+	if batch {
+		l.unshown = true
+	} else {
 		l.show()
 	}
 	sink, held := l.sink, l.held.Load()
@@ -234,6 +236,10 @@ func (l *Log) Batch(on bool) {
 // it took of it, for a producer about to wait for something else in the
 // middle of one.
 func (l *Log) Flush() {
+	if !l.unshown {
+		return // a line that made no event costs no lock
+	}
+	l.unshown = false
 	l.mu.Lock()
 	if l.shown != l.next-1 {
 		l.show()

@@ -159,8 +159,8 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: terminalMetaJSON(&m)})
 		return
 	case classEdit, classWrite, classDelete, classPatch:
-		content, m := fileEditMeta(st, a, &b, out, reason, dur)
-		s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: fileEditMetaJSON(&m)})
+		c, m := fileEditMeta(st, a, &b, out, reason, dur)
+		s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: c, Metadata: fileEditMetaJSON(&m)})
 		return
 	case classPlan:
 		todos := make([]documents.PlanTodo, 0, len(a.Todos))
