@@ -162,6 +162,11 @@ func FuzzWalkers(f *testing.F) {
 				t.Fatalf("contentText(%q) = %q, want %q", v, got, want)
 			}
 			switch v[0] {
+			case '"':
+				want, _ := jsontext.AppendUnquote([]byte("x"), v)
+				if got := appendUnquote([]byte("x"), v); !bytes.Equal(got, want) {
+					t.Fatalf("appendUnquote(%q) = %q, want %q", v, got, want)
+				}
 			case '{':
 				if got, want := messageText(v), refMessageText(v); got != want {
 					t.Fatalf("messageText(%q) = %q, want %q", v, got, want)
@@ -184,6 +189,47 @@ func FuzzWalkers(f *testing.F) {
 		}
 		check(line, 0)
 	})
+}
+
+// TestAppendUnquote compares appendUnquote with jsontext.AppendUnquote on
+// strings that take each of its paths: runs between escapes, each
+// one-character escape, \u escapes and surrogates, and invalid UTF-8 before,
+// between and after escapes.
+func TestAppendUnquote(t *testing.T) {
+	for _, v := range []string{
+		`""`, `"plain"`, `"\n"`, `"a\nb"`, `"ends\\"`, `"\"quoted\""`, `"\/\b\f\n\r\t"`,
+		`"line 1\nline 2\n\ttabbed é ü 日本"`, `"\u0041"`, `"a\nb\u00e9c"`, `"\ud83d\ude00"`, `"\ud83d"`,
+		`"x\udc00y"`, "\"\xff\\n\"", "\"a\\n\xc3\"", "\"a\\nb\xe2\x82\"", "\"\xf0\x9f\x98\x80\\t\"",
+	} {
+		want, _ := jsontext.AppendUnquote([]byte("pre"), []byte(v))
+		if got := appendUnquote([]byte("pre"), []byte(v)); !bytes.Equal(got, want) {
+			t.Errorf("appendUnquote(%q) = %q, want %q", v, got, want)
+		}
+		if got, want := str(jsontext.Value(v)), string(want[3:]); got != want && strings.Contains(v, `\`) {
+			t.Errorf("str(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// BenchmarkUnquote unquotes a tool's output of some kilobytes (lines with a
+// tab and a newline in each), beside jsontext.AppendUnquote.
+func BenchmarkUnquote(b *testing.B) {
+	v, _ := jsontext.AppendQuote(nil, strings.Repeat("ok  \tgithub.com/x/y/package\t0.012s coverage: 81.2% of statements\n", 64))
+	for name, unquote := range map[string]func(dst, v []byte) []byte{
+		"appendUnquote": appendUnquote,
+		"jsontext": func(dst, v []byte) []byte {
+			dst, _ = jsontext.AppendUnquote(dst, v)
+			return dst
+		},
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(v)))
+			buf := make([]byte, 0, len(v))
+			for b.Loop() {
+				buf = unquote(buf[:0], v)
+			}
+		})
+	}
 }
 
 // TestStripToolCallIDEscaped: the toolCallId member goes when its name is

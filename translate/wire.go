@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/go-json-experiment/json"
@@ -370,8 +371,63 @@ func str(v jsontext.Value) string {
 	// Unquoted, a string is seldom longer than quoted (only invalid UTF-8
 	// grows, into U+FFFD), and the buffer is the string's own: one
 	// allocation rather than a grown buffer and its copy.
-	b, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
+	b := appendUnquote(make([]byte, 0, len(v)), v)
 	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendUnquote appends the string that v, a valid JSON string, holds, as
+// jsontext.AppendUnquote does. Text between escapes is copied in runs, and
+// the one-character escapes are read here; a string with a \u escape or
+// with invalid UTF-8 is left to jsontext, which replaces what is invalid
+// with U+FFFD.
+func appendUnquote(dst []byte, v []byte) []byte {
+	n := len(dst)
+	s := v[1 : len(v)-1]
+	if !utf8.Valid(s) {
+		return appendUnquoteSlow(dst, v)
+	}
+	for len(s) > 0 {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			i = len(s)
+		}
+		dst = append(dst, s[:i]...)
+		if i == len(s) {
+			return dst
+		}
+		if i+1 >= len(s) {
+			break
+		}
+		c := byte(0)
+		switch s[i+1] {
+		case '"', '\\', '/':
+			c = s[i+1]
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		}
+		if c == 0 {
+			break // \u, or not valid
+		}
+		dst = append(dst, c)
+		s = s[i+2:]
+	}
+	if len(s) == 0 {
+		return dst
+	}
+	return appendUnquoteSlow(dst[:n], v)
+}
+
+func appendUnquoteSlow(dst []byte, v []byte) []byte {
+	b, _ := jsontext.AppendUnquote(dst, v)
+	return b
 }
 
 // maxTokens is the largest token count taken from the agent.
