@@ -2,7 +2,10 @@ package documents
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -299,8 +302,88 @@ func appendStringPtr(b []byte, s *string) []byte {
 
 // AppendString appends s as a JSON string as json.Marshal does with
 // jsontext.AllowInvalidUTF8: invalid UTF-8 becomes U+FFFD rather than an
-// error.
+// error. The bytes are those of jsontext.AppendQuote.
 func AppendString(b []byte, s string) []byte {
-	b, _ = jsontext.AppendQuote(b, s)
-	return b
+	b = slices.Grow(b, len(s)+2)
+	b = append(b, '"')
+	i, j := 0, 0 // s[i:j] is written as it is
+	for j < len(s) {
+		// Eight bytes at a time up to one that needs a look: a quote, a
+		// backslash, a control character or a byte beyond ASCII.
+		for j+8 <= len(s) {
+			if m := quoteStops(load64(s, j)); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		if j >= len(s) {
+			break
+		}
+		switch c := s[j]; {
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, s[i:j]...)
+				b = append(b, "\ufffd"...)
+				i = j + 1
+			}
+			j += n
+		case c == '"' || c == '\\':
+			b = append(b, s[i:j]...)
+			b = append(b, '\\', c)
+			j++
+			i = j
+		case c < ' ':
+			b = append(b, s[i:j]...)
+			b = appendControl(b, c)
+			j++
+			i = j
+		default:
+			j++
+		}
+	}
+	b = append(b, s[i:]...)
+	return append(b, '"')
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// quoteStops flags, in the high bit of each of eight bytes, those that
+// AppendString must look at: quotes, backslashes, control characters and
+// bytes beyond ASCII. Borrows can flag a byte after a flagged one, never
+// before: the lowest flag is exact.
+func quoteStops(w uint64) uint64 {
+	quote := w ^ (ones * '"')
+	bslash := w ^ (ones * '\\')
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w | w) & highs
+}
+
+// load64 reads the eight bytes of s at i, little-endian.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// appendControl appends the escape of a control character as jsontext
+// writes it.
+func appendControl(b []byte, c byte) []byte {
+	switch c {
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 }

@@ -247,3 +247,68 @@ func BenchmarkAppendResponse(b *testing.B) {
 		}
 	})
 }
+
+// quoteCases are strings that take each path of AppendString: runs of eight
+// bytes and the bytes after them, every control character, quotes,
+// backslashes, HTML and JavaScript characters (left as they are), and
+// valid and invalid UTF-8 at each position of a word.
+func quoteCases() []string {
+	cs := []string{"", "a", "plain text of some length", `"quoted" \back\slash/`, "<b>&amp;</b>",
+		"line 1\nline 2\r\n\ttab", "é日本\U0001F600 \u2028\u2029", "\xff", "a\xffb\xe2\x82", "\xed\xa0\x80 surrogate",
+		"\xc0\xaf overlong", "\xf4\x90\x80\x80 beyond U+10FFFF", "12345678\"12345678\\12345678\x7f"}
+	for c := range 0x20 {
+		cs = append(cs, string(rune(c)), "1234567"+string(rune(c))+"9")
+	}
+	for i := range 9 {
+		pad := "12345678"[:i]
+		cs = append(cs, pad+"é"+pad, pad+"\xe2\x82"+pad, pad+"\"", pad+"\x1f"+pad+pad)
+	}
+	return cs
+}
+
+// TestAppendString checks that AppendString writes the bytes of
+// jsontext.AppendQuote.
+func TestAppendString(t *testing.T) {
+	for _, s := range quoteCases() {
+		checkAppendString(t, s)
+	}
+}
+
+// FuzzAppendString compares AppendString with jsontext.AppendQuote.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range quoteCases() {
+		f.Add(s)
+	}
+	f.Fuzz(checkAppendString)
+}
+
+func checkAppendString(t *testing.T, s string) {
+	want, _ := jsontext.AppendQuote([]byte("x"), s)
+	if got := AppendString([]byte("x"), s); !bytes.Equal(got, want) {
+		t.Fatalf("AppendString(%q) = %q, want %q", s, got, want)
+	}
+}
+
+// BenchmarkAppendString quotes a tool's output of some kilobytes (lines of
+// ASCII, a tab and a newline in each) and a token-sized delta.
+func BenchmarkAppendString(b *testing.B) {
+	for name, s := range map[string]string{
+		"output": string(bytes.Repeat([]byte("ok  \tgithub.com/x/y/package\t0.012s coverage: 81.2% of statements\n"), 64)),
+		"delta":  " the quick",
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			buf := make([]byte, 0, 2*len(s)+2)
+			for b.Loop() {
+				buf = AppendString(buf[:0], s)
+			}
+		})
+		b.Run(name+"/jsontext", func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			buf := make([]byte, 0, 2*len(s)+2)
+			for b.Loop() {
+				buf, _ = jsontext.AppendQuote(buf[:0], s)
+			}
+		})
+	}
+}
