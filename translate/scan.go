@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"unicode/utf8"
 )
 
 // The scanner below validates and walks JSON without decoding it. It
@@ -199,22 +200,49 @@ type lineScan struct {
 const maxCheckedNames = 16
 
 // name notes a member name (quoted) of the object whose names start at
-// names[from].
-func (ls *lineScan) name(name []byte, escaped bool, from int) {
+// names[from]; seen has a bit set for each of those names (see nameBit),
+// so that most names are told new without comparing them with the others.
+func (ls *lineScan) name(name []byte, escaped bool, from int, seen *uint64) {
 	if ls.repeats {
 		return
 	}
-	if escaped || len(ls.names)-from >= maxCheckedNames || !plainName(name) {
+	if escaped || len(ls.names)-from >= maxCheckedNames || !asciiName(name) {
 		ls.repeats = true
 		return
 	}
-	for _, x := range ls.names[from:] {
-		if string(x) == string(name) {
-			ls.repeats = true
-			return
+	bit := nameBit(name)
+	if *seen&bit != 0 {
+		for _, x := range ls.names[from:] {
+			if string(x) == string(name) {
+				ls.repeats = true
+				return
+			}
 		}
 	}
+	*seen |= bit
 	ls.names = append(ls.names, name)
+}
+
+// nameBit is one of 64 bits for a quoted name, from its length and its
+// first and last bytes: names with different bits differ.
+func nameBit(name []byte) uint64 {
+	n := len(name)
+	return 1 << ((uint(n)*7 + uint(name[1]) + uint(name[n-2])*3) & 63)
+}
+
+// asciiName reports whether a quoted name holds only ASCII bytes.
+func asciiName(name []byte) bool {
+	for ; len(name) >= 8; name = name[8:] {
+		if binary.LittleEndian.Uint64(name)&highs != 0 {
+			return false
+		}
+	}
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // scanObject reads the object whose '{' is b[i], calling fn for each member
@@ -224,6 +252,7 @@ func scanObject(b []byte, i, depth int, fn lineMemberFunc, ls *lineScan) int {
 		return -1
 	}
 	from := len(ls.names)
+	var seen uint64
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1
@@ -237,7 +266,7 @@ func scanObject(b []byte, i, depth int, fn lineMemberFunc, ls *lineScan) int {
 		if nameEnd < 0 {
 			return -1
 		}
-		ls.name(b[start:nameEnd], escaped, from)
+		ls.name(b[start:nameEnd], escaped, from, &seen)
 		i = skipWS(b, nameEnd)
 		if i >= len(b) || b[i] != ':' {
 			return -1

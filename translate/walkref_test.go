@@ -211,6 +211,30 @@ func TestAppendUnquote(t *testing.T) {
 	}
 }
 
+// TestNameChecks compares plainName and asciiName, which read eight bytes
+// at a time, with a byte loop, for a backslash or a byte beyond ASCII at
+// each place of names of up to 20 bytes.
+func TestNameChecks(t *testing.T) {
+	for n := range 21 {
+		for at := range n + 1 {
+			for _, c := range []byte{'\\', 0x80, 0xff, 'a' - 1, 0x7f, '\\' + 1, 0} {
+				name := []byte(strings.Repeat("n", n))
+				if at < n {
+					name[at] = c
+				}
+				plain, ascii := true, true
+				for _, x := range name {
+					plain = plain && x != '\\' && x < 0x80
+					ascii = ascii && x < 0x80
+				}
+				if plainName(name) != plain || asciiName(name) != ascii {
+					t.Errorf("%q: plainName %v, asciiName %v; want %v, %v", name, plainName(name), asciiName(name), plain, ascii)
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkUnquote unquotes a tool's output of some kilobytes (lines with a
 // tab and a newline in each), beside jsontext.AppendUnquote.
 func BenchmarkUnquote(b *testing.B) {

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -352,6 +353,13 @@ func unquoteName(name jsontext.Value) []byte {
 // plainName reports whether a name has neither escapes nor bytes beyond
 // ASCII, so that it reads as it is written.
 func plainName(name []byte) bool {
+	for ; len(name) >= 8; name = name[8:] {
+		w := binary.LittleEndian.Uint64(name)
+		bslash := w ^ (ones * '\\')
+		if (w|(bslash-ones)&^bslash)&highs != 0 {
+			return false
+		}
+	}
 	for _, c := range name {
 		if c == '\\' || c >= 0x80 {
 			return false
