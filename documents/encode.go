@@ -311,7 +311,8 @@ func AppendString(b []byte, s string) []byte {
 		// Eight bytes at a time up to one that needs a look: a quote, a
 		// backslash, a control character or a byte beyond ASCII.
 		for j+8 <= len(s) {
-			if m := quoteStops(load64(s, j)); m != 0 {
+			w := load64(s, j)
+			if m := StringStops(w) | w&highs; m != 0 {
 				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -352,14 +353,14 @@ const (
 	highs = 0x8080808080808080
 )
 
-// quoteStops flags, in the high bit of each of eight bytes, those that
-// AppendString must look at: quotes, backslashes, control characters and
-// bytes beyond ASCII. Borrows can flag a byte after a flagged one, never
-// before: the lowest flag is exact.
-func quoteStops(w uint64) uint64 {
+// StringStops flags, in the high bit of each of eight bytes of a word read
+// little-endian, the quotes, backslashes and control characters: the bytes
+// that a JSON string does not hold as they are. Borrows can flag a byte
+// after a flagged one, never before: the lowest flag is exact.
+func StringStops(w uint64) uint64 {
 	quote := w ^ (ones * '"')
 	bslash := w ^ (ones * '\\')
-	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w | w) & highs
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
 }
 
 // load64 reads the eight bytes of s at i, little-endian.

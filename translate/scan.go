@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/docstream/docstream/documents"
 )
 
 // The scanner below validates and walks JSON without decoding it. It
@@ -22,15 +24,6 @@ const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
-
-// stringStops flags, in the high bit of each of eight bytes of a string,
-// the quotes, backslashes and control characters. Borrows can flag a byte
-// after a flagged one, never before: the lowest flag is exact.
-func stringStops(w uint64) uint64 {
-	quote := w ^ (ones * '"')
-	bslash := w ^ (ones * '\\')
-	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
-}
 
 // skipWS returns the index of the first byte at or after i that is not
 // JSON whitespace.
@@ -53,7 +46,7 @@ func scanString(b []byte, i int) (end int, escaped bool) {
 	i++
 	for {
 		for i+8 <= len(b) {
-			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if m := documents.StringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
