@@ -115,10 +115,10 @@ func fileEditMetaJSON(m *documents.FileEditMeta) jsontext.Value {
 	}
 	o.StrOmit("unifiedDiff", m.UnifiedDiff)
 	if m.LinesAdded != nil {
-		o.IntPtr("linesAdded", m.LinesAdded)
+		o.Int("linesAdded", int64(*m.LinesAdded))
 	}
 	if m.LinesRemoved != nil {
-		o.IntPtr("linesRemoved", m.LinesRemoved)
+		o.Int("linesRemoved", int64(*m.LinesRemoved))
 	}
 	o.StrOmit("newPath", m.NewPath)
 	o.StrOmit("toolCallId", m.ToolCallID)

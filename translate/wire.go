@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -353,19 +352,7 @@ func unquoteName(name jsontext.Value) []byte {
 // plainName reports whether a name has neither escapes nor bytes beyond
 // ASCII, so that it reads as it is written.
 func plainName(name []byte) bool {
-	for ; len(name) >= 8; name = name[8:] {
-		w := binary.LittleEndian.Uint64(name)
-		bslash := w ^ (ones * '\\')
-		if (w|(bslash-ones)&^bslash)&highs != 0 {
-			return false
-		}
-	}
-	for _, c := range name {
-		if c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
+	return asciiName(name) && bytes.IndexByte(name, '\\') < 0
 }
 
 // str returns the string a JSON value holds, or "" when it is no string.
