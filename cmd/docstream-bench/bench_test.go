@@ -523,6 +523,118 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// deltaLine is one line of a -latencies file.
+type deltaLine struct {
+	key, server          string
+	round, stream, place int
+	emit, lat            int64
+}
+
+// readDeltaLines parses a -latencies file's lines (without its header).
+func readDeltaLines(t *testing.T, text string) []deltaLine {
+	t.Helper()
+	var out []deltaLine
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 7 {
+			t.Fatalf("line %q: %d fields", line, len(f))
+		}
+		var n [5]int64
+		for i, s := range f[2:] {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			n[i] = v
+		}
+		out = append(out, deltaLine{f[0], f[1], int(n[0]), int(n[1]), int(n[2]), n[3], n[4]})
+	}
+	return out
+}
+
+// checkDeltaLines checks that lines hold every delta of streams × events for
+// each server and round, each stream's in order, emitted one after the
+// other and delivered within a second, and returns their latencies by
+// server and round.
+func checkDeltaLines(t *testing.T, lines []deltaLine, key string, servers []string, rounds, streams, events int) map[string][][]int64 {
+	t.Helper()
+	if want := len(servers) * rounds * streams * events; len(lines) != want {
+		t.Fatalf("%d lines, want %d", len(lines), want)
+	}
+	lat := map[string][][]int64{}
+	next := map[[3]any]int{}
+	var prev deltaLine
+	for _, l := range lines {
+		if l.key != key || !slices.Contains(servers, l.server) || l.round < 0 || l.round >= rounds || l.stream < 0 || l.stream >= streams {
+			t.Fatalf("line %+v", l)
+		}
+		k := [3]any{l.server, l.round, l.stream}
+		if next[k]++; l.place != next[k] {
+			t.Fatalf("%+v: place %d, want %d", k, l.place, next[k])
+		}
+		if l.place > 1 && l.emit < prev.emit {
+			t.Fatalf("%+v: delta %d emitted before the one before it", k, l.place)
+		}
+		if l.lat <= 0 || l.lat > int64(time.Second) {
+			t.Fatalf("%+v: delta %d latency %d ns", k, l.place, l.lat)
+		}
+		if lat[l.server] == nil {
+			lat[l.server] = make([][]int64, rounds)
+		}
+		lat[l.server][l.round] = append(lat[l.server][l.round], l.lat)
+		prev = l
+	}
+	return lat
+}
+
+// TestDeltaLatencies checks -latencies: every delta of every stream, round
+// and server, with the latencies the table's figures are made of.
+func TestDeltaLatencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	env := &e2eEnv{dir: dir, bin: docstreamBin, ws: ws, deltas: &buf}
+	c := e2eCase{Key: "streams", Title: "streams", Agent: "builtin", Kind: "latency1", Rounds: 2,
+		Spec: loadSpec{Streams: 3, Ramp: 30 * time.Millisecond, Prompt: "bench:25 every=2ms", Events: 25, Timeout: 30 * time.Second}}
+	out := runCase(context.Background(), env, c)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	lat := checkDeltaLines(t, readDeltaLines(t, buf.String()), "streams", []string{"relay", "docstream"}, 2, 3, 25)
+	for server, rs := range map[string]runs{"relay": out.Relay, "docstream": out.GW} {
+		for round, r := range rs {
+			got := newDist(lat[server][round])
+			if got.p(50) != r.Lat.p(50) || got.p(99) != r.Lat.p(99) || got.max() != r.Lat.max() {
+				t.Errorf("%s round %d: the file's p50/p99/max %s/%s/%s, the result's %s/%s/%s", server, round,
+					got.p(50), got.p(99), got.max(), r.Lat.p(50), r.Lat.p(99), r.Lat.max())
+			}
+		}
+	}
+
+	// The flag, through the command.
+	file := filepath.Join(dir, "latencies.tsv")
+	args := []string{"-only", "builtin-1", "-rounds", "1", "-gateway-bin", docstreamBin,
+		"-latencies", file, "-docs", "", "-out", filepath.Join(dir, "table.md")}
+	if code := run(args); code != 0 {
+		t.Fatalf("docstream-bench %v: exit %d", args, code)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, ok := strings.CutPrefix(string(b), deltasHeader)
+	if !ok {
+		t.Fatalf("no header: %.200q", b)
+	}
+	checkDeltaLines(t, readDeltaLines(t, body), "builtin-1", []string{"relay", "docstream"}, 1, 1, 200)
+}
+
 // BenchmarkParseSegment is the parse + segment stage as a Go benchmark, for
 // profiling (go test -bench ParseSegment -cpuprofile cpu.out).
 func BenchmarkParseSegment(b *testing.B) {

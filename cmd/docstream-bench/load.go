@@ -35,6 +35,8 @@ type loadSpec struct {
 	// and holds its connection until every stream got there; the server's
 	// RSS is sampled then and the streams are closed.
 	Hold int
+	// KeepDeltas keeps each stream's deltas (Deltas) for writing out.
+	KeepDeltas bool
 }
 
 // loadResult is what the client measured.
@@ -58,6 +60,35 @@ type loadResult struct {
 	// collections it ran during the scenario (-1: not known).
 	Alloc, GCs int64
 	Complete   bool
+	// Deltas are each stream's deltas, in the order of the streams' starts,
+	// when the spec keeps them.
+	Deltas []streamDeltas
+}
+
+// deltasHeader is the first line of a -latencies file.
+const deltasHeader = "case\tserver\tround\tstream\tdelta\temit_unix_ns\tlatency_ns\n"
+
+// writeDeltas writes r's deltas to w, one line each: the case's key, the
+// server, the round and the stream (from 0, streams in the order of their
+// starts), the delta's place in its stream (from 1), when it was emitted
+// and its latency.
+func writeDeltas(w io.Writer, key, server string, round int, r *loadResult) error {
+	var b []byte
+	for s, d := range r.Deltas {
+		for i, lat := range d.Lat {
+			b = fmt.Appendf(b[:0], "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", key, server, round, s, i+1, d.Emit[i], lat)
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// streamDeltas are one stream's deltas: the instant each was emitted
+// (Unix nanoseconds) and its latency, in arrival order.
+type streamDeltas struct {
+	Emit, Lat []int64
 }
 
 // AllocPerEvent is the server's heap allocation per delivered delta, or -1.
@@ -126,6 +157,7 @@ func (r *loadResult) RSSPerStream() float64 {
 type streamResult struct {
 	tth, ttfd time.Duration
 	lat       []int64
+	emit      []int64 // with KeepDeltas: each delta's emit instant
 	done      bool
 	err       error
 	end       time.Time
@@ -255,6 +287,9 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 			last = r.end
 		}
 		lat = append(lat, r.lat...)
+		if spec.KeepDeltas {
+			res.Deltas = append(res.Deltas, streamDeltas{Emit: r.emit, Lat: r.lat})
+		}
 		if r.tth > 0 {
 			tth = append(tth, int64(r.tth))
 		}
@@ -334,6 +369,9 @@ func runStream(ctx context.Context, client *http.Client, url string, body []byte
 				r.ttfd = now.Sub(t0)
 			}
 			r.lat = append(r.lat, now.UnixNano()-ts)
+			if spec.KeepDeltas {
+				r.emit = append(r.emit, ts)
+			}
 			if spec.Hold > 0 && len(r.lat) == spec.Hold {
 				held <- struct{}{}
 				select {

@@ -12,9 +12,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +43,7 @@ type options struct {
 	against    string
 	rounds     int
 	benchtime  time.Duration
+	latencies  string
 }
 
 func run(args []string) int {
@@ -56,6 +59,7 @@ func run(args []string) int {
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds per end-to-end case (default: each case's own)")
 	fs.StringVar(&o.only, "only", "", "run only these parts, comma-separated: parse, e2e, or scenario keys")
 	fs.DurationVar(&o.benchtime, "benchtime", time.Second, "time per parsing benchmark")
+	fs.StringVar(&o.latencies, "latencies", "", "also write every delta's latency to this file, one line each (case, server, round, stream, place in the stream, emit instant, latency), to see where in the streams a tail falls")
 	relayServe := fs.Bool("relay-serve", false, "internal: serve the bare relay")
 	relayAgent := fs.String("relay-agent", "", "internal: the relay's agent binary")
 	relayPrefix := fs.String("relay-prefix", "", "internal: the relay's agent argument prefix, comma-separated")
@@ -231,6 +235,17 @@ func bench(ctx context.Context, o options) (*report, error) {
 		if o.against != "" {
 			rep.Baseline = "docstream " + o.against
 		}
+		var latencies *bufio.Writer
+		if o.latencies != "" {
+			f, err := os.Create(o.latencies)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			latencies = bufio.NewWriter(f)
+			latencies.WriteString(deltasHeader) // an error stays in latencies
+			env.deltas = latencies
+		}
 		for _, c := range selected {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -259,6 +274,11 @@ func bench(ctx context.Context, o options) (*report, error) {
 				}
 			}
 		}
+		if latencies != nil {
+			if err := latencies.Flush(); err != nil {
+				return nil, fmt.Errorf("writing %s: %w", o.latencies, err)
+			}
+		}
 	}
 	rep.Duration = time.Since(rep.Started)
 	return rep, nil
@@ -267,7 +287,8 @@ func bench(ctx context.Context, o options) (*report, error) {
 // e2eEnv is shared by the end-to-end cases.
 type e2eEnv struct {
 	dir, bin, ws string
-	against      string // a docstream binary to compare with instead of the relay
+	against      string    // a docstream binary to compare with instead of the relay
+	deltas       io.Writer // where every delta's latency is written (-latencies), or nil
 }
 
 // agent returns the agent a case's servers run.
@@ -411,7 +432,15 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 				return out
 			}
 			runtime.GC()
-			r := runLoad(ctx, srv.URL, srv.Pid(), c.Spec)
+			spec := c.Spec
+			spec.KeepDeltas = env.deltas != nil
+			r := runLoad(ctx, srv.URL, srv.Pid(), spec)
+			if env.deltas != nil {
+				if err := writeDeltas(env.deltas, c.Key, srv.Name, round, r); err != nil {
+					out.Err = fmt.Errorf("writing the latencies: %w", err)
+					return out
+				}
+			}
 			if srv == rl {
 				out.Relay = append(out.Relay, r)
 			} else {
