@@ -451,8 +451,10 @@ func TestParseBenchmarks(t *testing.T) {
 	}
 }
 
-// TestEndToEnd runs tiny cases against the real gateway and the relay.
-func TestEndToEnd(t *testing.T) {
+// testEnv returns an e2eEnv in a temporary folder, with its workspace, for
+// a test that starts servers (skipped with -short).
+func testEnv(t *testing.T) *e2eEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
@@ -461,7 +463,13 @@ func TestEndToEnd(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := &e2eEnv{dir: dir, bin: docstreamBin, ws: ws}
+	return &e2eEnv{dir: dir, bin: docstreamBin, ws: ws}
+}
+
+// TestEndToEnd runs tiny cases against the real gateway and the relay.
+func TestEndToEnd(t *testing.T) {
+	env := testEnv(t)
+	dir := env.dir
 	var outs []e2eOutcome
 	for _, c := range []e2eCase{
 		{Key: "child", Title: "child", Agent: "child:0", Kind: "latency1",
@@ -590,16 +598,10 @@ func checkDeltaLines(t *testing.T, lines []deltaLine, key string, servers []stri
 // TestDeltaLatencies checks -latencies: every delta of every stream, round
 // and server, with the latencies the table's figures are made of.
 func TestDeltaLatencies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers")
-	}
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	env := testEnv(t)
+	dir := env.dir
 	var buf bytes.Buffer
-	env := &e2eEnv{dir: dir, bin: docstreamBin, ws: ws, deltas: &buf}
+	env.deltas = &buf
 	c := e2eCase{Key: "streams", Title: "streams", Agent: "builtin", Kind: "latency1", Rounds: 2,
 		Spec: loadSpec{Streams: 3, Ramp: 30 * time.Millisecond, Prompt: "bench:25 every=2ms", Events: 25, Timeout: 30 * time.Second}}
 	out := runCase(context.Background(), env, c)
