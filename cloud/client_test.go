@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docstream/docstream/gateway/cloud"
-	"github.com/docstream/docstream/gateway/cloud/cloudtest"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cloud/cloudtest"
 )
 
 func TestMe(t *testing.T) {

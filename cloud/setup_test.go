@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docstream/docstream/gateway/cloud"
-	"github.com/docstream/docstream/gateway/cloud/cloudtest"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cloud/cloudtest"
 )
 
 // recorder collects the waits and log lines of a client; its sleep returns at

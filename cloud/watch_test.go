@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docstream/docstream/gateway/cloud"
-	"github.com/docstream/docstream/gateway/cloud/cloudtest"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cloud/cloudtest"
 )
 
 const interval = 10 * time.Millisecond

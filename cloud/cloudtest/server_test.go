@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docstream/docstream/gateway/cloud/cloudtest"
+	"github.com/docstream/docstream/cloud/cloudtest"
 )
 
 // do sends a request to srv with key as Basic user (none when key is "-").

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/docstream/docstream/gateway"
-	"github.com/docstream/docstream/gateway/simulator"
+	"github.com/docstream/docstream/simulator"
 )
 
 // usageError is a bad command line; the process exits with code 2.

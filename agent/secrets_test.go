@@ -1,4 +1,4 @@
-package gateway
+package agent
 
 import "testing"
 
@@ -8,7 +8,7 @@ import "testing"
 // kept tail of stderr begins within it.
 func TestRedactSecrets(t *testing.T) {
 	t.Parallel()
-	secrets := agentSecrets(AgentConfig{APIKey: `sk-abc.def*+?`, Headers: []string{
+	secrets := agentSecrets(Config{APIKey: `sk-abc.def*+?`, Headers: []string{
 		"X-One: sk-abc.def*+?-LONGER-SUFFIX", "Authorization: Bearer zzz-bearer-123",
 		`X-Two: tok(\d)[x]$`, "X-Three: clé-secrète-1", "X-Four: pässwörd-🔑key", "X-Html: a<b>&c-secretvalue",
 		"X-Short: Bearer abc123"}})

@@ -1,4 +1,4 @@
-package gateway
+package agent
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ func TestSweepLater(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("no /proc")
 	}
-	b := &CLIBackend{binary: "agent", pidDir: t.TempDir()}
+	b := &Backend{binary: "agent", PidDir: t.TempDir()}
 	var cmds []*exec.Cmd
 	for i := range 4 {
 		cmd := exec.Command("sleep", "30")
@@ -112,7 +112,7 @@ func TestSweepLater(t *testing.T) {
 		b.recordGroup(9000+i, groupMarkName+"=sweep-"+string(rune('a'+i)))
 		b.sweepLater(groupMarkName+"=sweep-"+string(rune('a'+i)), 9000+i, cmd.Process.Pid)
 	}
-	b.waitSweeps()
+	b.WaitSweeps()
 	for i, cmd := range cmds[:3] {
 		if err := cmd.Process.Signal(syscall.Signal(0)); err == nil {
 			// Killed but not yet reaped shows as a zombie: wait for it.
@@ -128,7 +128,7 @@ func TestSweepLater(t *testing.T) {
 	if err := cmds[3].Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the running agent was killed: %v", err)
 	}
-	if ents, _ := os.ReadDir(b.pidDir); len(ents) != 0 {
+	if ents, _ := os.ReadDir(b.PidDir); len(ents) != 0 {
 		t.Errorf("%d groups not forgotten", len(ents))
 	}
 	if b.sweeping || len(b.pending) != 0 {

@@ -1,0 +1,466 @@
+// Package agent runs cursor-agent (or the simulator) as a subprocess in its
+// own process group and feeds its stream-json output to a segmenter.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/translate"
+)
+
+// Config configures how cursor-agent is run (the `agent` section).
+type Config struct {
+	Binary            string            `yaml:"binary"`
+	ArgsPrefix        []string          `yaml:"args_prefix"`
+	APIKey            string            `yaml:"api_key"`
+	Headers           []string          `yaml:"headers"`
+	Force             bool              `yaml:"force"`
+	Trust             bool              `yaml:"trust"`
+	ApproveMCPs       bool              `yaml:"approve_mcps"`
+	Workspaces        map[string]string `yaml:"workspaces"`
+	DefaultWorkspace  string            `yaml:"default_workspace"`
+	IdleTimeout       time.Duration     `yaml:"idle_timeout"`
+	RunTimeout        time.Duration     `yaml:"run_timeout"`
+	LingerAfterResult time.Duration     `yaml:"linger_after_result"`
+	KillGrace         time.Duration     `yaml:"kill_grace"`
+	MaxLineBytes      int               `yaml:"max_line_bytes"`
+	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
+	EnvAllow          []string          `yaml:"env_allow"`
+	EnvDeny           []string          `yaml:"env_deny"`
+}
+
+// Backend runs the agent binary for runs; it is a runs.Backend.
+type Backend struct {
+	cfg     Config
+	binary  string
+	env     []string
+	metrics *metrics.Metrics
+	// PidDir, when set, holds one file per running agent process group, so
+	// that agents left by a crash of the gateway are ended at its next start.
+	PidDir string
+
+	probeOnce sync.Once
+	hasDebug  bool
+
+	// secrets are masked in what clients see of the agent's output.
+	secrets []string
+
+	// leaders are the pids of the agents running now, until reaped.
+	leadersMu sync.Mutex
+	leaders   map[int]bool
+
+	// Finished agents' marks wait here for the next sweep of /proc.
+	sweepMu    sync.Mutex
+	sweepIdle  *sync.Cond
+	pending    map[string]int // mark → process group
+	sweepSince int            // the lowest pid the pending marks need read
+	sweeping   bool
+}
+
+var _ runs.Backend = (*Backend)(nil)
+
+// New resolves the agent binary and the agent's environment. The binary is
+// cfg.Binary, else `agent`, else `cursor-agent` on PATH.
+func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
+	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary}
+	if b.binary == "" {
+		for _, name := range []string{"agent", "cursor-agent"} {
+			if p, err := exec.LookPath(name); err == nil {
+				b.binary = p
+				break
+			}
+		}
+	}
+	b.env = agentEnv(environ, cfg)
+	b.secrets = agentSecrets(cfg)
+	return b
+}
+
+// Redact masks the agent's secrets in s (see agentSecrets).
+func (b *Backend) Redact(s string) string { return redact(s, b.secrets) }
+
+// Binary returns the agent binary, "" when none was found.
+func (b *Backend) Binary() string { return b.binary }
+
+// Output runs the agent binary with args (after agent.args_prefix) outside
+// any run and returns its standard output; ctx bounds it.
+func (b *Backend) Output(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, b.binary, append(append([]string(nil), b.cfg.ArgsPrefix...), args...)...)
+	cmd.Env = b.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
+	cmd.WaitDelay = time.Second
+	return cmd.Output()
+}
+
+// SupportsDebug reports whether the installed CLI lists the debug mode in
+// its --help (probed once).
+func (b *Backend) SupportsDebug(ctx context.Context) bool {
+	b.probeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		out, _ := b.Output(ctx, "--help")
+		b.hasDebug = strings.Contains(string(out), "debug")
+	})
+	return b.hasDebug
+}
+
+// Args returns the command line for a run, after the binary.
+func (b *Backend) Args(spec *runs.Spec) []string {
+	args := append([]string(nil), b.cfg.ArgsPrefix...)
+	args = append(args, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	if spec.Model != "" && spec.Model != "auto" {
+		args = append(args, "--model", spec.Model)
+	}
+	switch spec.Mode {
+	case "plan", "ask", "debug":
+		args = append(args, "--mode", spec.Mode)
+	}
+	if spec.SessionID != "" {
+		args = append(args, "--resume", spec.SessionID)
+	}
+	if spec.Workspace != "" {
+		args = append(args, "--workspace", spec.Workspace)
+	}
+	if b.cfg.Force {
+		args = append(args, "--force")
+	}
+	if b.cfg.Trust {
+		args = append(args, "--trust")
+	}
+	if b.cfg.ApproveMCPs {
+		args = append(args, "--approve-mcps")
+	}
+	for _, h := range b.cfg.Headers {
+		args = append(args, "-H", h)
+	}
+	return append(args, "--", spec.Prompt)
+}
+
+// outputDrainLimit is how long the output of a stopped agent is still read
+// while something outside its process group keeps writing to it.
+const outputDrainLimit = 2 * time.Second
+
+// lingerStop is the cause a run's own context ends with when the agent
+// lingers after its output ended: the run ends without a stop reason.
+var lingerStop = errors.New("the agent lingered after its output ended")
+
+// proc is one running agent process group.
+type proc struct {
+	b      *Backend
+	ctx    context.Context
+	stop   context.CancelCauseFunc
+	start  time.Time
+	cmd    *exec.Cmd
+	pgid   int
+	mark   string // the groupMarkName entry in its environment
+	stdout *os.File
+	stderr *os.File
+	tail   *tail
+	killer runs.Killer
+	// lastLine is when the last line was read, as time since start.
+	lastLine atomic.Int64
+
+	exited   chan struct{} // closed once the leader is reaped
+	readDone chan struct{} // closed once the output is read
+	errDone  chan struct{} // closed once stderr is read
+	// signalled is set when the gateway signals the group; stopped, when
+	// it had before the agent exited: the exit is then the gateway's doing.
+	signalled atomic.Bool
+	stopped   bool
+
+	reasonMu  sync.Mutex
+	reason    documents.StopReason
+	reasonMsg string
+}
+
+// Run runs the agent for spec, feeding its output to seg, and returns how
+// it ended. ctx ends the run: its cause (see runs.StopCause) says why.
+func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
+	start := time.Now()
+	if err := b.Ready(); err != nil {
+		b.metrics.SpawnFailures.Inc()
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	p, err := b.spawn(ctx, spec, start)
+	if err != nil {
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	readErr := p.read(seg)
+	close(p.readDone)
+	return p.end(seg, readErr)
+}
+
+// spawn starts the agent in its own process group, its stdout on a pipe
+// read by the run and its stderr kept in a tail, with its watchdogs armed.
+func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating a pipe: %w", err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, fmt.Errorf("creating a pipe: %w", err)
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: stdoutR, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
+		killer: spec.Kill, exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
+	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
+	cmd.Dir = spec.Workspace
+	p.mark = groupMark()
+	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
+	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
+	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
+	cmd.Stdin = strings.NewReader("")
+	cmd.Stdout = stdoutW
+	cmd.Stderr = stderrW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = p.cancel
+	// A leader that outlives both signals is killed by Wait itself.
+	cmd.WaitDelay = 2*b.cfg.KillGrace + time.Second
+	p.cmd = cmd
+	err = cmd.Start()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stop(nil)
+		stdoutR.Close()
+		stderrR.Close()
+		b.metrics.SpawnFailures.Inc()
+		return nil, err
+	}
+	p.pgid = cmd.Process.Pid
+	b.recordGroup(p.pgid, p.mark)
+	b.setLeader(p.pgid, true)
+	go p.wait()
+	go func() {
+		_, _ = io.Copy(p.tail, p.stderr)
+		close(p.errDone)
+	}()
+	p.lastLine.Store(int64(time.Since(start)))
+	p.watch()
+	return p, nil
+}
+
+// read feeds the agent's lines to seg until its output ends or it sent
+// its result; it returns read errors other than the end of the output.
+func (p *proc) read(seg *translate.Segmenter) error {
+	dec := translate.NewDecoder(p.stdout, p.b.cfg.MaxLineBytes)
+	for !seg.Done() {
+		ev, err := dec.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		p.lastLine.Store(int64(time.Since(p.start)))
+		seg.Feed(ev)
+	}
+	return nil
+}
+
+// wait reaps the agent.
+func (p *proc) wait() {
+	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
+	// Its pid may be given again: it is no longer another run's agent.
+	p.b.setLeader(p.pgid, false)
+	p.stopped = p.signalled.Load()
+	close(p.exited)
+}
+
+// watch arms the watchdogs of the run's total time and the agent's
+// silence; they end with the run's context.
+func (p *proc) watch() {
+	if d := p.b.cfg.RunTimeout; d > 0 {
+		t := time.AfterFunc(d, func() {
+			p.stop(&runs.Stop{Reason: documents.StopTimeout, Msg: fmt.Sprintf("the run exceeded its time limit of %s", d)})
+		})
+		context.AfterFunc(p.ctx, func() { t.Stop() })
+	}
+	idle := p.b.cfg.IdleTimeout
+	if idle <= 0 {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(idle, func() {
+		// The timer re-arms from the last line, so that reading a line
+		// does not touch it.
+		if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < idle {
+			t.Reset(idle - silent)
+			return
+		}
+		p.stop(&runs.Stop{Reason: documents.StopTimeout, Msg: fmt.Sprintf("the agent wrote nothing for %s", idle)})
+	})
+	context.AfterFunc(p.ctx, func() { t.Stop() })
+}
+
+// cancel is the command's Cancel: it signals the process group once the
+// run's context ends, SIGTERM (SIGKILL when the stop says so), and has the
+// group killed after the grace.
+func (p *proc) cancel() error {
+	kill := false
+	if cause := context.Cause(p.ctx); cause != lingerStop {
+		var r documents.StopReason
+		var msg string
+		r, msg, kill = runs.StopCause(p.ctx)
+		p.reasonMu.Lock()
+		p.reason, p.reasonMsg = r, msg
+		p.reasonMu.Unlock()
+	}
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	p.signalled.Store(true)
+	_ = syscall.Kill(-p.pgid, sig)
+	go p.escalate()
+	return nil
+}
+
+// escalate kills the group after the grace (at once when the run is to be
+// killed now), then closes the output once it is drained, so that no
+// reader hangs on what a process outside the group still holds open.
+func (p *proc) escalate() {
+	grace := p.b.cfg.KillGrace
+	var killNow <-chan struct{}
+	if p.killer != nil {
+		killNow = p.killer.KillNow()
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+	case <-killNow:
+	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+	}
+	select {
+	case <-p.readDone:
+	case <-time.After(outputDrainLimit):
+		_ = p.stdout.Close()
+	}
+}
+
+// end follows the end of the agent's output (or its result): it ends the
+// process group and says how the run ended.
+func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
+	// The result ends the run even if the process lingers; an output that
+	// ended gives the process a moment to exit by itself.
+	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
+	select {
+	case <-p.exited:
+	case <-linger.C:
+		p.stop(lingerStop)
+	}
+	linger.Stop()
+	<-p.exited
+	// What the leader left in its group ends with it.
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.stop(nil)
+	_ = p.stdout.Close()
+	select {
+	case <-p.errDone:
+	case <-time.After(p.b.cfg.KillGrace + time.Second):
+		_ = p.stderr.Close()
+	}
+	// What the agent started in a session of its own (setsid) is not in
+	// its group; it ends with the run all the same, in the next sweep of
+	// /proc. A short run passes over the processes older than its agent;
+	// in a long one pids may wrap around and climb past the agent's again.
+	since := p.pgid
+	if time.Since(p.start) > time.Minute {
+		since = 0
+	}
+	p.b.sweepLater(p.mark, p.pgid, since)
+
+	// The segmenter masks the agent's secrets in the tail (Options.Redact).
+	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
+	p.reasonMu.Lock()
+	end.Reason, end.Message = p.reason, p.reasonMsg
+	p.reasonMu.Unlock()
+	if st := p.cmd.ProcessState; st != nil {
+		code, sig := exitStatus(st)
+		by := ""
+		if p.stopped {
+			by = "gateway"
+		}
+		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig, by).Inc()
+		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
+	}
+	if readErr != nil && end.Reason == "" && !seg.Done() {
+		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
+	}
+	return end
+}
+
+// exitStatus returns the exit code (-1 when killed) and the signal name.
+func exitStatus(st *os.ProcessState) (int, string) {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if name := unix.SignalName(ws.Signal()); name != "" {
+			return -1, name // SIGKILL, where String() says "killed"
+		}
+		return -1, strconv.Itoa(int(ws.Signal())) // a real-time signal: its number
+	}
+	return st.ExitCode(), ""
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu   sync.Mutex
+	max  int
+	buf  []byte
+	lost bool
+}
+
+func newTail(max int) *tail {
+	if max <= 0 {
+		max = 16 << 10
+	}
+	return &tail{max: max}
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		t.lost = true
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > t.max {
+		b, t.lost = b[len(b)-t.max:], true
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if t.lost {
+		s = "…" + s
+	}
+	return s
+}

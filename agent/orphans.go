@@ -1,0 +1,256 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// sweepGap is the least time between two sweeps of /proc: the runs that
+// end meanwhile share the next one, so that many runs ending cost a few
+// sweeps a second rather than one each.
+const sweepGap = 200 * time.Millisecond
+
+// sweepLater has the processes carrying a finished agent's mark killed by
+// the next sweep (at once when none is running), then forgets its group.
+// since is as for killMarked.
+func (b *Backend) sweepLater(mark string, pgid, since int) {
+	b.sweepMu.Lock()
+	if len(b.pending) == 0 {
+		b.pending, b.sweepSince = map[string]int{}, since
+	}
+	b.pending[mark] = pgid
+	b.sweepSince = min(b.sweepSince, since)
+	start := !b.sweeping
+	b.sweeping = true
+	b.sweepMu.Unlock()
+	if start {
+		go b.sweep()
+	}
+}
+
+// sweep kills what the pending marks left, until none is pending.
+func (b *Backend) sweep() {
+	for {
+		b.sweepMu.Lock()
+		marks, since := b.pending, b.sweepSince
+		b.pending = nil
+		if len(marks) == 0 {
+			b.sweeping = false
+			if b.sweepIdle != nil {
+				b.sweepIdle.Broadcast()
+			}
+			b.sweepMu.Unlock()
+			return
+		}
+		b.sweepMu.Unlock()
+		killMarked(marks, since, b.runningAgent)
+		for _, pgid := range marks {
+			b.forgetGroup(pgid)
+		}
+		time.Sleep(sweepGap)
+	}
+}
+
+// waitSweeps returns once no sweep is pending or running.
+func (b *Backend) WaitSweeps() {
+	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
+	if b.sweepIdle == nil {
+		b.sweepIdle = sync.NewCond(&b.sweepMu)
+	}
+	for b.sweeping {
+		b.sweepIdle.Wait()
+	}
+}
+
+// setLeader notes that an agent with the given pid runs, or was reaped.
+func (b *Backend) setLeader(pid int, running bool) {
+	b.leadersMu.Lock()
+	defer b.leadersMu.Unlock()
+	if b.leaders == nil {
+		b.leaders = map[int]bool{}
+	}
+	if running {
+		b.leaders[pid] = true
+	} else {
+		delete(b.leaders, pid)
+	}
+}
+
+// runningAgent reports whether a pid is an agent this backend runs now:
+// its environment holds its own run's mark, not a finished one's.
+func (b *Backend) runningAgent(pid int) bool {
+	b.leadersMu.Lock()
+	defer b.leadersMu.Unlock()
+	return b.leaders[pid]
+}
+
+// lastPid returns the pid the kernel gave last (0 when unknown).
+func lastPid() int {
+	var buf [128]byte
+	bp := buf[:0]
+	b, err := readProcFile(&bp, "/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 5 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[4])
+	return n
+}
+
+// groupMarkName is the environment variable that marks an agent's
+// processes, and the tools they start, as those of one run: a restarted
+// gateway finds what a crash left running by it, wherever the processes
+// went (another process group, a new session) and whether or not the
+// agent's leader still runs.
+const groupMarkName = "AGENT_GATEWAY_GROUP"
+
+// groupMark returns a new mark: the environment entry of groupMarkName.
+func groupMark() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return groupMarkName + "=" + hex.EncodeToString(b)
+}
+
+// recordGroup notes a running agent process group and its mark in pidDir.
+func (b *Backend) recordGroup(pgid int, mark string) {
+	if b.PidDir == "" {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(b.PidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark), 0o600)
+}
+
+// forgetGroup removes a finished agent process group from pidDir.
+func (b *Backend) forgetGroup(pgid int) {
+	if b.PidDir != "" {
+		_ = os.Remove(filepath.Join(b.PidDir, strconv.Itoa(pgid)))
+	}
+}
+
+// ReapOrphans ends what the agents of a crashed gateway left running: every
+// process that carries the mark of a run recorded in pidDir, and the
+// recorded process groups whose leader still runs the agent binary. It
+// returns how many runs had something left.
+func ReapOrphans(pidDir string) int {
+	ents, err := os.ReadDir(pidDir)
+	if err != nil {
+		return 0
+	}
+	marks := map[string]int{} // mark → pgid
+	reaped := map[int]bool{}
+	for _, e := range ents {
+		name := filepath.Join(pidDir, e.Name())
+		pgid, err := strconv.Atoi(e.Name())
+		rec, rerr := os.ReadFile(name)
+		_ = os.Remove(name)
+		if err != nil || rerr != nil || pgid <= 1 {
+			continue
+		}
+		bin, mark, _ := strings.Cut(string(rec), "\n")
+		if strings.HasPrefix(mark, groupMarkName+"=") {
+			marks[mark] = pgid
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
+		if err == nil && bin != "" && strings.HasPrefix(string(cmdline), bin) && syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			reaped[pgid] = true
+		}
+	}
+	for pgid := range killMarked(marks, 0, nil) {
+		reaped[pgid] = true
+	}
+	return len(reaped)
+}
+
+// killMarked kills every process whose environment holds one of marks and
+// returns the process groups (the marks' values) that had one. Processes
+// with a pid below since are passed over while pids have not wrapped
+// around since it was given: they were started before it. So are the pids
+// skip reports (nil: none), such as other runs' agents, whose environments
+// hold their own marks.
+func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[int]bool {
+	killed := map[int]bool{}
+	if len(marks) == 0 {
+		return killed
+	}
+	if since > 0 && lastPid() < since {
+		since = 0 // pids wrapped around
+	}
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return killed
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	self := os.Getpid()
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue // not a process
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
+			continue
+		}
+		env, err := readProcFile(bp, "/proc/"+name+"/environ")
+		if err != nil {
+			continue
+		}
+		for kv := range bytes.SplitSeq(env, []byte{0}) {
+			if pgid, ok := marks[string(kv)]; ok {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed[pgid] = true
+				}
+				break
+			}
+		}
+	}
+	return killed
+}
+
+// procBufs hold the files of /proc that killMarked reads, one at a time.
+var procBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// readProcFile reads a whole file into *bp, growing it as needed, and
+// returns its bytes, valid until the next call with bp. A file of /proc
+// has no size to read in advance, and os.ReadFile would allocate for each.
+func readProcFile(bp *[]byte, path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := (*bp)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if n > 0 {
+			b = b[:len(b)+n]
+		}
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			*bp = b
+			return nil, err
+		case n == 0:
+			*bp = b
+			return b, nil
+		}
+	}
+}

@@ -1,0 +1,118 @@
+// Package metrics holds the Prometheus collectors that every part of
+// Docstream counts into, on one registry.
+package metrics
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Metrics holds the gateway's Prometheus metrics, registered on their own
+// registry so that several servers can live in one process.
+type Metrics struct {
+	Registry        *prometheus.Registry
+	Requests        *prometheus.CounterVec
+	RequestDuration *prometheus.HistogramVec
+	RunsInFlight    prometheus.Gauge
+	RunsLimit       prometheus.Gauge
+	QueueLength     prometheus.Gauge
+	Runs            *prometheus.CounterVec
+	RunDuration     prometheus.Histogram
+	FirstDocument   prometheus.Histogram
+	Documents       *prometheus.CounterVec
+	LinesSkipped    *prometheus.CounterVec
+	Tokens          *prometheus.CounterVec
+	AgentExits      *prometheus.CounterVec
+	SpawnFailures   prometheus.Counter
+	Rejected        *prometheus.CounterVec
+	Subscribers     prometheus.Gauge
+	ConnectionLimit prometheus.Gauge
+	StoreErrors     prometheus.Counter
+	// Connections counts the client connections open now.
+	Connections atomic.Int64
+}
+
+// skipped counts n agent lines skipped for reason, when there are any.
+func (m *Metrics) CountSkipped(reason string, n int) {
+	if n > 0 {
+		m.LinesSkipped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// tokens counts n tokens of a kind, when there are any: a counter panics
+// on a negative Add (translate never reports one).
+func (m *Metrics) CountTokens(kind string, n int64) {
+	if n > 0 {
+		m.Tokens.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
+// Outcomes are the values of docstream_runs_total's outcome label.
+var Outcomes = []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
+
+// NewMetrics creates and registers the metrics.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+	m := &Metrics{
+		Registry: r,
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
+			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"}),
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
+			Help: "HTTP request durations (a streamed request lasts as long as its stream).", Buckets: latency}, []string{"route", "method"}),
+		RunsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_in_flight", Help: "Agent runs running now."}),
+		RunsLimit:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_limit", Help: "The configured maximum of concurrent runs."}),
+		QueueLength:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_run_queue_length", Help: "Runs waiting for a slot."}),
+		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_runs_total",
+			Help: "Finished runs by outcome."}, []string{"outcome"}),
+		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_run_duration_seconds",
+			Help: "Run durations.", Buckets: latency}),
+		FirstDocument: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_time_to_first_document_seconds",
+			Help: "Time from the request to the first document of its response.", Buckets: latency}),
+		Documents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_documents_total",
+			Help: "Documents produced, by type."}, []string{"type"}),
+		LinesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_lines_skipped_total",
+			Help: "Agent output lines skipped, by reason."}, []string{"reason"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_tokens_total",
+			Help: "Tokens the agent reported, by kind."}, []string{"kind"}),
+		AgentExits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_exits_total",
+			Help: "Agent process exits by exit code and signal; stopped_by is \"gateway\" when the gateway had signalled the agent (a cancel, a time limit, shutdown, a linger after the output ended)."}, []string{"code", "signal", "stopped_by"}),
+		SpawnFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
+			Help: "Agent processes that could not be started."}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
+			Help: "Requests refused before any work, by reason."}, []string{"reason"}),
+		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
+		ConnectionLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_connections_limit",
+			Help: "Client connections served at once; more are answered 503 too_many_connections."}),
+		StoreErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_store_write_errors_total",
+			Help: "Writes to the store (turns, conversations, history fingerprints) that failed: what they held was served but is not kept."}),
+	}
+	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
+		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers,
+		m.ConnectionLimit, m.StoreErrors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
+			func() float64 { return float64(m.Connections.Load()) }),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, o := range Outcomes {
+		m.Runs.WithLabelValues(o)
+	}
+	for _, t := range documents.Types {
+		m.Documents.WithLabelValues(string(t))
+	}
+	for _, r := range []string{"not_json", "oversize", "unknown_type"} {
+		m.LinesSkipped.WithLabelValues(r)
+	}
+	for _, k := range []string{"prompt", "completion", "cache_read", "cache_write"} {
+		m.Tokens.WithLabelValues(k)
+	}
+	for _, r := range []string{"unauthorized", "rate_limited", "overloaded", "too_large", "bad_request", "connections"} {
+		m.Rejected.WithLabelValues(r)
+	}
+	m.AgentExits.WithLabelValues("0", "", "")
+	m.Requests.WithLabelValues("/v1/chat", "POST", "200")
+	m.RequestDuration.WithLabelValues("/v1/chat", "POST")
+	return m
+}

@@ -1,0 +1,106 @@
+package runs
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/docstream/docstream/documents"
+)
+
+func TestLogBoundsAndReplay(t *testing.T) {
+	l := NewLog(3, 0)
+	for i := 0; i < 5; i++ {
+		if id := l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"}); id != i+1 {
+			t.Fatalf("id %d, want %d", id, i+1)
+		}
+	}
+	frames, closed, _, ok := l.Since(0)
+	if ok || closed {
+		t.Errorf("events 1-2 were dropped: ok must be false; closed %v", closed)
+	}
+	if len(frames) != 3 || frames[0].ID != 3 || frames[2].ID != 5 {
+		t.Fatalf("frames %+v", frames)
+	}
+	if frames, _, _, ok = l.Since(3); !ok || len(frames) != 2 || frames[0].ID != 4 {
+		t.Errorf("since 3: ok %v %+v", ok, frames)
+	}
+	if frames, _, _, _ = l.Since(5); len(frames) != 0 {
+		t.Errorf("since the last id: %+v", frames)
+	}
+	l.Close()
+	if id := l.Append(documents.Done{}); id != 0 {
+		t.Errorf("append after close gave id %d", id)
+	}
+	if _, closed, _, _ := l.Since(5); !closed {
+		t.Errorf("not closed")
+	}
+}
+
+func TestLogByteBound(t *testing.T) {
+	l := NewLog(0, 100)
+	big := string(make([]byte, 60))
+	l.Append(documents.ThinkingDelta{Delta: big})
+	l.Append(documents.ThinkingDelta{Delta: big})
+	frames, _, _, _ := l.Since(0)
+	if len(frames) != 1 || frames[0].ID != 2 {
+		t.Errorf("the byte bound should keep only the last event: %d frames", len(frames))
+	}
+}
+
+// TestLogSubscribers checks that concurrent readers each see every event
+// once and in order while a writer appends.
+func TestLogSubscribers(t *testing.T) {
+	l := NewLog(0, 0)
+	const n = 2000
+	var wg sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := 0
+			for {
+				frames, closed, more, _ := l.Since(last)
+				for _, f := range frames {
+					if f.ID != last+1 {
+						t.Errorf("got id %d after %d", f.ID, last)
+						return
+					}
+					last = f.ID
+				}
+				if len(frames) == 0 {
+					if closed {
+						break
+					}
+					<-more
+				}
+			}
+			if last != n {
+				t.Errorf("reader saw %d events, want %d", last, n)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
+	}
+	l.Close()
+	wg.Wait()
+}
+
+func TestLogKeeps(t *testing.T) {
+	l := NewLog(3, 0)
+	if !l.Keeps(0) || !l.Keeps(-1) {
+		t.Error("an empty log does not keep what follows 0")
+	}
+	for i := 0; i < 5; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
+	}
+	// Events 3, 4 and 5 are kept.
+	for after, want := range map[int]bool{0: false, 1: false, 2: true, 4: true, 5: true, 9: true} {
+		if got := l.Keeps(after); got != want {
+			t.Errorf("Keeps(%d) = %v, want %v", after, got, want)
+		}
+		if _, _, _, ok := l.Since(after); ok != want {
+			t.Errorf("Since(%d) ok = %v, Keeps says %v", after, ok, want)
+		}
+	}
+}

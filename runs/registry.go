@@ -1,0 +1,826 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/store"
+	"github.com/docstream/docstream/translate"
+)
+
+// Run is one agent run, owned by the registry rather than by a request.
+type Run struct {
+	ID      string
+	Spec    *Spec
+	Log     *Log
+	started time.Time
+
+	reg      *Registry
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	builder  documents.Builder
+	subs     int
+	grace    *time.Timer
+	conv     string
+	firstDoc bool
+	lastSave time.Time
+	finished bool
+	// final is the finished response until the store holds it and no
+	// client is attached; then the store answers for it (see Response).
+	final *documents.ChatResponse
+	saved bool // the store holds the final response
+	// Launch starts the run once, with the context and backend Prepare
+	// gave it.
+	launched atomic.Bool
+	runCtx   context.Context
+	backend  Backend
+	kill     chan struct{} // made when first asked for (see KillNow)
+	killed   bool
+	observe  []func(documents.Event)
+	// keptBytes is what the finished run counts in keep_finished_bytes
+	// (its log, prompt and runOverhead) while the registry keeps it; 0
+	// otherwise.
+	// keepTimer lets go of it after keep_finished. Both are g.mu's.
+	keptBytes int
+	keepTimer *time.Timer
+}
+
+// Observe has fn called with every event of the run, on the run's
+// goroutine, after the event is logged and before Done is closed for the
+// last one. It must be called before Launch.
+func (r *Run) Observe(fn func(documents.Event)) {
+	r.observe = append(r.observe, fn)
+}
+
+// Done is closed when the run's done event has been logged.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// ConversationID returns the run's conversation id, once known.
+func (r *Run) ConversationID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conv
+}
+
+// Response returns the response so far (status "streaming" while running),
+// or the finished response.
+func (r *Run) Response() documents.ChatResponse {
+	r.mu.Lock()
+	if r.finished && r.final == nil {
+		r.mu.Unlock()
+		return r.stored()
+	}
+	defer r.mu.Unlock()
+	if r.final != nil {
+		return *r.final
+	}
+	resp := r.builder.Response()
+	fillResponse(&resp, r.Spec)
+	return resp
+}
+
+// Released reports whether the run is finished and only the store holds
+// its response.
+func (r *Run) Released() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished && r.final == nil
+}
+
+// release lets go of the finished response once the store holds it and no
+// client is attached: a finished run is kept for re-attaching clients,
+// which read its log, not its documents; r.mu is held.
+func (r *Run) release() {
+	if r.finished && r.saved && r.subs == 0 {
+		r.final = nil
+		r.builder = documents.Builder{}
+	}
+}
+
+// markSaved records that the store holds the final response.
+func (r *Run) markSaved() {
+	r.mu.Lock()
+	r.saved = true
+	r.release()
+	r.mu.Unlock()
+}
+
+// stored reads the finished response from the store.
+func (r *Run) stored() documents.ChatResponse {
+	var resp documents.ChatResponse
+	t, err := r.reg.store.Turn(context.Background(), r.ID)
+	if err == nil {
+		err = json.Unmarshal(t.Response, &resp)
+	}
+	if err != nil {
+		r.reg.log.Warn().Err(err).Str("response_id", r.ID).Msg("reading a finished response from the store")
+		resp = documents.ChatResponse{Status: documents.StatusError}
+		fillResponse(&resp, r.Spec)
+	}
+	return resp
+}
+
+// fillResponse sets the fields a response has before its events say them.
+func fillResponse(resp *documents.ChatResponse, spec *Spec) {
+	if resp.ID == "" {
+		resp.ID = spec.ResponseID
+	}
+	if resp.Model == "" {
+		resp.Model = firstNonEmpty(spec.Model, "auto")
+	}
+	if resp.Mode == "" {
+		resp.Mode = firstNonEmpty(spec.Mode, "agent")
+	}
+	if resp.Created == "" {
+		resp.Created = spec.Created
+	}
+	if resp.Documents == nil {
+		resp.Documents = []documents.Document{}
+	}
+}
+
+// Cancel ends the run: its documents so far stay, an error document and
+// done follow. kill skips the SIGTERM grace.
+func (r *Run) Cancel(kill bool) {
+	r.cancel(&Stop{Reason: documents.StopCancelled, Msg: "the run was cancelled", Kill: kill})
+	if kill {
+		r.Kill()
+	}
+}
+
+// Kill has the run's agent killed without the SIGTERM grace, also when a
+// cancel already sent SIGTERM.
+func (r *Run) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.killed {
+		r.killed = true
+		if r.kill != nil {
+			close(r.kill)
+		}
+	}
+}
+
+// KillNow returns a channel that is closed once Kill is called.
+func (r *Run) KillNow() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kill == nil {
+		r.kill = make(chan struct{})
+		if r.killed {
+			close(r.kill)
+		}
+	}
+	return r.kill
+}
+
+// Attach registers a subscriber; the returned function detaches it. When the
+// last subscriber leaves a running run, the run is cancelled after the
+// registry's detach grace.
+func (r *Run) Attach() (detach func()) {
+	r.mu.Lock()
+	r.subs++
+	if r.grace != nil {
+		r.grace.Stop()
+		r.grace = nil
+	}
+	r.mu.Unlock()
+	r.reg.metrics.Subscribers.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.reg.metrics.Subscribers.Dec()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.subs--
+			if r.subs > 0 {
+				return
+			}
+			if r.finished {
+				r.release()
+				return
+			}
+			stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
+			g := r.reg.cfg.DetachGrace
+			if g <= 0 {
+				r.cancel(stop)
+				return
+			}
+			r.grace = time.AfterFunc(g, func() {
+				r.mu.Lock()
+				n := r.subs
+				r.mu.Unlock()
+				if n == 0 {
+					r.cancel(stop)
+				}
+			})
+		})
+	}
+}
+
+// Registry owns the runs: it admits, queues, starts, tracks and ends them.
+type Registry struct {
+	cfg      Config
+	limits   Limits
+	backends map[string]Backend
+	store    store.Store
+	metrics  *metrics.Metrics
+	log      zerolog.Logger
+
+	mu   sync.Mutex
+	runs map[string]*Run
+	// kept are the finished runs held for re-attaching clients, in the
+	// order they finished, and keptBytes the size of their logs.
+	kept      []*Run
+	keptBytes int
+	// turns are the running turns of conversations, by conversation id.
+	turns   map[string]*Run
+	slots   chan struct{}
+	queued  atomic.Int64
+	spawn   *rate.Limiter
+	wg      sync.WaitGroup
+	baseCtx context.Context
+	stopAll context.CancelCauseFunc
+	closing atomic.Bool
+	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
+	maxLine int
+	// storeErr is the error of the last store write, nil when it worked.
+	storeErr atomic.Pointer[error]
+	// redact masks the agent's secrets in what the runs take from its
+	// output for error details.
+	redact func(string) string
+	// saver writes turns and conversations off the runs' paths; nil
+	// without a store.
+	saver *saver
+}
+
+// storeWrote records how a store write went.
+func (g *Registry) storeWrote(err error) {
+	if err == nil {
+		if g.storeErr.Load() != nil {
+			g.storeErr.Store(nil)
+		}
+		return
+	}
+	g.metrics.StoreErrors.Inc()
+	g.storeErr.Store(&err)
+}
+
+// StoreError returns the error of the last store write, if it failed.
+func (g *Registry) StoreError() error {
+	if p := g.storeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Deps are what a Registry runs with besides its configuration.
+type Deps struct {
+	Backends map[string]Backend // by the name a Spec gives
+	Store    store.Store        // nil: nothing is saved
+	Metrics  *metrics.Metrics
+	Log      zerolog.Logger
+	// MaxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
+	MaxLine int
+	// Redact masks secrets in what runs take from the agent's output.
+	Redact func(string) string
+}
+
+// NewRegistry returns a registry running d.Backends by name.
+func NewRegistry(cfg Config, limits Limits, d Deps) *Registry {
+	m := d.Metrics
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sp := rate.Inf
+	if limits.SpawnPerSecond > 0 {
+		sp = rate.Limit(limits.SpawnPerSecond)
+	}
+	// A fifth of a second's worth of spawns may go at once: a burst of
+	// requests spreads its spawns instead of starting them together.
+	burst := int(limits.SpawnPerSecond / 5)
+	if burst < 1 {
+		burst = 1
+	}
+	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
+	g := &Registry{cfg: cfg, limits: limits, backends: d.Backends, store: d.Store, metrics: m, log: d.Log,
+		maxLine: d.MaxLine, redact: d.Redact,
+		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
+		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
+	// The in-memory store, whose writes never wait, is written on the
+	// runs' goroutines.
+	if _, mem := d.Store.(*store.MemoryStore); d.Store != nil && !mem {
+		g.saver = newSaver(g)
+	}
+	return g
+}
+
+// save asks for what r wants written: by the saver, or here with the
+// in-memory store.
+func (g *Registry) save(r *Run, want saveWant) {
+	switch {
+	case g.saver != nil:
+		g.saver.save(r, want)
+	case g.store != nil:
+		g.writeSaves([]saveJob{{r, want}})
+	}
+}
+
+// saveNow writes what r wants before it returns, or within storeWait.
+func (g *Registry) saveNow(r *Run, want saveWant) {
+	g.save(r, want|saveUrgent)
+	if g.saver == nil {
+		return
+	}
+	if !g.saver.await(r, want, storeWait) {
+		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
+	}
+}
+
+// Admit refuses a new run when the queue is full or the gateway drains.
+// Runs count as queued from Start until they hold a slot.
+func (g *Registry) Admit() error {
+	if g.closing.Load() {
+		return ErrShuttingDown
+	}
+	if int64(len(g.slots))+g.queued.Load() >= int64(cap(g.slots)+g.limits.QueueSize) {
+		g.metrics.Rejected.WithLabelValues("overloaded").Inc()
+		return ErrOverloaded
+	}
+	return nil
+}
+
+// Get returns a run the registry still holds.
+func (g *Registry) Get(id string) *Run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.runs[id]
+}
+
+// Start creates a run and starts it in the background.
+func (g *Registry) Start(spec *Spec) (*Run, error) {
+	r, err := g.Prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	r.Launch()
+	return r, nil
+}
+
+// Prepare is Start without the start: the run is admitted and registered,
+// and Launch starts it. A stream sends its response headers in between, so
+// that they do not wait behind the agent's spawn. Launch must follow.
+func (g *Registry) Prepare(spec *Spec) (*Run, error) {
+	backend := g.backends[spec.Backend]
+	if backend == nil {
+		return nil, &UnknownBackendError{Name: spec.Backend}
+	}
+	// The check, the queue place and the drain count are taken together, so
+	// that neither a burst nor a shutdown slips between check and start.
+	g.mu.Lock()
+	if err := g.Admit(); err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
+	// Two agents resuming one session at once would both write to it.
+	conv := spec.ConversationID
+	if running, busy := g.turns[conv]; conv != "" && busy {
+		g.mu.Unlock()
+		id := ""
+		if running != nil {
+			id = running.ID
+		}
+		return nil, &BusyError{ID: id}
+	}
+	if conv != "" {
+		g.turns[conv] = nil // taken; the run follows below
+	}
+	g.queued.Add(1)
+	g.metrics.QueueLength.Inc()
+	g.wg.Add(1)
+	g.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(g.baseCtx)
+	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+	spec.Kill = r
+	g.mu.Lock()
+	g.runs[r.ID] = r
+	if conv != "" {
+		g.turns[conv] = r
+	}
+	g.mu.Unlock()
+	r.runCtx, r.backend = ctx, backend
+	return r, nil
+}
+
+// RunningTurn reports whether a turn of the conversation runs now, and its
+// response id once it has one.
+func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, busy := g.turns[conv]
+	if r != nil {
+		id = r.ID
+	}
+	return id, busy
+}
+
+// claimTurn takes the conversation the agent named for r's turn, when r is
+// its first turn (or the agent started another session): the next turn
+// sent to it waits for r's done, as when r resumed it.
+func (g *Registry) claimTurn(r *Run) {
+	conv := r.ConversationID()
+	g.mu.Lock()
+	if _, busy := g.turns[conv]; conv != "" && !busy {
+		g.turns[conv] = r
+	}
+	g.mu.Unlock()
+}
+
+// endTurn lets the next turn of the run's conversation start.
+func (g *Registry) endTurn(r *Run) {
+	conv := r.ConversationID()
+	g.mu.Lock()
+	for _, c := range []string{r.Spec.ConversationID, conv} {
+		if c != "" && g.turns[c] == r {
+			delete(g.turns, c)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// Launch starts a prepared run; later calls do nothing.
+func (r *Run) Launch() {
+	if r.launched.CompareAndSwap(false, true) {
+		go r.reg.execute(r.runCtx, r, r.backend)
+	}
+}
+
+func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
+	// The turn is stored from here rather than from Prepare, so that a
+	// stream's headers do not wait for it, and with the saver behind the
+	// agent's start; until then the registry answers for it.
+	g.save(r, saveTurn)
+	spec := r.Spec
+	seg := translate.NewSegmenter(translate.Options{
+		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
+		Created: spec.Created, Workspace: spec.Workspace, Thinking: spec.Thinking, IncludeRaw: spec.IncludeRaw,
+		MaxLine: g.maxLine, Redact: g.redact,
+	}, r.emit)
+	seg.Start()
+	end, ok := g.acquire(ctx)
+	if !ok {
+		g.ended(r, seg, end, false)
+		return
+	}
+	g.metrics.RunsInFlight.Inc()
+	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
+}
+
+// ended closes a run's documents with how it ended and gives back its slot
+// when it held one.
+func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
+	defer g.wg.Done()
+	if ran {
+		g.metrics.RunsInFlight.Dec()
+		<-g.slots
+	}
+	seg.Close(end)
+	st := seg.Stats()
+	// The counters exist from the start (NewMetrics); a run that skipped
+	// nothing, the usual one, looks none of them up.
+	g.metrics.CountSkipped("not_json", st.NotJSON)
+	g.metrics.CountSkipped("unknown_type", st.Unknown)
+	g.metrics.CountSkipped("oversize", st.Oversize)
+	cancel := r.cancel
+	cancel(nil)
+	g.keep(r)
+}
+
+// keep holds a finished run for re-attaching clients for runs.keep_finished
+// while the logs of the finished runs it holds stay within
+// runs.keep_finished_bytes: past it, the runs that finished first are let
+// go early. Clients still attached to a run let go keep reading it; a
+// re-attach answers 204, and GET /v1/chat/{id} answers from the store.
+func (g *Registry) keep(r *Run) {
+	size := r.Log.Size() + len(r.Spec.Prompt) + len(r.Spec.UserPrompt) + runOverhead
+	g.mu.Lock()
+	r.keptBytes = size
+	g.keptBytes += size
+	g.kept = append(g.kept, r)
+	if limit := g.cfg.KeepFinishedBytes; limit > 0 {
+		for g.keptBytes > limit && len(g.kept) > 0 {
+			g.letGo(g.kept[0])
+		}
+	}
+	if r.keptBytes > 0 {
+		r.keepTimer = time.AfterFunc(g.cfg.KeepFinished, func() {
+			g.mu.Lock()
+			g.letGo(r)
+			g.mu.Unlock()
+		})
+	}
+	g.mu.Unlock()
+}
+
+// runOverhead is what a finished run holds besides its log and prompt (its
+// state, the segmenter and document builder, the final response's
+// structure), counted in keep_finished_bytes.
+const runOverhead = 16 << 10
+
+// letGo stops holding a finished run; g.mu is held.
+func (g *Registry) letGo(r *Run) {
+	if r.keepTimer != nil {
+		r.keepTimer.Stop() // its function holds the run
+		r.keepTimer = nil
+	}
+	if r.keptBytes > 0 {
+		g.keptBytes -= r.keptBytes
+		r.keptBytes = 0
+		if g.runs[r.ID] == r {
+			delete(g.runs, r.ID)
+		}
+	}
+	n := 0
+	for n < len(g.kept) && g.kept[n].keptBytes == 0 {
+		g.kept[n] = nil
+		n++
+	}
+	g.kept = g.kept[n:]
+}
+
+// acquire waits for a run slot and the spawn rate. When it gives up it
+// returns how the run ended.
+func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
+	// Start counted the run as queued. It stops being queued when it takes
+	// a slot, which counts it from then on, also while it waits for a spawn
+	// token, or when it gives up.
+	// A free slot and a spawn token are taken without a timer or a wait on
+	// ctx, which would cost every run start a timer and a channel.
+	select {
+	case g.slots <- struct{}{}:
+		g.dequeue()
+		if ctx.Err() == nil && g.spawn.Allow() {
+			return translate.End{}, true
+		}
+		return g.awaitSpawn(ctx)
+	default:
+	}
+	var timeout <-chan time.Time
+	if g.limits.QueueTimeout > 0 {
+		t := time.NewTimer(g.limits.QueueTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case g.slots <- struct{}{}:
+		g.dequeue()
+	case <-timeout:
+		g.dequeue()
+		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
+			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+	case <-ctx.Done():
+		g.dequeue()
+		r, msg, _ := StopCause(ctx)
+		return translate.End{Reason: r, Message: msg}, false
+	}
+	return g.awaitSpawn(ctx)
+}
+
+// dequeue takes a run off the queue count.
+func (g *Registry) dequeue() {
+	g.queued.Add(-1)
+	g.metrics.QueueLength.Dec()
+}
+
+// awaitSpawn waits for the spawn rate to allow a run that holds a slot; the
+// slot is given back when ctx ends first.
+func (g *Registry) awaitSpawn(ctx context.Context) (translate.End, bool) {
+	if err := g.spawn.Wait(ctx); err != nil {
+		<-g.slots
+		r, msg, _ := StopCause(ctx)
+		return translate.End{Reason: r, Message: msg}, false
+	}
+	return translate.End{}, true
+}
+
+// openSnapshotEvery is how often a run's response is saved while a
+// document stays open.
+const openSnapshotEvery = 5 * time.Second
+
+// emit takes the run's document events, in order, from its one driver,
+// and passes each through the run's steps.
+func (r *Run) emit(ev documents.Event) {
+	want := r.fold(ev)
+	r.count(ev)
+	r.save(ev, want)
+	r.Log.Append(ev)
+	for _, fn := range r.observe {
+		fn(ev)
+	}
+	if d, ok := ev.(documents.Done); ok {
+		r.finish(d)
+	}
+}
+
+// fold adds ev to the response being built and says what of the run the
+// store is to have before ev goes out.
+func (r *Run) fold(ev documents.Event) saveWant {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.builder.Add(ev)
+	var want saveWant
+	switch e := ev.(type) {
+	case documents.ResponseStart:
+		// Before the first event goes out, the store has the turn, so
+		// that a crash marks it interrupted, and its conversation, so that
+		// a client may send the next turn (or read the conversation) the
+		// moment it learns the conversation's id.
+		want = saveTurn | saveUrgent
+		if e.ConversationID != nil {
+			r.conv = *e.ConversationID
+			want |= saveConversation
+		}
+		r.lastSave = time.Now()
+	case documents.Done:
+		// Before done goes out, the store has the final response: a client
+		// may read it, or answer its questions, the moment it reads done.
+		resp := r.builder.Response()
+		fillResponse(&resp, r.Spec)
+		r.final = &resp
+		want = saveTurn | saveUrgent
+	case documents.DocumentEnd:
+		if time.Since(r.lastSave) > time.Second {
+			r.lastSave = time.Now()
+			want = saveTurn
+		}
+	case documents.ContentDelta:
+		// A long document is saved while it grows too, so that a crash
+		// keeps what was streamed of it.
+		if now := time.Now(); now.Sub(r.lastSave) > openSnapshotEvery && now.Sub(r.started) > openSnapshotEvery {
+			r.lastSave = now
+			want = saveTurn
+		}
+	}
+	return want
+}
+
+// count records ev in the metrics.
+func (r *Run) count(ev documents.Event) {
+	m := r.reg.metrics
+	if e, ok := ev.(documents.DocumentStart); ok {
+		if !r.firstDoc {
+			r.firstDoc = true
+			m.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		m.Documents.WithLabelValues(string(e.Type)).Inc()
+	}
+}
+
+// save has the store take what want asks for: urgent writes before ev goes
+// out, snapshots off the run's path.
+func (r *Run) save(ev documents.Event, want saveWant) {
+	g := r.reg
+	switch {
+	case want == 0:
+	case want&saveUrgent == 0:
+		g.save(r, want)
+	default:
+		if want&saveConversation != 0 {
+			g.claimTurn(r)
+		}
+		g.saveNow(r, want&^saveUrgent)
+		if _, done := ev.(documents.Done); done {
+			g.endTurn(r)
+		}
+	}
+}
+
+// finish records the final response once done went out.
+func (r *Run) finish(d documents.Done) {
+	g := r.reg
+	r.mu.Lock()
+	resp := *r.final // set by emit before done went out
+	r.finished = true
+	if r.grace != nil {
+		r.grace.Stop()
+	}
+	r.mu.Unlock()
+	r.Log.Close()
+	outcome := "completed"
+	if d.Status != documents.StatusCompleted {
+		outcome = firstNonEmpty(string(d.Metadata.StopReason), "error")
+	}
+	g.metrics.Runs.WithLabelValues(outcome).Inc()
+	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
+	if d.Usage.Reported {
+		g.metrics.CountTokens("prompt", d.Usage.PromptTokens)
+		g.metrics.CountTokens("completion", d.Usage.CompletionTokens)
+		g.metrics.CountTokens("cache_read", d.Usage.CacheReadTokens)
+		g.metrics.CountTokens("cache_write", d.Usage.CacheWriteTokens)
+	}
+	r.mu.Lock()
+	r.release()
+	r.mu.Unlock()
+	close(r.done)
+	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
+		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
+}
+
+// conversationOf returns the conversation row of r, once the agent has
+// named it.
+func (g *Registry) conversationOf(r *Run) (store.Conversation, bool) {
+	conv := r.ConversationID()
+	s := r.Spec
+	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}, conv != ""
+}
+
+// turnOf encodes r's turn with its response as it is now, and says whether
+// that is the final response; ok is false for a run whose final response
+// the store holds already, or one that does not encode.
+func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
+	r.mu.Lock()
+	if r.finished && r.final == nil {
+		r.mu.Unlock()
+		return t, false, false
+	}
+	final = r.final != nil
+	r.mu.Unlock()
+	resp := r.Response()
+	b, err := documents.EncodeResponse(&resp)
+	if err != nil {
+		g.log.Warn().Err(err).Msg("encoding the response")
+		return t, false, false
+	}
+	conv := ""
+	if resp.ConversationID != nil {
+		conv = *resp.ConversationID
+	}
+	return store.Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
+		Created: r.started, Response: b}, final, true
+}
+
+// Shutdown stops admitting runs, lets running ones finish until ctx ends,
+// then ends the rest with a shutdown error and waits for them.
+func (g *Registry) Shutdown(ctx context.Context) {
+	defer g.closeSaver(ctx)
+	g.mu.Lock() // orders this against Start's admission (see Start)
+	g.closing.Store(true)
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	// The drain is over: agents are killed without the grace that SIGTERM
+	// would take, so that streams end now.
+	g.stopAll(&Stop{Reason: documents.StopShutdown, Msg: "the gateway is shutting down", Kill: true})
+	g.mu.Lock()
+	for _, r := range g.runs {
+		r.Kill() // also those a client had cancelled with SIGTERM
+	}
+	g.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		g.log.Error().Msg("runs did not end within 30s of the shutdown")
+	}
+}
+
+// closeSaver writes the saves still pending and stops the saver, waiting
+// until ctx's deadline but at least 5 s (5 s once ctx is done); what a run
+// still asks for after it is written at once.
+func (g *Registry) closeSaver(ctx context.Context) {
+	if g.saver == nil {
+		return
+	}
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
+		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
+	}
+	if !g.saver.close(wait) {
+		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,300 @@
+package runs
+
+import (
+	"context"
+	"github.com/docstream/docstream/store"
+	"sync"
+	"time"
+)
+
+// saver writes the runs' turns and conversations to the store from a
+// goroutine of its own, so that a run's events do not wait behind the
+// store: a run asks for a save and goes on, and the saver writes the run as
+// it is when its turn comes. Saves of one run that the saver has not
+// reached yet fold into one, and a store that takes several writes in one
+// transaction (SQLite) gets all that is pending at once. Conversation rows
+// and the first and last writes of a turn go before the snapshots of
+// running turns.
+type saver struct {
+	g *Registry
+
+	mu   sync.Mutex
+	cond sync.Cond // broadcast when writes are done
+	// pending is what each run waiting for the saver wants written; urgent
+	// and later are those runs in the order they asked, urgent first. A run
+	// may stand in a queue more than once (it asked again, or its save was
+	// made urgent); it is written when first reached and passed over after.
+	pending       map[*Run]saveWant
+	urgent, later []*Run
+	busy          map[*Run]saveWant // being written, outside mu
+	closed        bool
+	wake          chan struct{}
+	closing       chan struct{} // closed by close
+	stopped       chan struct{}
+}
+
+// saveWant is what a run wants written.
+type saveWant uint8
+
+const (
+	saveTurn         saveWant = 1 << iota // the turn, with the response as it is now
+	saveConversation                      // the conversation row
+	saveUrgent                            // before the snapshots of running turns
+)
+
+// saveBatch is the most runs written together, and saveLater the most
+// snapshots of running turns among them, so that a run waiting for its
+// first or last write never waits behind many snapshots.
+const (
+	saveBatch = 256
+	saveLater = 16
+)
+
+// retryGap is how long the saver waits before it tries again what the
+// store refused.
+const retryGap = 500 * time.Millisecond
+
+// storeWait is how long a run waits at most for its writes at its start
+// and at its end: past it, a store that does not answer (locked, on a
+// stalled disk) no longer holds the run's events back, and the writes
+// follow when the store takes them.
+const storeWait = time.Second
+
+// batcher is a store that takes several writes in one transaction.
+type batcher interface {
+	PutBatch(ctx context.Context, convs []store.Conversation, turns []store.Turn) error
+}
+
+// newSaver starts a saver for g's store.
+func newSaver(g *Registry) *saver {
+	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
+		wake: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
+	s.cond.L = &s.mu
+	go s.loop()
+	return s
+}
+
+// save asks for r to be written. Once the saver is closed it is written
+// here and now.
+func (s *saver) save(r *Run, want saveWant) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.await(r, saveTurn|saveConversation, storeWait) // a write of r under way
+		s.g.writeSaves([]saveJob{{r, want}})
+		return
+	}
+	s.enqueue(r, want)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *saver) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue adds want to r's pending save; s.mu is held.
+func (s *saver) enqueue(r *Run, want saveWant) {
+	old, ok := s.pending[r]
+	s.pending[r] = old | want
+	switch {
+	case want&saveUrgent != 0 && old&saveUrgent == 0:
+		s.urgent = append(s.urgent, r)
+	case !ok:
+		s.later = append(s.later, r)
+	}
+}
+
+// await waits until what of r's pending writes is written, making them
+// urgent, for at most limit; it reports whether they were written (not
+// whether the store took them).
+func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	t := time.AfterFunc(limit, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer t.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := s.pending[r]; want&what != 0 && want&saveUrgent == 0 {
+		s.enqueue(r, saveUrgent)
+		s.poke()
+	}
+	for s.pending[r]&what != 0 || s.busy[r]&what != 0 {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		s.cond.Wait()
+	}
+	return true
+}
+
+// saveJob is one run's writes.
+type saveJob struct {
+	r    *Run
+	want saveWant
+}
+
+// take takes the next runs to write, urgent ones first; s.mu is held.
+func (s *saver) take(jobs []saveJob) []saveJob {
+	for i, q := range []*[]*Run{&s.urgent, &s.later} {
+		limit := saveBatch
+		if i == 1 {
+			limit = min(saveBatch, len(jobs)+saveLater)
+		}
+		for len(*q) > 0 && len(jobs) < limit {
+			r := (*q)[0]
+			(*q)[0] = nil
+			*q = (*q)[1:]
+			if want, ok := s.pending[r]; ok {
+				delete(s.pending, r)
+				s.busy[r] = want
+				jobs = append(jobs, saveJob{r, want})
+			}
+		}
+		if cap(*q) > 64 && len(*q) == 0 {
+			*q = nil // a burst's queue is not kept
+		}
+	}
+	return jobs
+}
+
+func (s *saver) loop() {
+	defer close(s.stopped)
+	var jobs []saveJob
+	s.mu.Lock()
+	for {
+		jobs = s.take(jobs[:0])
+		if len(jobs) == 0 {
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+			continue
+		}
+		s.mu.Unlock()
+		refused := s.g.writeSaves(jobs)
+		s.mu.Lock()
+		for i, j := range jobs {
+			delete(s.busy, j.r)
+			jobs[i] = saveJob{}
+		}
+		// What the store refused is tried again, after retryGap, until the
+		// saver is closed.
+		retry := len(refused) > 0 && !s.closed
+		if retry {
+			for r, want := range refused {
+				s.enqueue(r, want)
+			}
+		}
+		s.cond.Broadcast()
+		if retry {
+			s.mu.Unlock()
+			t := time.NewTimer(retryGap)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+			}
+			s.mu.Lock()
+		}
+	}
+}
+
+// close writes what is pending and stops the saver, waiting at most wait;
+// saves asked for after it are written by the caller.
+func (s *saver) close(wait time.Duration) bool {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case <-s.stopped:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// writeSaves writes the jobs, each run's conversation row before its turn, so
+// that a turn never names a conversation the store does not have yet, and
+// returns what the store refused. A run whose final response is written is
+// marked saved.
+func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
+	var convs []store.Conversation
+	var turns []store.Turn
+	var convRuns, turnRuns []*Run
+	finals := map[*Run]bool{} // the runs whose final response is among turns
+	for _, j := range jobs {
+		if j.want&saveConversation != 0 {
+			if c, ok := g.conversationOf(j.r); ok {
+				convs, convRuns = append(convs, c), append(convRuns, j.r)
+			}
+		}
+		if j.want&saveTurn == 0 {
+			continue
+		}
+		t, final, ok := g.turnOf(j.r)
+		if !ok {
+			continue
+		}
+		turns, turnRuns = append(turns, t), append(turnRuns, j.r)
+		if final {
+			finals[j.r] = true
+		}
+	}
+	if len(convs)+len(turns) == 0 {
+		return nil
+	}
+	refuse := func(r *Run, want saveWant) {
+		if refused == nil {
+			refused = map[*Run]saveWant{}
+		}
+		refused[r] |= want
+	}
+	ctx := context.Background()
+	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
+		err := b.PutBatch(ctx, convs, turns)
+		g.storeWrote(err)
+		if err != nil {
+			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
+			for _, r := range convRuns {
+				refuse(r, saveConversation)
+			}
+			for _, r := range turnRuns {
+				refuse(r, saveTurn)
+			}
+		}
+	} else {
+		wrote := func(err error, r *Run, want saveWant, what string) {
+			g.storeWrote(err)
+			if err != nil {
+				g.log.Warn().Err(err).Msg(what)
+				refuse(r, want)
+			}
+		}
+		for i, c := range convs {
+			wrote(g.store.PutConversation(ctx, c), convRuns[i], saveConversation, "saving the conversation")
+		}
+		for i, t := range turns {
+			wrote(g.store.PutTurn(ctx, t), turnRuns[i], saveTurn, "saving the response")
+		}
+	}
+	for r := range finals {
+		if refused[r]&saveTurn == 0 {
+			r.markSaved()
+		}
+	}
+	return refused
+}

@@ -1,0 +1,754 @@
+// Package store keeps conversations, their turns (each a stored
+// ChatResponse) and OpenAI history fingerprints: in SQLite or in memory.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/rs/zerolog"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+
+	"github.com/docstream/docstream/documents"
+)
+
+// ErrNotFound is returned by a Store for an unknown id.
+var ErrNotFound = errors.New("not found")
+
+// Conversation is a conversation: its id (the agent's session id or the
+// cloud agent id) and what it runs with.
+type Conversation struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"sessionId"`
+	Backend   string    `json:"backend"`
+	Workspace string    `json:"workspace"`
+	Model     string    `json:"model"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+}
+
+// Turn is one response of a conversation.
+type Turn struct {
+	ResponseID     string
+	ConversationID string
+	Prompt         string
+	Status         string
+	Created        time.Time
+	Response       []byte // the ChatResponse JSON
+}
+
+// Store keeps conversations, responses and OpenAI history fingerprints.
+// SQLite is the embedded default; a shared SQL database can take its place
+// when several replicas serve one user base.
+type Store interface {
+	PutConversation(ctx context.Context, c Conversation) error
+	Conversation(ctx context.Context, id string) (Conversation, []Turn, error)
+	// ConversationInfo returns a conversation without its turns, for what
+	// a follow-up needs of it (its backend and workspace) at the cost of
+	// one row however long the conversation is.
+	ConversationInfo(ctx context.Context, id string) (Conversation, error)
+	PutTurn(ctx context.Context, t Turn) error
+	Turn(ctx context.Context, responseID string) (Turn, error)
+	// MarkInterrupted marks every turn still "streaming" as interrupted and
+	// returns how many there were.
+	MarkInterrupted(ctx context.Context) (int, error)
+	// PutFingerprint records that an OpenAI history (with its reply) is
+	// where a conversation now stands.
+	PutFingerprint(ctx context.Context, fingerprint, conversationID string) error
+	// Fingerprint returns the conversation that stands at an OpenAI
+	// history: one whose latest recorded history it is. A history the
+	// conversation has moved past (a turn edited or regenerated) is
+	// ErrNotFound, so that it is not resumed with the turns after it.
+	Fingerprint(ctx context.Context, fingerprint string) (string, error)
+	// HistoryConversation returns the conversation an OpenAI history was
+	// recorded for, whether or not it still stands there: a history it
+	// has moved past still names its workspace.
+	HistoryConversation(ctx context.Context, fingerprint string) (string, error)
+	// Prune deletes the conversations with no turn since before, with
+	// their turns and fingerprints, and the finished turns of no
+	// conversation from before then; it returns how many turns went.
+	Prune(ctx context.Context, before time.Time) (int, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Config selects the conversation store.
+type Config struct {
+	Driver         string        `yaml:"driver"`
+	Path           string        `yaml:"path"`
+	MaxAge         time.Duration `yaml:"max_age"`
+	MemoryMaxBytes int64         `yaml:"memory_max_bytes"`
+}
+
+// Open opens the configured store.
+func Open(ctx context.Context, cfg Config) (Store, error) {
+	switch cfg.Driver {
+	case "memory":
+		m := NewMemoryStore()
+		m.maxBytes = cfg.MemoryMaxBytes
+		return m, nil
+	case "sqlite", "":
+		return OpenSQLite(ctx, cfg.Path)
+	}
+	return nil, fmt.Errorf("unknown store driver %q", cfg.Driver)
+}
+
+// PruneEvery deletes what is older than maxAge from the store now and then
+// every hour (sooner for a short maxAge), until ctx ends.
+func PruneEvery(ctx context.Context, store Store, maxAge time.Duration, log zerolog.Logger) {
+	every := min(time.Hour, max(maxAge/4, time.Second))
+	for {
+		if n, err := store.Prune(ctx, time.Now().Add(-maxAge)); err != nil {
+			log.Warn().Err(err).Msg("pruning the store")
+		} else if n > 0 {
+			log.Info().Int("turns", n).Dur("max_age", maxAge).Msg("pruned the store")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// interruptedResponse rewrites a stored streaming response as interrupted.
+func interruptedResponse(b []byte) []byte {
+	var resp documents.ChatResponse
+	if json.Unmarshal(b, &resp) != nil {
+		return b
+	}
+	resp.Status = documents.StatusError
+	resp.Metadata.StopReason = documents.StopInterrupted
+	msg := "the gateway stopped while this run was in progress"
+	meta, _ := json.Marshal(documents.ErrorMeta{ErrorCode: documents.CodeInterrupted, Source: "gateway", Details: "the run was interrupted by a restart of the gateway"})
+	seq := len(resp.Documents) + 1
+	resp.Documents = append(resp.Documents, documents.Document{ID: documents.DocID(seq), Type: documents.TypeError, Sequence: seq, Content: &msg, Metadata: meta})
+	out, err := documents.EncodeResponse(&resp)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// MemoryStore is a Store in memory, for --demo and tests. Its maps hold
+// pointers, so that a map's growth moves small slots rather than records.
+// Past maxBytes of responses it forgets its oldest conversations.
+type MemoryStore struct {
+	mu     sync.Mutex
+	convs  map[string]*Conversation
+	turns  map[string]*Turn
+	byConv map[string][]string // the response ids of each conversation's turns
+	fps    map[string]string
+	convFP map[string][]string // conversation → the fingerprints recorded for it
+	heads  map[string]string   // conversation → its latest fingerprint
+	// order holds response ids as their turns were first put, oldest
+	// first (forgotten ones too, until Prune or forgetOldest passes);
+	// bytes is the size of the responses held.
+	order    []string
+	bytes    int64
+	maxBytes int64 // 0: no limit
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{convs: map[string]*Conversation{}, turns: map[string]*Turn{}, byConv: map[string][]string{}, fps: map[string]string{}, convFP: map[string][]string{}, heads: map[string]string{}}
+}
+
+// PutConversation creates or updates a conversation.
+func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now().UTC()
+	c.Created, c.Updated = now, now
+	if old, ok := m.convs[c.ID]; ok {
+		c.Created = old.Created
+		*old = c
+		return nil
+	}
+	nc := new(Conversation)
+	*nc = c
+	m.convs[c.ID] = nc
+	return nil
+}
+
+// ConversationInfo returns a conversation without its turns.
+func (m *MemoryStore) ConversationInfo(_ context.Context, id string) (Conversation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
+	if !ok {
+		return Conversation{}, ErrNotFound
+	}
+	return *c, nil
+}
+
+// Conversation returns a conversation and its turns, oldest first.
+func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, []Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
+	if !ok {
+		return Conversation{}, nil, ErrNotFound
+	}
+	ts := make([]Turn, 0, len(m.byConv[id]))
+	for _, rid := range m.byConv[id] {
+		ts = append(ts, *m.turns[rid])
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
+	return *c, ts, nil
+}
+
+// PutTurn creates or replaces a turn. Turns without a conversation (a run
+// whose agent has not yet named its session) are not indexed under one.
+func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.turns[t.ResponseID]
+	moved := !ok || old.ConversationID != t.ConversationID
+	if ok && moved && old.ConversationID != "" {
+		ids := m.byConv[old.ConversationID]
+		if i := slices.Index(ids, t.ResponseID); i >= 0 {
+			m.byConv[old.ConversationID] = slices.Delete(ids, i, i+1)
+		}
+	}
+	if moved && t.ConversationID != "" {
+		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
+	}
+	if ok {
+		m.bytes -= int64(len(old.Response))
+		*old = t
+	} else {
+		nt := new(Turn) // t itself stays on the stack
+		*nt = t
+		m.turns[t.ResponseID] = nt
+		m.order = append(m.order, t.ResponseID)
+	}
+	m.bytes += int64(len(t.Response))
+	for m.maxBytes > 0 && m.bytes > m.maxBytes {
+		if !m.forgetOldest(t.ResponseID) {
+			break
+		}
+	}
+	return nil
+}
+
+// forgetOldest forgets the oldest finished turn but keep, and its
+// conversation once it has no turn left, and reports whether there was
+// one.
+func (m *MemoryStore) forgetOldest(keep string) bool {
+	for i, id := range m.order {
+		t := m.turns[id]
+		if t == nil && i == 0 {
+			m.order = m.order[1:] // forgotten before
+			return true
+		}
+		if t == nil || id == keep || t.Status == string(documents.StatusStreaming) {
+			continue
+		}
+		if i == 0 {
+			m.order = m.order[1:]
+		} // else its id stays, forgotten, until it is the oldest
+		conv := t.ConversationID
+		m.forgetTurn(id)
+		if conv != "" && len(m.byConv[conv]) == 0 {
+			m.forgetConversation(conv)
+		}
+		return true
+	}
+	return false
+}
+
+// forgetTurn deletes a turn.
+func (m *MemoryStore) forgetTurn(id string) {
+	t := m.turns[id]
+	if t == nil {
+		return
+	}
+	m.bytes -= int64(len(t.Response))
+	delete(m.turns, id)
+	if ids := m.byConv[t.ConversationID]; t.ConversationID != "" {
+		if i := slices.Index(ids, id); i >= 0 {
+			m.byConv[t.ConversationID] = slices.Delete(ids, i, i+1)
+		}
+	}
+}
+
+// forgetConversation deletes a conversation, its turns and fingerprints.
+func (m *MemoryStore) forgetConversation(id string) {
+	for _, rid := range slices.Clone(m.byConv[id]) {
+		m.forgetTurn(rid)
+	}
+	delete(m.byConv, id)
+	delete(m.convs, id)
+	delete(m.heads, id)
+	for _, fp := range m.convFP[id] {
+		if m.fps[fp] == id {
+			delete(m.fps, fp)
+		}
+	}
+	delete(m.convFP, id)
+}
+
+// Prune deletes what is older than before.
+func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := len(m.turns)
+	old := func(t *Turn) bool {
+		return t.Created.Before(before) && t.Status != string(documents.StatusStreaming)
+	}
+	for id, c := range m.convs {
+		if c.Updated.Before(before) && !slices.ContainsFunc(m.byConv[id], func(rid string) bool { return !old(m.turns[rid]) }) {
+			m.forgetConversation(id)
+		}
+	}
+	for id, t := range m.turns {
+		if t.ConversationID == "" && old(t) {
+			m.forgetTurn(id)
+		}
+	}
+	m.order = slices.DeleteFunc(m.order, func(id string) bool { return m.turns[id] == nil })
+	return n - len(m.turns), nil
+}
+
+// Turn returns a turn by its response id.
+func (m *MemoryStore) Turn(_ context.Context, id string) (Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.turns[id]
+	if !ok {
+		return Turn{}, ErrNotFound
+	}
+	return *t, nil
+}
+
+// MarkInterrupted marks streaming turns as interrupted.
+func (m *MemoryStore) MarkInterrupted(context.Context) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, t := range m.turns {
+		if t.Status == string(documents.StatusStreaming) {
+			t.Status = string(documents.StatusError)
+			t.Response = interruptedResponse(t.Response)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PutFingerprint records where a conversation stands.
+func (m *MemoryStore) PutFingerprint(_ context.Context, fp, conv string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fps[fp] != conv {
+		m.fps[fp] = conv
+		m.convFP[conv] = append(m.convFP[conv], fp)
+	}
+	m.heads[conv] = fp
+	return nil
+}
+
+// Fingerprint returns the conversation that stands at an OpenAI history.
+func (m *MemoryStore) Fingerprint(_ context.Context, fp string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.fps[fp]
+	if !ok || m.heads[c] != fp {
+		return "", ErrNotFound
+	}
+	return c, nil
+}
+
+// HistoryConversation returns the conversation a history was recorded for.
+func (m *MemoryStore) HistoryConversation(_ context.Context, fp string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.fps[fp]; ok {
+		return c, nil
+	}
+	return "", ErrNotFound
+}
+
+// Ping always succeeds.
+func (m *MemoryStore) Ping(context.Context) error { return nil }
+
+// Close does nothing.
+func (m *MemoryStore) Close() error { return nil }
+
+// SQLStore is a Store on a SQL database: SQLite by default.
+type SQLStore struct {
+	db *sql.DB
+	// The upserts the saver makes all the time, prepared once: parsing
+	// their SQL cost as much as writing a row of some kilobytes.
+	putConv, putTurn *sql.Stmt
+	ckpt             *checkpointer // copies the write-ahead log into the database
+}
+
+// migrations are applied in order; the schema version is user_version.
+var migrations = []string{
+	`CREATE TABLE conversations (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL,
+		backend TEXT NOT NULL,
+		workspace TEXT NOT NULL,
+		model TEXT NOT NULL,
+		created TEXT NOT NULL,
+		updated TEXT NOT NULL
+	);
+	CREATE TABLE turns (
+		response_id TEXT PRIMARY KEY,
+		conversation_id TEXT NOT NULL,
+		prompt TEXT NOT NULL,
+		status TEXT NOT NULL,
+		created TEXT NOT NULL,
+		response BLOB NOT NULL
+	);
+	CREATE INDEX turns_conversation ON turns(conversation_id, created);
+	CREATE INDEX turns_status ON turns(status);
+	CREATE TABLE fingerprints (
+		fingerprint TEXT PRIMARY KEY,
+		conversation_id TEXT NOT NULL,
+		created TEXT NOT NULL
+	);`,
+	`CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`,
+}
+
+// OpenSQLite opens (creating it and its folder) the SQLite database at path,
+// in WAL mode, and applies the migrations.
+func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
+	return openSQLite(ctx, path, checkpointEvery, checkpointLongLog)
+}
+
+// openSQLite opens the store with a checkpoint every at most while writes
+// go on, and makes the log start over once it has longLog frames.
+func openSQLite(ctx context.Context, path string, every time.Duration, longLog int) (*SQLStore, error) {
+	path = storePath(path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the store folder: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	// The checkpointer, not the commits, copies the log (see checkpointer).
+	db, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &SQLStore{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	// A store the process cannot write to would open, and then lose every
+	// response: a write now finds out.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
+	}
+	if s.putConv, err = db.PrepareContext(ctx, putConversationSQL); err == nil {
+		s.putTurn, err = db.PrepareContext(ctx, putTurnSQL)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: preparing its writes: %w", path, err)
+	}
+	if s.ckpt, err = startCheckpointer(dsn, db, every, longLog); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// storePath is the SQLite store's file: store.path, or its default.
+func storePath(path string) string {
+	if path == "" {
+		return "./data/docstream.db"
+	}
+	return path
+}
+
+func (s *SQLStore) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("reading the store version: %w", err)
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrating the store: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTS(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// PutConversation creates or updates a conversation.
+func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
+	return s.wrote(putConversation(ctx, s.putConv, c, ts(time.Now())))
+}
+
+// wrote tells the checkpointer about a committed write; it returns err.
+func (s *SQLStore) wrote(err error) error {
+	if err == nil {
+		s.ckpt.wrote()
+	}
+	return err
+}
+
+// ConversationInfo returns a conversation without its turns.
+func (s *SQLStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
+	var c Conversation
+	var created, updated string
+	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated FROM conversations WHERE id = ?`, id).
+		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, ErrNotFound
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading conversation: %w", err)
+	}
+	c.Created, c.Updated = parseTS(created), parseTS(updated)
+	return c, nil
+}
+
+// Conversation returns a conversation and its turns, oldest first.
+func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, []Turn, error) {
+	c, err := s.ConversationInfo(ctx, id)
+	if err != nil {
+		return c, nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns
+		WHERE conversation_id = ? ORDER BY created`, id)
+	if err != nil {
+		return c, nil, fmt.Errorf("reading turns: %w", err)
+	}
+	defer rows.Close()
+	var turns []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return c, nil, err
+		}
+		turns = append(turns, t)
+	}
+	return c, turns, rows.Err()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTurn(r scanner) (Turn, error) {
+	var t Turn
+	var created string
+	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response); err != nil {
+		return t, err
+	}
+	t.Created = parseTS(created)
+	return t, nil
+}
+
+const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
+	workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
+
+// putConversation creates or updates a conversation row, updated at now,
+// with st, the prepared putConversationSQL (or its copy in a transaction).
+func putConversation(ctx context.Context, st *sql.Stmt, c Conversation, now string) error {
+	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
+		return fmt.Errorf("saving conversation: %w", err)
+	}
+	return nil
+}
+
+const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
+	VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
+	response=excluded.response`
+
+// putTurn creates or replaces a turn row with st, the prepared putTurnSQL
+// (or its copy in a transaction).
+func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
+	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
+		return fmt.Errorf("saving turn: %w", err)
+	}
+	return nil
+}
+
+// PutTurn creates or replaces a turn.
+func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
+	return s.wrote(putTurn(ctx, s.putTurn, t))
+}
+
+// PutBatch creates or replaces conversations, then turns, in one
+// transaction: all of them are written or none.
+func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("saving responses: %w", err)
+	}
+	defer tx.Rollback()
+	now := ts(time.Now())
+	putConv, putT := tx.StmtContext(ctx, s.putConv), tx.StmtContext(ctx, s.putTurn)
+	for _, c := range convs {
+		if err := putConversation(ctx, putConv, c, now); err != nil {
+			return err
+		}
+	}
+	for _, t := range turns {
+		if err := putTurn(ctx, putT, t); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("saving responses: %w", err)
+	}
+	return s.wrote(nil)
+}
+
+// Prune deletes what is older than before.
+func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
+	const stale = `SELECT c.id FROM conversations c WHERE c.updated < ?1 AND NOT EXISTS
+		(SELECT 1 FROM turns t WHERE t.conversation_id = c.id AND (t.created >= ?1 OR t.status = 'streaming'))`
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("pruning the store: %w", err)
+	}
+	defer tx.Rollback()
+	at, n := ts(before), int64(0)
+	for _, d := range []struct {
+		q     string
+		turns bool // it deletes turns, which Prune counts
+	}{
+		{`DELETE FROM fingerprints WHERE conversation_id IN (` + stale + `)`, false},
+		{`DELETE FROM turns WHERE conversation_id IN (` + stale + `)`, true},
+		{`DELETE FROM turns WHERE conversation_id = '' AND status != 'streaming' AND created < ?1`, true},
+		{`DELETE FROM conversations WHERE updated < ?1 AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id)`, false},
+	} {
+		res, err := tx.ExecContext(ctx, d.q, at)
+		if err != nil {
+			return 0, fmt.Errorf("pruning the store: %w", err)
+		}
+		if d.turns {
+			k, _ := res.RowsAffected()
+			n += k
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("pruning the store: %w", err)
+	}
+	return int(n), s.wrote(nil)
+}
+
+// Turn returns a turn by its response id.
+func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
+	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE response_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, ErrNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("reading turn: %w", err)
+	}
+	return t, nil
+}
+
+// MarkInterrupted marks streaming turns as interrupted.
+func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE status = ?`, string(documents.StatusStreaming))
+	if err != nil {
+		return 0, fmt.Errorf("finding interrupted runs: %w", err)
+	}
+	var turns []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		turns = append(turns, t)
+	}
+	rows.Close()
+	for _, t := range turns {
+		t.Status = string(documents.StatusError)
+		t.Response = interruptedResponse(t.Response)
+		if err := s.PutTurn(ctx, t); err != nil {
+			return 0, err
+		}
+	}
+	return len(turns), nil
+}
+
+// PutFingerprint records where a conversation stands. The row is replaced,
+// so that the latest has the highest rowid.
+func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)`,
+		fp, conv, ts(time.Now()))
+	if err != nil {
+		return fmt.Errorf("saving fingerprint: %w", err)
+	}
+	return s.wrote(nil)
+}
+
+// Fingerprint returns the conversation that stands at an OpenAI history.
+func (s *SQLStore) Fingerprint(ctx context.Context, fp string) (string, error) {
+	var c string
+	err := s.db.QueryRowContext(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = ?
+		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.rowid > f.rowid)`, fp).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading fingerprint: %w", err)
+	}
+	return c, nil
+}
+
+// HistoryConversation returns the conversation a history was recorded for.
+func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, error) {
+	var c string
+	err := s.db.QueryRowContext(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading fingerprint: %w", err)
+	}
+	return c, nil
+}
+
+// Ping checks the database answers.
+func (s *SQLStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the database. Its own connection closes last, and copies
+// what is left of the log into the database.
+func (s *SQLStore) Close() error {
+	cerr := s.ckpt.close()
+	s.putConv.Close()
+	s.putTurn.Close()
+	return errors.Join(s.db.Close(), cerr)
+}
