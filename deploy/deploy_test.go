@@ -148,7 +148,7 @@ func TestFilesParse(t *testing.T) {
 // knows (config.yaml, DOCSTREAM_<SECTION>_<KEY>).
 var contractConfigKeys = map[string][]string{
 	"server": {"addr", "read_header_timeout", "read_body_timeout", "write_timeout", "shutdown_timeout", "heartbeat", "max_body_bytes", "max_prompt_bytes", "trusted_proxies", "cors_origins",
-		"heap_floor_bytes", "file_table_size", "max_connections"},
+		"max_connections"},
 	"auth":   {"api_keys", "rate_per_minute", "burst"},
 	"limits": {"max_concurrent_runs", "queue_size", "queue_timeout", "spawn_per_second"},
 	"agent": {"binary", "args_prefix", "api_key", "headers", "force", "trust", "approve_mcps", "workspaces", "default_workspace",

@@ -1,10 +1,10 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,17 +14,18 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
+	"github.com/docstream/docstream/cloud"
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/store"
 )
 
 // handleChat serves POST /v1/chat: the SSE document stream, or the whole
 // ChatResponse as JSON.
 func (s *Server) handleChat(c echo.Context) error {
-	var run *Run
-	var stream bool
-	var err error
-	offStack(func() { run, stream, err = s.prepareChat(c) })
+	run, stream, err := s.prepareChat(c)
 	if err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func (s *Server) handleChat(c echo.Context) error {
 
 // prepareChat decodes a chat request and prepares its run, reporting
 // whether the answer streams.
-func (s *Server) prepareChat(c echo.Context) (*Run, bool, error) {
+func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	var req ChatRequest
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
 		return nil, false, err
@@ -67,13 +68,13 @@ func (s *Server) prepareChat(c echo.Context) (*Run, bool, error) {
 
 // prepare admits and registers a run. A cloud agent launched for a run
 // that is then refused is stopped again.
-func (s *Server) prepare(spec *RunSpec) (*Run, error) {
+func (s *Server) prepare(spec *runs.Spec) (*runs.Run, error) {
 	run, err := s.reg.Prepare(spec)
-	if err != nil && spec.Cloud != nil && !spec.Cloud.FollowUp && s.cloud != nil {
+	if cs, ok := spec.Cloud.(*cloud.RunSpec); err != nil && ok && !cs.FollowUp && s.cloud != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if serr := s.cloud.Stop(ctx, spec.Cloud.AgentID); serr != nil {
-			s.log.Warn().Err(serr).Str("agent", spec.Cloud.AgentID).Msg("stopping a cloud agent whose run was refused")
+		if serr := s.cloud.Stop(ctx, cs.AgentID); serr != nil {
+			s.log.Warn().Err(serr).Str("agent", cs.AgentID).Msg("stopping a cloud agent whose run was refused")
 		}
 	}
 	return run, err
@@ -103,15 +104,15 @@ func (s *Server) reject(err error) {
 }
 
 // chatSpec validates a /v1/chat request and turns it into a RunSpec.
-func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, error) {
+func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, error) {
 	alias, isAlias := s.cfg.OpenAI.Aliases[req.Model]
 	if isAlias {
 		// An alias names what it stands for here as on the OpenAI route:
 		// its model, and its backend and repository unless the request
 		// gives its own.
-		req.Model = firstNonEmpty(alias.Model, "auto")
+		req.Model = cmp.Or(alias.Model, "auto")
 		if req.Backend == "" {
-			req.Backend = firstNonEmpty(alias.Backend, "cli")
+			req.Backend = cmp.Or(alias.Backend, "cli")
 		}
 		if alias.Backend == "cloud" && req.Backend == "cloud" && req.Source == nil && alias.Repository != "" {
 			req.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
@@ -130,7 +131,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		if err := checkMessages(req.Messages); err != nil {
 			return nil, err
 		}
-		last, idx := lastUserMessage(req.Messages)
+		last, idx := openai.LastUserMessage(req.Messages)
 		if idx < 0 {
 			return nil, errBadRequest("no_user_message", "messages has no user message")
 		}
@@ -140,7 +141,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 		if req.ConversationID != "" {
 			prompt = last
 		} else {
-			prompt = flattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
+			prompt = openai.FlattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
 		}
 	case len(req.Answers) > 0:
 	default:
@@ -166,7 +167,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	switch backend {
 	case "":
 		backend = "cli"
-		if s.cfg.Cloud.Default && s.cloud != nil {
+		if s.cfg.CloudDefault && s.cloud != nil {
 			backend = "cloud"
 		}
 	case "cli", "cursor-agent", "cursor":
@@ -175,10 +176,10 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	default:
 		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
 	}
-	spec := &RunSpec{
-		ResponseID: NewResponseID(), Created: Now(), Prompt: prompt, UserPrompt: prompt,
+	spec := &runs.Spec{
+		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
 		ConversationID: req.ConversationID, SessionID: req.ConversationID,
-		Mode: firstNonEmpty(req.Mode, "agent"), Model: firstNonEmpty(req.Model, "auto"),
+		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"),
 		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw,
 	}
 	if backend == "cloud" {
@@ -200,7 +201,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 	}
 	if req.ConversationID != "" && s.store != nil {
 		conv, err := s.store.ConversationInfo(ctx, req.ConversationID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 				Message: fmt.Sprintf("conversation %q is not known here; start a new one without conversationId", req.ConversationID)}
 		}
@@ -220,7 +221,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*RunSpec, erro
 }
 
 // resolveWorkspace sets the run's directory from a workspace name.
-func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
+func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
 	if name == "" {
 		name = s.defaultWorkspace
 	}
@@ -240,7 +241,7 @@ func (s *Server) resolveWorkspace(spec *RunSpec, name string) error {
 
 // conversationWorkspace sets the run's directory to its conversation's
 // workspace, when that is still configured.
-func (s *Server) conversationWorkspace(spec *RunSpec, conv Conversation) {
+func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation) {
 	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
 		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
 	}
@@ -249,7 +250,7 @@ func (s *Server) conversationWorkspace(spec *RunSpec, conv Conversation) {
 // needWorkspace refuses a run that names no workspace where there is no
 // default to fall back on: the agent would run in the gateway's own
 // directory, which is not one of its workspaces.
-func (s *Server) needWorkspace(spec *RunSpec) error {
+func (s *Server) needWorkspace(spec *runs.Spec) error {
 	if spec.Workspace != "" {
 		return nil
 	}
@@ -321,8 +322,6 @@ type streamer struct {
 	w     *echo.Response
 	rc    *http.ResponseController
 	armed time.Time
-	// conn is the client's connection, when the server recorded it.
-	conn net.Conn
 	// lost is set when the stream fell so far behind that its run's log
 	// dropped events it had not sent: it cannot go on.
 	lost bool
@@ -330,14 +329,14 @@ type streamer struct {
 
 // errEventsDropped is the error of a stream that fell behind its run's
 // log bounds, or of a re-attach after events the log no longer holds.
-func errEventsDropped(run *Run) *HTTPError {
+func errEventsDropped(run *runs.Run) *HTTPError {
 	return &HTTPError{Status: http.StatusGone, Code: "events_dropped",
 		Message: fmt.Sprintf("the run's event log (runs.log_max_events, runs.log_max_bytes) no longer holds the events this stream needs; GET /v1/chat/%s has the whole response", run.ID)}
 }
 
 // startStream writes the SSE response headers for a run and commits the
 // response.
-func (s *Server) startStream(c echo.Context, run *Run) *streamer {
+func (s *Server) startStream(c echo.Context, run *runs.Run) *streamer {
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -349,7 +348,6 @@ func (s *Server) startStream(c echo.Context, run *Run) *streamer {
 	}
 	c.Response().WriteHeader(http.StatusOK)
 	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
-	st.conn, _ = c.Request().Context().Value(connKey{}).(net.Conn)
 	st.deadline()
 	return st
 }
@@ -370,7 +368,7 @@ func (st *streamer) deadline() {
 // once nothing more is waiting and writing a heartbeat comment on idle
 // intervals, until send says the stream is complete, the log closes, ctx
 // ends or a write fails.
-func (st *streamer) follow(ctx context.Context, run *Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
+func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
 	ticker := time.NewTicker(st.s.heartbeat())
 	defer ticker.Stop()
 	last := after
@@ -415,19 +413,16 @@ func (st *streamer) follow(ctx context.Context, run *Run, after int, send func(s
 }
 
 // streamRun serves a run's events after the given id as SSE, live until done.
-func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
+func (s *Server) streamRun(c echo.Context, run *runs.Run, after int) error {
 	detach := run.Attach()
 	defer detach()
 	defer run.Launch() // a prepared run starts in any case
-	var st *streamer
-	offStack(func() { st = s.openStream(c, run) })
+	st := s.openStream(c, run)
 	if st == nil {
 		return nil
 	}
 	run.Launch()
-	if !st.followDirect(c.Request().Context(), run, after, st.sendFrame, frameSize, "ping") {
-		st.follow(c.Request().Context(), run, after, st.sendFrame, "ping")
-	}
+	st.follow(c.Request().Context(), run, after, st.sendFrame, "ping")
 	if st.lost {
 		st.sayLost(run)
 	}
@@ -436,7 +431,7 @@ func (s *Server) streamRun(c echo.Context, run *Run, after int) error {
 
 // openStream writes the stream's headers and its first comment, or returns
 // nil when the client is gone.
-func (s *Server) openStream(c echo.Context, run *Run) *streamer {
+func (s *Server) openStream(c echo.Context, run *runs.Run) *streamer {
 	st := s.startStream(c, run)
 	if sse.WriteComment(st.w, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
 		return nil
@@ -452,7 +447,7 @@ func (st *streamer) sendFrame(f sse.Frame) (bool, error) {
 
 // sayLost ends a stream that fell behind its run's log with an error event
 // that says why, in place of done.
-func (st *streamer) sayLost(run *Run) {
+func (st *streamer) sayLost(run *runs.Run) {
 	he := errEventsDropped(run)
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
@@ -471,7 +466,7 @@ func (s *Server) heartbeat() time.Duration {
 }
 
 // waitRun waits for the run and answers its ChatResponse as JSON.
-func (s *Server) waitRun(c echo.Context, run *Run) error {
+func (s *Server) waitRun(c echo.Context, run *runs.Run) error {
 	detach := run.Attach()
 	defer detach()
 	if !waitDone(c.Request().Context(), run) {
@@ -481,8 +476,8 @@ func (s *Server) waitRun(c echo.Context, run *Run) error {
 }
 
 // waitDone waits for the run's done event, reporting false when ctx ends
-// first. Its frame and the waiting request's stay small (see offStack).
-func waitDone(ctx context.Context, run *Run) bool {
+// first.
+func waitDone(ctx context.Context, run *runs.Run) bool {
 	select {
 	case <-run.Done():
 		return true
@@ -492,7 +487,7 @@ func waitDone(ctx context.Context, run *Run) bool {
 }
 
 // answerRun answers a finished run's ChatResponse as JSON.
-func answerRun(c echo.Context, run *Run) error {
+func answerRun(c echo.Context, run *runs.Run) error {
 	resp := run.Response()
 	h := c.Response().Header()
 	h.Set("X-Docstream-Response-Id", run.ID)
@@ -532,7 +527,7 @@ func (s *Server) handleGetChat(c echo.Context) error {
 		if err == nil {
 			return c.JSONBlob(http.StatusOK, t.Response)
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}
@@ -617,7 +612,7 @@ func (s *Server) handleCancel(c echo.Context) error {
 
 // conversationAnswer is the body of GET /v1/conversations/{id}.
 type conversationAnswer struct {
-	Conversation
+	store.Conversation
 	Turns []turnAnswer `json:"turns"`
 }
 
@@ -636,7 +631,7 @@ func (s *Server) handleConversation(c echo.Context) error {
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 	}
 	conv, turns, err := s.store.Conversation(c.Request().Context(), id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 	}
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/docstream/docstream/cloud/cloudtest"
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway/cloud/cloudtest"
 )
 
 // startCloud starts the fake Cloud Agents API and a gateway that uses it.

@@ -1,35 +1,24 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
 
-	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway/cloud"
-	"github.com/docstream/docstream/translate"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/runs"
 )
-
-// CloudSpec is the cloud part of a run: the agent it watches.
-type CloudSpec struct {
-	AgentID    string
-	Known      []cloud.Message
-	FollowUp   bool
-	Repository string
-}
 
 // cloudSpec launches a cloud agent (or sends a follow-up to the one named by
 // conversationId) before the response starts, so that upstream refusals are
 // answered as HTTP errors; the run then watches it.
-func (s *Server) cloudSpec(ctx context.Context, spec *RunSpec, req *ChatRequest) (*RunSpec, error) {
+func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatRequest) (*runs.Spec, error) {
 	if s.cloud == nil {
 		return nil, errNoCloud
 	}
@@ -40,7 +29,7 @@ func (s *Server) cloudSpec(ctx context.Context, spec *RunSpec, req *ChatRequest)
 		return nil, err
 	}
 	if id, busy := s.reg.RunningTurn(spec.ConversationID); spec.ConversationID != "" && busy {
-		return nil, errConversationBusy(id)
+		return nil, &runs.BusyError{ID: id}
 	}
 	if len(req.Images) > cloud.MaxImages {
 		return nil, errBadRequest("too_many_images", "at most %d images are allowed", cloud.MaxImages)
@@ -54,7 +43,7 @@ func (s *Server) cloudSpec(ctx context.Context, spec *RunSpec, req *ChatRequest)
 		images = append(images, im)
 	}
 	spec.Mode = "agent"
-	cs := &CloudSpec{}
+	cs := &cloud.RunSpec{}
 	prompt := cloud.Prompt{Text: spec.Prompt, Images: images}
 	if spec.ConversationID != "" {
 		conv, err := s.cloud.Conversation(ctx, spec.ConversationID)
@@ -90,7 +79,7 @@ func (s *Server) cloudSpec(ctx context.Context, spec *RunSpec, req *ChatRequest)
 		if err != nil {
 			return nil, cloudHTTPError(err)
 		}
-		cs.AgentID, cs.Repository = a.ID, firstNonEmpty(src.Repository, src.PRURL)
+		cs.AgentID, cs.Repository = a.ID, cmp.Or(src.Repository, src.PRURL)
 		spec.ConversationID = a.ID
 	}
 	spec.SessionID = cs.AgentID
@@ -128,124 +117,6 @@ func cloudHTTPError(err error) error {
 		he.Code = "cloud_forbidden"
 	}
 	return he
-}
-
-// CloudBackend watches a launched cloud agent and streams its messages
-// through the segmenter.
-type CloudBackend struct {
-	client   *cloud.Client
-	interval time.Duration
-	// runTimeout and idleTimeout are agent.run_timeout and
-	// agent.idle_timeout: a run that takes longer, or whose agent says
-	// nothing new for longer, is stopped (0: no limit).
-	runTimeout, idleTimeout time.Duration
-}
-
-// Run watches the agent until it reaches a terminal status, the run's
-// time limit, or the agent's silence limit.
-func (b *CloudBackend) Run(ctx context.Context, spec *RunSpec, seg *translate.Segmenter) translate.End {
-	start := time.Now()
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	if d := b.runTimeout; d > 0 {
-		t := time.AfterFunc(d, func() {
-			stop(&stopError{reason: documents.StopTimeout, msg: fmt.Sprintf("the run exceeded its time limit of %s", d)})
-		})
-		defer t.Stop()
-	}
-	var idle *time.Timer
-	if d := b.idleTimeout; d > 0 {
-		idle = time.AfterFunc(d, func() {
-			stop(&stopError{reason: documents.StopTimeout, msg: fmt.Sprintf("the cloud agent said nothing new for %s", d)})
-		})
-		defer idle.Stop()
-	}
-	cs := spec.Cloud
-	info := documents.CloudInfo{AgentID: cs.AgentID, Repository: cs.Repository}
-	seg.SetConversation(cs.AgentID)
-	seg.SetCloud(info)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates := b.client.Watch(wctx, cs.AgentID, cloud.WatchOptions{Interval: b.interval, Known: cs.Known, FollowUp: cs.FollowUp})
-	msgs := cloudMessages{seg: seg, sent: map[string]string{}}
-	for {
-		select {
-		case <-ctx.Done():
-			r, msg, _ := stopCause(ctx)
-			stopCtx, c2 := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = b.client.Stop(stopCtx, cs.AgentID)
-			c2()
-			return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
-		case u, ok := <-updates:
-			if !ok {
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
-			}
-			if idle != nil && u.Kind != cloud.UpdateStatus {
-				idle.Reset(b.idleTimeout)
-			}
-			switch u.Kind {
-			case cloud.UpdateMessage, cloud.UpdateMessageGrew:
-				msgs.take(u.Message)
-			case cloud.UpdateStatus:
-				info.Status = string(u.Agent.Status)
-			case cloud.UpdateDone:
-				a := u.Agent
-				seg.EndSegment()
-				info.Status, info.Summary, info.BranchName, info.PRURL, info.URL = string(a.Status), a.Summary, a.Target.BranchName, a.Target.PRURL, a.Target.URL
-				seg.SetCloud(info)
-				el := time.Since(start).Milliseconds()
-				switch a.Status {
-				case cloud.StatusFinished:
-					seg.Complete(el)
-					return translate.End{}
-				case cloud.StatusStopped:
-					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
-				default:
-					return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-						Message: fmt.Sprintf("the cloud agent ended with status %s", a.Status), Stderr: a.Summary, Elapsed: el}
-				}
-			case cloud.UpdateError:
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the Cloud Agents API failed: " + u.Err.Error(), Elapsed: time.Since(start).Milliseconds()}
-			}
-		}
-	}
-}
-
-// cloudMessages streams a cloud agent's messages as the segmenter's text,
-// and counts them as the response's turns. Messages are tracked by id: the
-// one last written to grows its segment; an earlier one that grows after
-// another was written adds only what is new, in a segment of its own,
-// since its documents are already closed.
-type cloudMessages struct {
-	seg     *translate.Segmenter
-	current string            // the message the open segment holds
-	base    int               // bytes of current's text sent in earlier segments
-	sent    map[string]string // each message's text as streamed so far
-}
-
-// take streams what is new in m.
-func (c *cloudMessages) take(m *cloud.Message) {
-	if m.Type != cloud.AssistantMessage {
-		c.seg.EndSegment()
-		c.current = ""
-		return
-	}
-	prev, seen := c.sent[m.ID]
-	if m.ID != c.current {
-		c.seg.EndSegment()
-		c.current, c.base = m.ID, 0
-		if seen && strings.HasPrefix(m.Text, prev) {
-			c.base = len(prev)
-		}
-	} else if !strings.HasPrefix(m.Text, prev[:c.base]) {
-		// Rewritten rather than grown: the segmenter sees a new text.
-		c.base = 0
-	}
-	c.seg.Snapshot(m.Text[c.base:])
-	c.sent[m.ID] = m.Text
-	c.seg.SetTurnCount(len(c.sent)) // DESIGN §8: a cloud turn's steps are its assistant messages
 }
 
 // cloudCall runs a pass-through call and answers its result as JSON.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/docstream/docstream/runs"
 )
 
 // fdsPerRun is what one agent run can hold in file descriptors: its stdin,
@@ -34,7 +36,7 @@ const refuseLinger = time.Second
 // the limits allow has its descriptors and fdsSpare more are kept. A
 // gateway that runs out of descriptors cannot accept, spawn an agent or
 // open its store, so connections past the limit are refused instead.
-func ConnectionLimit(configured int, limits LimitsConfig) int {
+func ConnectionLimit(configured int, limits runs.Limits) int {
 	if configured > 0 {
 		return configured
 	}
@@ -261,3 +263,12 @@ func (c *countedConn) Close() error {
 
 // NetConn returns the connection itself.
 func (c *countedConn) NetConn() net.Conn { return c.Conn }
+
+// Limit wraps ln so that it serves at most server.max_connections client
+// connections (see ConnectionLimit), answering probes past the limit; it
+// returns the listener and the limit.
+func (s *Server) Limit(ln net.Listener, limits runs.Limits) (net.Listener, int) {
+	n := ConnectionLimit(s.cfg.Server.MaxConnections, limits)
+	s.metrics.ConnectionLimit.Set(float64(n))
+	return limitConnections(ln, n, &s.metrics.Connections, s.metrics.Rejected.WithLabelValues("connections").Inc, s), n
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/docstream/docstream/runs"
 )
 
 func TestConnectionsFor(t *testing.T) {
@@ -28,7 +30,7 @@ func TestConnectionsFor(t *testing.T) {
 			t.Errorf("connectionsFor(%d, %d) = %d, want %d", c.nofile, c.runs, got, c.want)
 		}
 	}
-	if got := ConnectionLimit(7, LimitsConfig{MaxConcurrentRuns: 16}); got != 7 {
+	if got := ConnectionLimit(7, runs.Limits{MaxConcurrentRuns: 16}); got != 7 {
 		t.Errorf("a configured limit of 7 gave %d", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/store"
 )
 
 // runOnce runs the docstream binary with env until it exits (or 20 s) and
@@ -103,7 +103,7 @@ func TestReadOnlyStoreRefused(t *testing.T) {
 	env := append(os.Environ(), "DOCSTREAM_STORE_PATH="+db, "DOCSTREAM_SERVER_ADDR="+freeAddr(t), "DOCSTREAM_AGENT_BINARY="+binary)
 	// A first run (as the same user) creates the store; it is then made
 	// read-only.
-	srv, err := gateway.OpenSQLite(context.Background(), db)
+	srv, err := store.OpenSQLite(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/docstream/docstream/runs"
 	"github.com/labstack/echo/v4"
 )
 
@@ -106,6 +107,18 @@ func asHTTPError(err error) *HTTPError {
 	var he *HTTPError
 	if errors.As(err, &he) {
 		return he
+	}
+	var busy *runs.BusyError
+	var unknown *runs.UnknownBackendError
+	switch {
+	case errors.Is(err, runs.ErrOverloaded):
+		return &HTTPError{Status: http.StatusServiceUnavailable, Code: "overloaded", Message: err.Error(), RetryAfter: 5}
+	case errors.Is(err, runs.ErrShuttingDown):
+		return &HTTPError{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: err.Error(), RetryAfter: 5}
+	case errors.As(err, &busy):
+		return &HTTPError{Status: http.StatusConflict, Code: "conversation_busy", Message: err.Error()}
+	case errors.As(err, &unknown):
+		return errBadRequest("unknown_backend", "%s", err.Error())
 	}
 	var ee *echo.HTTPError
 	if errors.As(err, &ee) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docstream/docstream/runs"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 )
@@ -438,7 +439,7 @@ func (s *Server) guard(c echo.Context, next echo.HandlerFunc) (err error) {
 func requestID(c echo.Context) string {
 	rid := c.Request().Header.Get("X-Request-Id")
 	if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
-		rid = randomHex(8)
+		rid = runs.NewRequestID()
 	}
 	c.Response().Header().Set("X-Request-Id", rid)
 	return rid

@@ -1,34 +1,35 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
+	"github.com/docstream/docstream/agent"
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/store"
 )
 
 // completionRequest is the part of an OpenAI chat completion request that
 // Docstream reads; every other parameter is ignored.
 type completionRequest struct {
-	Model         string        `json:"model"`
-	Messages      []ChatMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
+	Model         string           `json:"model"`
+	Messages      []openai.Message `json:"messages"`
+	Stream        bool             `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -47,7 +48,7 @@ type completion struct {
 	Model             string             `json:"model"`
 	SystemFingerprint *string            `json:"system_fingerprint"`
 	Choices           []completionChoice `json:"choices"`
-	Usage             sse.OpenAIUsage    `json:"usage"`
+	Usage             openai.OpenAIUsage `json:"usage"`
 }
 
 type completionChoice struct {
@@ -58,66 +59,16 @@ type completionChoice struct {
 }
 
 type completionMessage struct {
-	Role             string              `json:"role"`
-	Content          string              `json:"content"`
-	ReasoningContent string              `json:"reasoning_content,omitzero"`
-	ToolCalls        []sse.ToolCallDelta `json:"tool_calls,omitzero"`
-	Refusal          *string             `json:"refusal"`
-}
-
-// fingerprint hashes an OpenAI message history so that a frontend that
-// resends it can be matched to the agent session that produced it.
-// Texts are compared without their <think> blocks (a frontend may keep
-// or drop the reasoning it was sent inline) and with whitespace collapsed.
-func fingerprint(msgs []ChatMessage, reply string, model string) string {
-	h := sha256.New()
-	h.Write([]byte(model + "\x00"))
-	for _, m := range msgs {
-		h.Write([]byte(m.Role + "\x00" + fingerprintText(m.Role, m.Text()) + "\x00"))
-	}
-	if reply != "" {
-		h.Write([]byte("assistant\x00" + fingerprintText("assistant", reply) + "\x00"))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// fingerprintText is a message's text as fingerprint compares it.
-func fingerprintText(role, text string) string {
-	if role == "assistant" {
-		text = withoutThink(text)
-	}
-	return strings.Join(strings.Fields(text), " ")
-}
-
-// withoutThink removes the <think>…</think> blocks from an assistant text;
-// one left open runs to the end.
-func withoutThink(text string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(text, "<think>")
-		if i < 0 {
-			break
-		}
-		b.WriteString(text[:i])
-		b.WriteByte(' ')
-		j := strings.Index(text[i:], "</think>")
-		if j < 0 {
-			return b.String()
-		}
-		text = text[i+j+len("</think>"):]
-	}
-	if b.Len() == 0 {
-		return text
-	}
-	b.WriteString(text)
-	return b.String()
+	Role             string                 `json:"role"`
+	Content          string                 `json:"content"`
+	ReasoningContent string                 `json:"reasoning_content,omitzero"`
+	ToolCalls        []openai.ToolCallDelta `json:"tool_calls,omitzero"`
+	Refusal          *string                `json:"refusal"`
 }
 
 // handleCompletions serves POST /v1/chat/completions.
 func (s *Server) handleCompletions(c echo.Context) error {
-	var cr *completionRun
-	var err error
-	offStack(func() { cr, err = s.prepareCompletion(c) })
+	cr, err := s.prepareCompletion(c)
 	if err != nil {
 		return err
 	}
@@ -130,8 +81,8 @@ func (s *Server) handleCompletions(c echo.Context) error {
 // completionRun is a prepared run of a chat completion, with what its
 // answer is rendered by and named.
 type completionRun struct {
-	run      *Run
-	renderer *sse.Renderer
+	run      *runs.Run
+	renderer *openai.Renderer
 	remember func(documents.Event) // sees every event the client gets
 	id       string
 	created  int64
@@ -156,7 +107,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := checkMessages(req.Messages); err != nil {
 		return nil, err
 	}
-	last, idx := lastUserMessage(req.Messages)
+	last, idx := openai.LastUserMessage(req.Messages)
 	if idx < 0 {
 		return nil, errBadRequest("no_user_message", "messages has no user message")
 	}
@@ -175,20 +126,20 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := validateCommon(req.Mode, checked, req.ConversationID); err != nil {
 		return nil, err
 	}
-	model := firstNonEmpty(req.Model, "auto")
-	spec := &RunSpec{ResponseID: NewResponseID(), Created: Now(), Mode: firstNonEmpty(req.Mode, "agent"), Backend: "cli",
-		Thinking: s.cfg.OpenAI.Reasoning != sse.ReasoningOff, UserPrompt: last}
+	model := cmp.Or(req.Model, "auto")
+	spec := &runs.Spec{ResponseID: runs.NewResponseID(), Created: runs.Now(), Mode: cmp.Or(req.Mode, "agent"), Backend: "cli",
+		Thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, UserPrompt: last}
 	alias, isAlias := s.cfg.OpenAI.Aliases[model]
 	spec.Model = model
 	if isAlias {
-		spec.Model = firstNonEmpty(alias.Model, "auto")
+		spec.Model = cmp.Or(alias.Model, "auto")
 		if alias.Backend == "cloud" {
 			spec.Backend = "cloud"
 		}
 	}
 	if repo, ok := strings.CutPrefix(model, "cloud/"); ok {
 		spec.Backend, spec.Model = "cloud", "auto"
-		alias = ModelAlias{Repository: "https://github.com/" + repo}
+		alias = openai.ModelAlias{Repository: "https://github.com/" + repo}
 	}
 	// Resume the session that produced this history, when it is known.
 	history := req.Messages[:idx]
@@ -197,14 +148,14 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 		// A frontend that sends the same history twice at once (a reply and
 		// a title, say) gets the second in a session of its own: one
 		// session takes one turn at a time.
-		if id, err := s.store.Fingerprint(ctx, fingerprint(history, "", model)); err == nil {
+		if id, err := s.store.Fingerprint(ctx, openai.Fingerprint(history, "", model)); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
 			}
 		}
 	}
 	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
-		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, ErrNotFound) {
+		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
 			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 				Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
 		}
@@ -212,7 +163,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
-		spec.Prompt = flattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
+		spec.Prompt = openai.FlattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		return nil, err
@@ -237,7 +188,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			// message edited, a title asked for while it runs).
 			from := conv
 			if from == "" && hasAssistant(history) {
-				from, _ = s.store.HistoryConversation(ctx, fingerprint(history, "", model))
+				from, _ = s.store.HistoryConversation(ctx, openai.Fingerprint(history, "", model))
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
@@ -254,17 +205,17 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			}
 		}
 	}
-	thread := append(append([]ChatMessage(nil), history...), req.Messages[idx])
-	renderer := &sse.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: s.cfg.OpenAI.Reasoning}
+	thread := append(append([]openai.Message(nil), history...), req.Messages[idx])
+	renderer := &openai.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: s.cfg.OpenAI.Reasoning}
 	// remember sees every event the client gets and, at the end, stores the
 	// fingerprint of the thread with the reply exactly as the client got it
 	// (in the order documents finished, without reasoning), before the
 	// client sees the end: the history it sends next resumes this session.
-	reply := &sse.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: sse.ReasoningOff}
+	reply := &openai.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: openai.ReasoningOff}
 	remember := func(ev documents.Event) {
 		reply.Event(ev)
 		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
-			s.reg.storeWrote(s.store.PutFingerprint(context.Background(), fingerprint(thread, reply.Content(), model), *d.ConversationID))
+			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), openai.Fingerprint(thread, reply.Content(), model), *d.ConversationID))
 		}
 	}
 	run, err := s.prepare(spec)
@@ -324,10 +275,10 @@ func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *comple
 	if done.Status != documents.StatusCompleted {
 		// The agent already ran: a retry would run it again.
 		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: firstNonEmpty(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
+		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
 	}
 	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
-		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: sse.UsageOf(done.Usage)})
+		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: openai.UsageOf(done.Usage)})
 }
 
 // oneChoice refuses an n other than 1 (or none): a run of the agent gives
@@ -339,10 +290,10 @@ func oneChoice(n jsontext.Value) error {
 	}
 	_ = n.Compact()
 	return &HTTPError{Status: http.StatusBadRequest, Code: "unsupported_value", Param: "n",
-		Message: fmt.Sprintf("n is %s: a completion has one choice here, so n must be 1 or left out", clipString(string(n), 40))}
+		Message: fmt.Sprintf("n is %s: a completion has one choice here, so n must be 1 or left out", openai.Clip(string(n), 40))}
 }
 
-func hasAssistant(msgs []ChatMessage) bool {
+func hasAssistant(msgs []openai.Message) bool {
 	for _, m := range msgs {
 		if m.Role == "assistant" {
 			return true
@@ -357,14 +308,12 @@ func (s *Server) streamCompletion(c echo.Context, cr *completionRun) error {
 	defer detach()
 	defer cr.run.Launch()
 	cs := &completionStream{s: s, cr: cr}
-	offStack(func() { cs.open(c) })
+	cs.open(c)
 	if cs.st == nil {
 		return nil
 	}
 	cr.run.Launch()
-	if !cs.st.followDirect(c.Request().Context(), cr.run, 0, cs.send, chunkSize, "keepalive") {
-		cs.st.follow(c.Request().Context(), cr.run, 0, cs.send, "keepalive")
-	}
+	cs.st.follow(c.Request().Context(), cr.run, 0, cs.send, "keepalive")
 	if cs.st.lost {
 		cs.sayLost()
 	}
@@ -384,16 +333,16 @@ func (cs *completionStream) open(c echo.Context) {
 	st := cs.s.startStream(c, cs.cr.run)
 	cs.st = st
 	empty := ""
-	if cs.chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
+	if cs.chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
 		cs.st = nil
 	}
 }
 
 // chunk writes one chunk of one choice.
-func (cs *completionStream) chunk(d sse.ChunkDelta, finish *string) error {
+func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
 	cr := cs.cr
-	b, err := json.Marshal(sse.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model,
-		Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
+	b, err := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model,
+		Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		return err
 	}
@@ -410,10 +359,10 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 	cr := cs.cr
 	cr.remember(ev)
 	for _, p := range cr.renderer.Event(ev) {
-		var d sse.ChunkDelta
+		var d openai.ChunkDelta
 		switch {
 		case p.ToolCall != nil:
-			d.ToolCalls = []sse.ToolCallDelta{*p.ToolCall}
+			d.ToolCalls = []openai.ToolCallDelta{*p.ToolCall}
 		case p.Reasoning != "":
 			rs := p.Reasoning
 			d.ReasoningContent = &rs
@@ -442,30 +391,25 @@ func (cs *completionStream) sayLost() {
 	}
 }
 
-// chunkSize bounds what the chunks rendered from one frame take on the
-// wire: each piece is wrapped in a chat.completion.chunk object, and done
-// adds the stop and usage chunks and [DONE].
-func chunkSize(f sse.Frame) int { return 4*len(f.Data) + 2048 }
-
 // finish ends the chunk stream: the stop chunk (or an error object when
 // the run failed), the usage chunk when asked for, and [DONE].
 func (cs *completionStream) finish(d documents.Done) {
 	cr, w := cs.cr, cs.st.w
 	if d.Status == documents.StatusCompleted {
 		stop := "stop"
-		if cs.chunk(sse.ChunkDelta{}, &stop) != nil {
+		if cs.chunk(openai.ChunkDelta{}, &stop) != nil {
 			return
 		}
 	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(cr.renderer.Content()), Type: "server_error", Code: firstNonEmpty(string(d.Metadata.StopReason), "agent_error")}},
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(cr.renderer.Content()), Type: "server_error", Code: cmp.Or(string(d.Metadata.StopReason), "agent_error")}},
 			jsontext.AllowInvalidUTF8(true))
 		if sse.WriteData(w, b) != nil {
 			return
 		}
 	}
 	if cr.usage {
-		u := sse.UsageOf(d.Usage)
-		b, _ := json.Marshal(sse.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model, Choices: []sse.ChunkChoice{}, Usage: &u})
+		u := openai.UsageOf(d.Usage)
+		b, _ := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model, Choices: []openai.ChunkChoice{}, Usage: &u})
 		if sse.WriteData(w, b) != nil {
 			return
 		}
@@ -492,8 +436,9 @@ func runErrorMessage(content string) string {
 // modelCache lists the agent's models (`<agent> models`), cached, plus the
 // configured aliases.
 type modelCache struct {
-	cli     *CLIBackend
-	aliases map[string]ModelAlias
+	cli     *agent.Backend
+	demo    bool
+	aliases map[string]openai.ModelAlias
 	mu      sync.Mutex
 	at      time.Time
 	models  []modelInfo
@@ -508,8 +453,8 @@ type modelInfo struct {
 	Name    string `json:"name,omitzero"`
 }
 
-func newModelCache(cli *CLIBackend, cfg Config) *modelCache {
-	return &modelCache{cli: cli, aliases: cfg.OpenAI.Aliases}
+func newModelCache(cli *agent.Backend, cfg Config) *modelCache {
+	return &modelCache{cli: cli, demo: cfg.Demo, aliases: cfg.OpenAI.Aliases}
 }
 
 // list returns the models, running the agent's model listing at most once
@@ -533,7 +478,7 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 
 func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	owner := "cursor"
-	if m.cli.demo {
+	if m.demo {
 		owner = "docstream-simulator"
 	}
 	var out []modelInfo
@@ -548,13 +493,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	if m.cli.Ready() == nil {
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, m.cli.binary, append(append([]string(nil), m.cli.prefix...), "models")...)
-		cmd.Env = m.cli.env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
-		cmd.WaitDelay = time.Second
 		var b []byte
-		b, err = cmd.Output()
+		b, err = m.cli.Output(ctx, "models")
 		for _, line := range strings.Split(string(b), "\n") {
 			id, name, ok := strings.Cut(strings.TrimSpace(line), " - ")
 			if !ok || !modelPattern.MatchString(id) {
@@ -571,7 +511,7 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		add(n, "alias of "+firstNonEmpty(m.aliases[n].Model, "auto"))
+		add(n, "alias of "+cmp.Or(m.aliases[n].Model, "auto"))
 	}
 	if len(out) <= 1+len(names) && err != nil {
 		return out, err
@@ -582,7 +522,7 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 // endsWithUser refuses the messages that follow the last user message when
 // one is a reply: the agent takes a user message, so what came after it
 // would be dropped and the message before it run again.
-func endsWithUser(after []ChatMessage) error {
+func endsWithUser(after []openai.Message) error {
 	for _, m := range after {
 		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
 			return errBadRequest("last_message_not_user", "messages must end with a user message; after the last one comes a message of role %q (the agent answers a user message, and client-side tools are not supported)", m.Role)
@@ -636,5 +576,5 @@ func (s *Server) handleModel(c echo.Context) error {
 			return writeJSON(c, http.StatusOK, m)
 		}
 	}
-	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", clipString(id, 200))}
+	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", openai.Clip(id, 200))}
 }

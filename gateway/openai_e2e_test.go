@@ -17,7 +17,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/openai"
 )
 
 // simLogEnv lets DOCSTREAM_SIM_LOG reach the simulator: the agent's
@@ -150,7 +150,7 @@ func checkRendersResponse(t *testing.T, content string, cr documents.ChatRespons
 	}
 	total := 0
 	for _, d := range cr.Documents {
-		r := &sse.Renderer{Mode: sse.RenderMarkdown, Reasoning: sse.ReasoningOff}
+		r := &openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningOff}
 		r.Event(documents.DocumentStart{ID: d.ID, Type: d.Type, Sequence: d.Sequence, Metadata: d.Metadata})
 		if d.Type.IsText() && d.Content != nil {
 			r.Event(documents.ContentDelta{DocumentID: d.ID, Delta: *d.Content})
@@ -387,7 +387,7 @@ func TestOpenAIStreamIncludeUsage(t *testing.T) {
 		t.Errorf("the chunk before the usage chunk is %v, want the stop chunk", fin)
 	}
 	cr := s.storedResponse(t, st.resp)
-	want := sse.UsageOf(cr.Usage)
+	want := openai.UsageOf(cr.Usage)
 	if !cr.Usage.Reported || want.PromptTokens == 0 || want.CompletionTokens == 0 {
 		t.Fatalf("the simulator reported no usage: %+v", cr.Usage)
 	}
@@ -444,7 +444,7 @@ func TestOpenAINonStreaming(t *testing.T) {
 		t.Errorf("reasoning_content %q", r)
 	}
 	u, _ := m["usage"].(map[string]any)
-	want := sse.UsageOf(cr.Usage)
+	want := openai.UsageOf(cr.Usage)
 	if u["prompt_tokens"] != float64(want.PromptTokens) || u["completion_tokens"] != float64(want.CompletionTokens) || u["total_tokens"] != float64(want.TotalTokens) {
 		t.Errorf("usage %v, want %+v", u, want)
 	}

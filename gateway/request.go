@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/docstream/docstream/openai"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
@@ -22,7 +22,7 @@ import (
 // ChatRequest is the body of POST /v1/chat.
 type ChatRequest struct {
 	Prompt         *string          `json:"prompt"`
-	Messages       []ChatMessage    `json:"messages"`
+	Messages       []openai.Message `json:"messages"`
 	ConversationID string           `json:"conversationId"`
 	Mode           string           `json:"mode"`
 	Model          string           `json:"model"`
@@ -37,44 +37,9 @@ type ChatRequest struct {
 	Images         []jsontext.Value `json:"images"`
 }
 
-// ChatMessage is an OpenAI-style message; content is a string or a list of
-// parts of which the text parts count.
-type ChatMessage struct {
-	Role    string         `json:"role"`
-	Content jsontext.Value `json:"content"`
-	Name    string         `json:"name,omitzero"`
-}
-
-// Text returns the message's text content.
-func (m ChatMessage) Text() string {
-	switch m.Content.Kind() {
-	case '"':
-		var s string
-		_ = json.Unmarshal(m.Content, &s)
-		return s
-	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal(m.Content, &parts)
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" || p.Type == "input_text" || p.Type == "" {
-				if b.Len() > 0 {
-					b.WriteString("\n")
-				}
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String()
-	}
-	return ""
-}
-
 // checkMessages checks that every message's content is a string, an array
 // of content parts (objects) or null.
-func checkMessages(msgs []ChatMessage) error {
+func checkMessages(msgs []openai.Message) error {
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool", "function":
@@ -343,16 +308,16 @@ var (
 	namePattern  = newNameSyntax(64, "_.-")
 )
 
-// maxArgBytes is the longest single argument execve takes on Linux:
+// MaxArgBytes is the longest single argument execve takes on Linux:
 // MAX_ARG_STRLEN is 128 KiB and counts the terminating NUL.
-const maxArgBytes = 128<<10 - 1
+const MaxArgBytes = 128<<10 - 1
 
-// promptLimit is server.max_prompt_bytes, capped at maxArgBytes: the prompt
+// promptLimit is server.max_prompt_bytes, capped at MaxArgBytes: the prompt
 // travels as one argument, and a longer one would fail the spawn (E2BIG)
 // instead of getting a 413.
 func promptLimit(configured int) int {
-	if configured <= 0 || configured > maxArgBytes {
-		return maxArgBytes
+	if configured <= 0 || configured > MaxArgBytes {
+		return MaxArgBytes
 	}
 	return configured
 }
@@ -377,86 +342,12 @@ func validateCommon(mode, model, conv string) error {
 		return errBadRequest("bad_mode", "mode %q is not one of agent, plan, ask, debug", mode)
 	}
 	if model != "" && !modelPattern.MatchString(model) {
-		return errBadRequest("bad_model", "model %q is not a valid model name", clipString(model, 80)).naming("model")
+		return errBadRequest("bad_model", "model %q is not a valid model name", openai.Clip(model, 80)).naming("model")
 	}
 	if conv != "" && !idPattern.MatchString(conv) {
 		return errBadRequest("bad_conversation_id", "conversationId must be 1-128 letters, digits, '_', '.', ':' or '-', and may not start with '-'")
 	}
 	return nil
-}
-
-// clipString cuts s to at most n bytes, on a character boundary, and marks
-// the cut.
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// lastUserMessage returns the text of the last user message.
-func lastUserMessage(msgs []ChatMessage) (string, int) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return msgs[i].Text(), i
-		}
-	}
-	return "", -1
-}
-
-// flattenHistory folds system messages and earlier turns into the prompt, in
-// a bounded format, when the conversation cannot be resumed. The last user
-// message always goes through verbatim, last.
-func flattenHistory(msgs []ChatMessage, maxBytes int) string {
-	last, idx := lastUserMessage(msgs)
-	var system, history []string
-	for i, m := range msgs {
-		if i == idx {
-			continue
-		}
-		t := strings.TrimSpace(m.Text())
-		if t == "" {
-			continue
-		}
-		switch m.Role {
-		case "system", "developer":
-			system = append(system, t)
-		case "user", "assistant":
-			if i < idx {
-				history = append(history, m.Role+": "+t)
-			}
-		}
-	}
-	if len(system) == 0 && len(history) == 0 {
-		return last
-	}
-	budget := maxBytes - len(last) - 256
-	var b strings.Builder
-	if len(system) > 0 {
-		b.WriteString("<instructions>\n")
-		b.WriteString(clipString(strings.Join(system, "\n\n"), max(budget/2, 0)))
-		b.WriteString("\n</instructions>\n\n")
-	}
-	if len(history) > 0 {
-		// Keep the most recent turns that fit.
-		rem := budget - b.Len()
-		var kept []string
-		for i := len(history) - 1; i >= 0 && rem > 0; i-- {
-			h := clipString(history[i], max(rem, 0))
-			kept = append([]string{h}, kept...)
-			rem -= len(h) + 2
-		}
-		if len(kept) > 0 {
-			b.WriteString("<conversation_so_far>\n")
-			b.WriteString(strings.Join(kept, "\n\n"))
-			b.WriteString("\n</conversation_so_far>\n\n")
-		}
-	}
-	b.WriteString(last)
-	return b.String()
 }
 
 // queryValue returns the first value of name in a raw query string without

@@ -11,8 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/store"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/rs/zerolog"
@@ -33,12 +39,17 @@ func fuzzServer(t testing.TB) *Server {
 	if err := os.Symlink(other, filepath.Join(dir, "other")); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Agent.Binary = filepath.Join(dir, "no-such-agent")
-	cfg.Agent.Workspaces = map[string]string{"main": main, "other": filepath.Join(dir, "other")}
-	cfg.Agent.DefaultWorkspace = "main"
-	cfg.Server.MaxPromptBytes = 4 << 10
-	s, err := NewServer(Deps{Config: cfg, Logger: zerolog.Nop(), Store: NewMemoryStore(), Metrics: NewMetrics()})
+	cfg := Config{
+		Server: ServerConfig{MaxBodyBytes: 4 << 20, MaxPromptBytes: 4 << 10, Heartbeat: time.Second},
+		OpenAI: openai.Config{Render: "markdown", Reasoning: "reasoning_content"},
+		Agent: agent.Config{Binary: filepath.Join(dir, "no-such-agent"), Trust: true, DefaultWorkspace: "main",
+			Workspaces: map[string]string{"main": main, "other": filepath.Join(dir, "other")}},
+	}
+	m := metrics.New()
+	cli := agent.New(cfg.Agent, nil, m)
+	st := store.NewMemoryStore()
+	reg := runs.NewRegistry(runs.Config{}, runs.Limits{MaxConcurrentRuns: 1}, runs.Deps{Backends: map[string]runs.Backend{"cli": cli}, Store: st, Metrics: m, Log: zerolog.Nop()})
+	s, err := NewServer(Deps{Config: cfg, Logger: zerolog.Nop(), Registry: reg, Store: st, Metrics: m, Agent: cli})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +74,10 @@ func checkRequestError(t *testing.T, what string, err error) {
 // checkSpec checks what a valid request may turn into: a prompt within the
 // limits, a configured workspace, well-formed ids, and an argv whose prompt
 // is the one argument after `--`, with no flag taken from the request.
-func checkSpec(t *testing.T, s *Server, spec *RunSpec) {
+func checkSpec(t *testing.T, s *Server, spec *runs.Spec) {
 	t.Helper()
 	if strings.IndexByte(spec.Prompt, 0) >= 0 || len(spec.Prompt) > s.cfg.Server.MaxPromptBytes || strings.TrimSpace(spec.Prompt) == "" {
-		t.Fatalf("accepted prompt of %d bytes (limit %d): %q", len(spec.Prompt), s.cfg.Server.MaxPromptBytes, clipString(spec.Prompt, 80))
+		t.Fatalf("accepted prompt of %d bytes (limit %d): %q", len(spec.Prompt), s.cfg.Server.MaxPromptBytes, openai.Clip(spec.Prompt, 80))
 	}
 	if dir, ok := s.workspaces[spec.WorkspaceName]; !ok || dir != spec.Workspace {
 		t.Fatalf("workspace %q → %q is not a configured one (%v)", spec.WorkspaceName, spec.Workspace, s.workspaces)
@@ -238,45 +249,6 @@ func FuzzChatSpec(f *testing.F) {
 	})
 }
 
-// FuzzFlattenHistory checks that the folded prompt always ends with the last
-// user message verbatim and stays within the budget when that message fits.
-func FuzzFlattenHistory(f *testing.F) {
-	f.Add("be brief", "earlier question", "earlier answer", "the question", 512)
-	f.Add("", "", "", "q", 300)
-	f.Add(strings.Repeat("s", 2000), strings.Repeat("u", 3000), strings.Repeat("a", 3000), "last", 1024)
-	f.Add("ünï", "\xff", "x", "--help", 260)
-	f.Add(strings.Repeat("€", 60000), "", "", "h", 131071)
-	f.Add("", strings.Repeat("日本", 400), strings.Repeat("€", 500), "q", 700)
-	f.Fuzz(func(t *testing.T, system, user, assistant, last string, maxBytes int) {
-		if maxBytes < 0 || maxBytes > 1<<20 {
-			return
-		}
-		msgs := []ChatMessage{}
-		add := func(role, text string) {
-			v, err := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
-			if err != nil {
-				t.Skip()
-			}
-			msgs = append(msgs, ChatMessage{Role: role, Content: v})
-		}
-		add("system", system)
-		add("user", user)
-		add("assistant", assistant)
-		add("user", last)
-		want := msgs[3].Text()
-		got := flattenHistory(msgs, maxBytes)
-		if !strings.HasSuffix(got, want) {
-			t.Fatalf("the last user message is not at the end: %q", clipString(got, 200))
-		}
-		if utf8.ValidString(system+user+assistant+last) && !utf8.ValidString(got) {
-			t.Fatalf("valid UTF-8 in, invalid UTF-8 out: %q", got)
-		}
-		if len(want)+512 <= maxBytes && len(got) > maxBytes {
-			t.Fatalf("folded prompt is %d bytes, over the budget of %d (last message %d bytes)", len(got), maxBytes, len(want))
-		}
-	})
-}
-
 // FuzzAuthCheck checks the key comparison: every configured key (plain or
 // as sha256:<hex>) passes, and nothing else does.
 func FuzzAuthCheck(f *testing.F) {
@@ -309,104 +281,6 @@ func FuzzAuthCheck(f *testing.F) {
 			t.Fatalf("key %q refused against %q", presented, keys)
 		}
 	})
-}
-
-// FuzzEnvOverride sets every configuration key from the environment to the
-// same fuzzed value: LoadConfig may refuse it, never panic, and a value it
-// accepts leaves a configuration that validates.
-func FuzzEnvOverride(f *testing.F) {
-	for _, v := range []string{"1s", "10", "true", "a,b", "main=/tmp,x=/y", "=", ",", "-1", "1e309", "NaN", "0x10"} {
-		f.Add(v)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		cfg, err := LoadConfig("", func(name string) string {
-			if strings.HasPrefix(name, "DOCSTREAM_") {
-				return v
-			}
-			return ""
-		})
-		if err != nil {
-			return
-		}
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("LoadConfig accepted %q but the result does not validate: %v", v, err)
-		}
-	})
-}
-
-// FuzzTail checks the stderr tail: it keeps exactly the last bytes written,
-// within its bound, whatever the sizes of the writes.
-func FuzzTail(f *testing.F) {
-	f.Add([]byte("short"), 16, 3)
-	f.Add(bytes.Repeat([]byte("x"), 5000), 64, 7)
-	f.Add([]byte("ab\ncd\n"), 1, 1)
-	f.Fuzz(func(t *testing.T, data []byte, max, chunk int) {
-		if max < 1 || max > 4096 || chunk < 1 {
-			return
-		}
-		for i := range data {
-			data[i] = 'a' + data[i]%26
-		}
-		tl := newTail(max)
-		for p := data; len(p) > 0; {
-			n := min(chunk, len(p))
-			tl.Write(p[:n])
-			p = p[n:]
-		}
-		want := string(data)
-		if len(want) > max {
-			want = "…" + want[len(want)-max:]
-		}
-		if got := tl.String(); got != want {
-			t.Fatalf("tail %q, want %q", got, want)
-		}
-		if len(tl.buf) > 2*max {
-			t.Fatalf("the tail holds %d bytes for a bound of %d", len(tl.buf), max)
-		}
-	})
-}
-
-// TestTailBoundedUnderFlood writes 20 MiB, as fault:stderr-flood does, and
-// checks the tail stays within its bound.
-func TestTailBoundedUnderFlood(t *testing.T) {
-	tl := newTail(16 << 10)
-	chunk := bytes.Repeat([]byte("[stderr-flood] simulated diagnostic output\n"), 800)
-	for n := 0; n < 20<<20; n += len(chunk) {
-		tl.Write(chunk)
-		if len(tl.buf) > 2*(16<<10)+len(chunk) {
-			t.Fatalf("tail grew to %d bytes", len(tl.buf))
-		}
-	}
-	if s := tl.String(); len(s) > 16<<10+len("…") || !strings.HasPrefix(s, "…") {
-		t.Fatalf("tail of %d bytes, starting %q", len(s), clipString(s, 20))
-	}
-}
-
-// TestMalformedHashedKeyRefused: a "sha256:" key that is not a digest must
-// stop the start, not leave the gateway without auth.
-func TestMalformedHashedKeyRefused(t *testing.T) {
-	for _, keys := range []string{"sha256:nothex", "sha256:abcd", "good,sha256:" + strings.Repeat("z", 64)} {
-		_, err := LoadConfig("", func(name string) string {
-			if name == "DOCSTREAM_AUTH_API_KEYS" {
-				return keys
-			}
-			return ""
-		})
-		if err == nil {
-			t.Errorf("DOCSTREAM_AUTH_API_KEYS=%s was accepted", keys)
-		} else if strings.Contains(err.Error(), "nothex") || strings.Contains(err.Error(), "zzzz") {
-			t.Errorf("the error echoes the key: %v", err)
-		}
-	}
-	good := "sha256:" + strings.Repeat("ab", 32)
-	if _, err := LoadConfig("", func(name string) string {
-		if name == "DOCSTREAM_AUTH_API_KEYS" {
-			return good + ",plain-key"
-		}
-		return ""
-	}); err != nil {
-		t.Errorf("a valid digest was refused: %v", err)
-	}
 }
 
 func TestQueryValue(t *testing.T) {

@@ -1,6 +1,5 @@
-// Package gateway is Docstream's HTTP server: the routes, the middleware
-// (auth, limits, logging, metrics), the run registry, the agent backends
-// (the cursor-agent subprocess and the Cloud Agents API) and the store.
+// Package gateway is Docstream's HTTP server: the routes, the handlers, the
+// middleware (auth, limits, CORS, logging, metrics) and the error shape.
 package gateway
 
 import (
@@ -17,27 +16,46 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
-	"github.com/docstream/docstream/gateway/cloud"
+	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/store"
 )
+
+// Config is what the HTTP server is configured with: its own sections and
+// what its handlers need to know of the others'.
+type Config struct {
+	Server ServerConfig
+	Auth   AuthConfig
+	OpenAI openai.Config
+	Agent  agent.Config // the workspaces requests may name
+	// CloudDefault sends requests that name no backend to the cloud.
+	CloudDefault bool
+	// Demo is set by --demo: the built-in simulator is the agent.
+	Demo bool
+}
 
 // Deps are what a Server is built from.
 type Deps struct {
-	Config  Config
-	Logger  zerolog.Logger
-	Store   Store
-	Metrics *Metrics
-	Environ []string      // the environment the agent's is filtered from
-	Cloud   *cloud.Client // nil when the cloud backend is not configured
+	Config   Config
+	Logger   zerolog.Logger
+	Registry *runs.Registry
+	Store    store.Store
+	Metrics  *metrics.Metrics
+	Agent    *agent.Backend
+	Cloud    *cloud.Client // nil when the cloud backend is not configured
 }
 
 // Server is the gateway's http.Handler.
 type Server struct {
 	cfg              Config
 	log              zerolog.Logger
-	store            Store
-	metrics          *Metrics
-	reg              *Registry
-	cli              *CLIBackend
+	store            store.Store
+	metrics          *metrics.Metrics
+	reg              *runs.Registry
+	cli              *agent.Backend
 	cloud            *cloud.Client
 	workspaces       map[string]string
 	defaultWorkspace string
@@ -51,27 +69,13 @@ type Server struct {
 
 // NewServer builds the gateway from its dependencies.
 func NewServer(d Deps) (*Server, error) {
-	if d.Metrics == nil {
-		d.Metrics = NewMetrics()
-	}
-	if d.Store == nil {
-		d.Store = NewMemoryStore()
-	}
-	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, cloud: d.Cloud, stopping: make(chan struct{})}
-	s.cli = NewCLIBackend(d.Config.Agent, d.Environ, d.Metrics, d.Config.Demo)
+	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, reg: d.Registry, cli: d.Agent,
+		cloud: d.Cloud, stopping: make(chan struct{})}
 	ws, def, err := resolveWorkspaces(d.Config.Agent)
 	if err != nil {
 		return nil, err
 	}
 	s.workspaces, s.defaultWorkspace = ws, def
-	backends := map[string]Backend{"cli": s.cli}
-	if d.Cloud != nil {
-		backends["cloud"] = &CloudBackend{client: d.Cloud, interval: d.Config.Cloud.PollInterval,
-			runTimeout: d.Config.Agent.RunTimeout, idleTimeout: d.Config.Agent.IdleTimeout}
-	}
-	s.reg = NewRegistry(d.Config.Runs, d.Config.Limits, backends, d.Store, d.Metrics, d.Logger)
-	s.reg.maxLine = d.Config.Agent.MaxLineBytes
-	s.reg.redact = s.cli.Redact
 	s.models = newModelCache(s.cli, d.Config)
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()
@@ -81,22 +85,17 @@ func NewServer(d Deps) (*Server, error) {
 // ServeHTTP serves a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Registry returns the run registry.
-func (s *Server) Registry() *Registry { return s.reg }
-
 // Shutdown drains the runs (see Registry.Shutdown).
 func (s *Server) Shutdown(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stopping) })
 	s.reg.Shutdown(ctx)
-	if s.cli != nil {
-		s.cli.waitSweeps() // what the last agents left in sessions of their own
-	}
+	s.cli.WaitSweeps() // what the last agents left in sessions of their own
 }
 
 // resolveWorkspaces resolves the configured workspace directories through
 // their symlinks. Without any, the current directory is the workspace
 // "default".
-func resolveWorkspaces(cfg AgentConfig) (map[string]string, string, error) {
+func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 	out := map[string]string{}
 	ws := cfg.Workspaces
 	if len(ws) == 0 {
@@ -179,7 +178,7 @@ func (s *Server) handleReady(c echo.Context) error {
 			status = "degraded"
 		}
 	}
-	if s.reg.closing.Load() {
+	if s.reg.Closing() {
 		status, code = "shutting_down", http.StatusServiceUnavailable
 	}
 	body := map[string]any{"status": status, "agent": agent, "store": storeStatus}

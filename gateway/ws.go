@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/runs"
 )
 
 // wsMessage is what the server sends: an event name, its id and the same
@@ -58,7 +59,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 	chats := 0
 	var mu sync.Mutex
-	var current *Run
+	var current *runs.Run
 	var following chan struct{} // closed when the last turn's events are sent
 	// At shutdown the socket closes with "going away", once the running
 	// turn's events, its error and done included, are sent.
@@ -150,7 +151,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				continue
 			}
 			spec, err := s.chatSpec(ctx, &req)
-			var run *Run
+			var run *runs.Run
 			if err != nil {
 				s.reject(err)
 			} else {
@@ -293,7 +294,7 @@ func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Du
 	}
 }
 
-func currentRun(mu *sync.Mutex, r **Run) *Run {
+func currentRun(mu *sync.Mutex, r **runs.Run) *runs.Run {
 	mu.Lock()
 	defer mu.Unlock()
 	return *r

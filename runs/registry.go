@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -136,10 +137,10 @@ func fillResponse(resp *documents.ChatResponse, spec *Spec) {
 		resp.ID = spec.ResponseID
 	}
 	if resp.Model == "" {
-		resp.Model = firstNonEmpty(spec.Model, "auto")
+		resp.Model = cmp.Or(spec.Model, "auto")
 	}
 	if resp.Mode == "" {
-		resp.Mode = firstNonEmpty(spec.Mode, "agent")
+		resp.Mode = cmp.Or(spec.Mode, "agent")
 	}
 	if resp.Created == "" {
 		resp.Created = spec.Created
@@ -264,8 +265,8 @@ type Registry struct {
 	saver *saver
 }
 
-// storeWrote records how a store write went.
-func (g *Registry) storeWrote(err error) {
+// StoreWrote records how a store write went.
+func (g *Registry) StoreWrote(err error) {
 	if err == nil {
 		if g.storeErr.Load() != nil {
 			g.storeErr.Store(nil)
@@ -275,6 +276,9 @@ func (g *Registry) storeWrote(err error) {
 	g.metrics.StoreErrors.Inc()
 	g.storeErr.Store(&err)
 }
+
+// Closing reports whether the registry has begun to shut down.
+func (g *Registry) Closing() bool { return g.closing.Load() }
 
 // StoreError returns the error of the last store write, if it failed.
 func (g *Registry) StoreError() error {
@@ -717,7 +721,7 @@ func (r *Run) finish(d documents.Done) {
 	r.Log.Close()
 	outcome := "completed"
 	if d.Status != documents.StatusCompleted {
-		outcome = firstNonEmpty(string(d.Metadata.StopReason), "error")
+		outcome = cmp.Or(string(d.Metadata.StopReason), "error")
 	}
 	g.metrics.Runs.WithLabelValues(outcome).Inc()
 	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
@@ -814,13 +818,4 @@ func (g *Registry) closeSaver(ctx context.Context) {
 	if !g.saver.close(wait) {
 		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

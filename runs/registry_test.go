@@ -3,13 +3,14 @@ package runs
 import (
 	"context"
 	"errors"
-	"github.com/docstream/docstream/metrics"
-	"github.com/docstream/docstream/store"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 	"weak"
+
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/store"
 
 	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"

@@ -2,9 +2,10 @@ package runs
 
 import (
 	"context"
-	"github.com/docstream/docstream/store"
 	"sync"
 	"time"
+
+	"github.com/docstream/docstream/store"
 )
 
 // saver writes the runs' turns and conversations to the store from a
@@ -266,7 +267,7 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	ctx := context.Background()
 	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
 		err := b.PutBatch(ctx, convs, turns)
-		g.storeWrote(err)
+		g.StoreWrote(err)
 		if err != nil {
 			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
 			for _, r := range convRuns {
@@ -278,7 +279,7 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 		}
 	} else {
 		wrote := func(err error, r *Run, want saveWant, what string) {
-			g.storeWrote(err)
+			g.StoreWrote(err)
 			if err != nil {
 				g.log.Warn().Err(err).Msg(what)
 				refuse(r, want)

@@ -2,13 +2,14 @@ package runs
 
 import (
 	"context"
-	"github.com/docstream/docstream/metrics"
-	"github.com/docstream/docstream/store"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/store"
 
 	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"

@@ -28,9 +28,9 @@ type Spec struct {
 	Backend        string // the backend's name: "cli" or "cloud"
 	Thinking       bool
 	IncludeRaw     bool
-	// Target is what a backend needs beyond the fields above (a
-	// *cloud.Target for the cloud backend).
-	Target any
+	// Cloud is what the cloud backend needs beyond the fields above (a
+	// *cloud.RunSpec).
+	Cloud any
 	// Kill, set by the registry, says when the run is to be killed at once,
 	// also when it is already being stopped gracefully.
 	Kill Killer

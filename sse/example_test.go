@@ -48,14 +48,3 @@ func ExampleWriteComment() {
 	// Output:
 	// : ping
 }
-
-func ExampleLog() {
-	log := sse.NewLog(0, 0)
-	log.Append(documents.ResponseStart{ID: "chat_1", Model: "auto", Mode: "agent"})
-	log.Append(documents.Done{ID: "chat_1", Status: documents.StatusCompleted})
-	log.Close()
-	frames, closed, _, ok := log.Since(1)
-	fmt.Println(len(frames), frames[0].ID, frames[0].Name, closed, ok)
-	// Output:
-	// 1 2 done true true
-}

@@ -21,9 +21,9 @@ func DataDir(path string) string {
 	return filepath.Dir(path)
 }
 
-// checkStorePath refuses a SQLite store path that cannot be a database
+// CheckPath refuses a SQLite store path that cannot be a database
 // file, before anything is made beside it.
-func checkStorePath(path string) error {
+func CheckPath(path string) error {
 	path = storePath(path)
 	if strings.HasPrefix(path, "~") {
 		return fmt.Errorf("store.path %q: ~ is not expanded; give an absolute path, or one relative to the working directory", path)
@@ -36,9 +36,9 @@ func checkStorePath(path string) error {
 	return nil
 }
 
-// writableDir creates dir if needed and checks that a file can be made in
+// WritableDir creates dir if needed and checks that a file can be made in
 // it.
-func writableDir(dir string) error {
+func WritableDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/docstream/docstream/gateway"
 	"github.com/docstream/docstream/simulator"
 )
 
@@ -44,10 +43,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return nil
 		}
 	}
-	err := gateway.Main(ctx, args, getenv, stdout, stderr)
-	var u gateway.UsageError
-	if errors.As(err, &u) {
-		return usageError{error: err, reported: u.Reported}
-	}
-	return err
+	return serve(ctx, args, getenv, stdout, stderr)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/sse"
 	"github.com/docstream/docstream/translate"
 )
@@ -70,7 +70,7 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		}
 	}
 	seg := translate.NewSegmenter(translate.Options{
-		ResponseID: gateway.NewResponseID(), Model: *model, Mode: *mode, Created: gateway.Now(),
+		ResponseID: runs.NewResponseID(), Model: *model, Mode: *mode, Created: runs.Now(),
 		Thinking: *thinking, MaxLine: *maxLine,
 	}, emit)
 	seg.Start()

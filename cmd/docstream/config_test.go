@@ -1,4 +1,4 @@
-package gateway
+package main
 
 import (
 	"os"
@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docstream/docstream/store"
 )
 
 // TestConfigFileIsTheDefault keeps config.yaml, the documented defaults, and
 // DefaultConfig the same.
 func TestConfigFileIsTheDefault(t *testing.T) {
-	got, err := LoadConfig("../config.yaml", func(string) string { return "" })
+	got, err := LoadConfig("../../config.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +109,6 @@ func TestConfigRefusesNonsense(t *testing.T) {
 	}
 }
 
-// TestWorkspaceEmptyDirectory: a workspace configured with no directory is
-// refused at start instead of meaning the current directory.
-func TestWorkspaceEmptyDirectory(t *testing.T) {
-	t.Parallel()
-	if _, _, err := resolveWorkspaces(AgentConfig{Workspaces: map[string]string{"a": " "}}); err == nil || !strings.Contains(err.Error(), "workspace a") {
-		t.Fatalf("err = %v", err)
-	}
-}
-
 // TestStorePathChecked: a store path that cannot be a database file is
 // refused before a lock file is made beside it (/dev/null left
 // /dev/docstream.lock behind), and ~ is not taken for a directory name.
@@ -123,12 +116,12 @@ func TestStorePathChecked(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, p := range []string{"/dev/null", dir, "~/ds/docstream.db"} {
-		if err := checkStorePath(p); err == nil {
+		if err := store.CheckPath(p); err == nil {
 			t.Errorf("%s: accepted", p)
 		}
 	}
 	for _, p := range []string{"", dir + "/docstream.db", dir + "/new/docstream.db"} {
-		if err := checkStorePath(p); err != nil {
+		if err := store.CheckPath(p); err != nil {
 			t.Errorf("%q: %v", p, err)
 		}
 	}

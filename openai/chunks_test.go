@@ -1,4 +1,4 @@
-package sse_test
+package openai_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
 	"github.com/docstream/docstream/sse"
 )
 
@@ -72,12 +73,12 @@ type rendered struct {
 	content   string // Renderer.Content()
 	pieces    string // the content pieces joined: what a client receives
 	reasoning string
-	toolCalls []sse.ToolCallDelta
+	toolCalls []openai.ToolCallDelta
 }
 
 func render(t *testing.T, mode, reasoning string, evs []documents.Event) rendered {
 	t.Helper()
-	r := &sse.Renderer{Mode: mode, Reasoning: reasoning}
+	r := &openai.Renderer{Mode: mode, Reasoning: reasoning}
 	var out rendered
 	for _, ev := range evs {
 		for _, p := range r.Event(ev) {
@@ -214,8 +215,8 @@ func TestRenderMarkdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			evs := tt.evs.done().evs
-			for _, reasoning := range []string{sse.ReasoningContent, sse.ReasoningThink, sse.ReasoningOff} {
-				got := render(t, sse.RenderMarkdown, reasoning, evs)
+			for _, reasoning := range []string{openai.ReasoningContent, openai.ReasoningThink, openai.ReasoningOff} {
+				got := render(t, openai.RenderMarkdown, reasoning, evs)
 				if got.content != tt.want {
 					t.Errorf("reasoning %s:\n got: %q\nwant: %q", reasoning, got.content, tt.want)
 				}
@@ -235,7 +236,7 @@ func TestRenderMarkdown(t *testing.T) {
 func TestMarkdownClips(t *testing.T) {
 	out := strings.Repeat("x", 20000)
 	meta := fmt.Sprintf(`{"command":"cat big","workingDirectory":"/w","exitCode":0,"output":%q,"duration_ms":0,"permissions":[]}`, out)
-	md := sse.Markdown(documents.TypeTerminalCommand, "", jsontext.Value(meta))
+	md := openai.Markdown(documents.TypeTerminalCommand, "", jsontext.Value(meta))
 	if len(md) > 9000 || !strings.Contains(md, "… (cut)") || !strings.HasSuffix(md, "exit code 0\n\n") {
 		t.Errorf("a 20000-byte output rendered as %d bytes, ending %q", len(md), md[max(0, len(md)-40):])
 	}
@@ -259,15 +260,15 @@ func tourLike() *events {
 }
 
 func TestRenderToolCalls(t *testing.T) {
-	got := render(t, sse.RenderToolCalls, sse.ReasoningContent, tourLike().evs)
+	got := render(t, openai.RenderToolCalls, openai.ReasoningContent, tourLike().evs)
 	if want := "Let me look.\n\n```go\nx := 1\n```\n\nDone."; got.content != want {
 		t.Errorf("content:\n got: %q\nwant: %q", got.content, want)
 	}
-	want := []sse.ToolCallDelta{
-		{Index: 0, ID: "call_r", Type: "function", Function: sse.FunctionCall{Name: "read_file", Arguments: `{"path":"a.go"}`}},
-		{Index: 1, ID: "call_e", Type: "function", Function: sse.FunctionCall{Name: "edit_file", Arguments: `{"path":"a.go","streamContent":"y"}`}},
+	want := []openai.ToolCallDelta{
+		{Index: 0, ID: "call_r", Type: "function", Function: openai.FunctionCall{Name: "read_file", Arguments: `{"path":"a.go"}`}},
+		{Index: 1, ID: "call_e", Type: "function", Function: openai.FunctionCall{Name: "edit_file", Arguments: `{"path":"a.go","streamContent":"y"}`}},
 		// Without a tool name the document type names the call.
-		{Index: 2, ID: "call_t", Type: "function", Function: sse.FunctionCall{Name: "terminal_command", Arguments: `{"command":"go vet"}`}},
+		{Index: 2, ID: "call_t", Type: "function", Function: openai.FunctionCall{Name: "terminal_command", Arguments: `{"command":"go vet"}`}},
 	}
 	if len(got.toolCalls) != len(want) {
 		t.Fatalf("tool calls: got %+v, want %+v", got.toolCalls, want)
@@ -296,13 +297,13 @@ func TestRenderToolCalls(t *testing.T) {
 		documents.ToolCallStart{DocumentID: "doc_001", ToolName: "list_dir", ToolCallID: "c"},
 		documents.DocumentEnd{DocumentID: "doc_001", Metadata: jsontext.Value(`{"toolName":"list_dir"}`)},
 	}
-	if got := render(t, sse.RenderToolCalls, sse.ReasoningOff, evs); len(got.toolCalls) != 1 || got.toolCalls[0].Function.Arguments != "{}" {
+	if got := render(t, openai.RenderToolCalls, openai.ReasoningOff, evs); len(got.toolCalls) != 1 || got.toolCalls[0].Function.Arguments != "{}" {
 		t.Errorf("tool call without arguments: %+v", got.toolCalls)
 	}
 }
 
 func TestRenderTextOnly(t *testing.T) {
-	got := render(t, sse.RenderTextOnly, sse.ReasoningOff, tourLike().evs)
+	got := render(t, openai.RenderTextOnly, openai.ReasoningOff, tourLike().evs)
 	if want := "Let me look.\n\n```go\nx := 1\n```\n\nDone."; got.content != want {
 		t.Errorf("content:\n got: %q\nwant: %q", got.content, want)
 	}
@@ -311,14 +312,14 @@ func TestRenderTextOnly(t *testing.T) {
 	}
 	// Errors still show.
 	evs := new(events).text(documents.TypeError, `{"errorCode":"CANCELLED","source":"gateway","details":""}`, "the run was cancelled").done().evs
-	if got := render(t, sse.RenderTextOnly, sse.ReasoningOff, evs); got.content != "**Error:** the run was cancelled (CANCELLED)\n" {
+	if got := render(t, openai.RenderTextOnly, openai.ReasoningOff, evs); got.content != "**Error:** the run was cancelled (CANCELLED)\n" {
 		t.Errorf("error in text-only: %q", got.content)
 	}
 }
 
 func TestRenderReasoning(t *testing.T) {
 	t.Run("reasoning_content", func(t *testing.T) {
-		got := render(t, sse.RenderMarkdown, sse.ReasoningContent, tourLike().evs)
+		got := render(t, openai.RenderMarkdown, openai.ReasoningContent, tourLike().evs)
 		// Separate thinking blocks stay separate paragraphs.
 		if got.reasoning != "Looking around.\n\nAll good." {
 			t.Errorf("reasoning: %q", got.reasoning)
@@ -327,13 +328,13 @@ func TestRenderReasoning(t *testing.T) {
 			t.Errorf("reasoning leaked into the content: %q", got.content)
 		}
 		// The empty setting means reasoning_content.
-		if got := render(t, sse.RenderMarkdown, "", tourLike().evs); got.reasoning != "Looking around.\n\nAll good." {
+		if got := render(t, openai.RenderMarkdown, "", tourLike().evs); got.reasoning != "Looking around.\n\nAll good." {
 			t.Errorf("default reasoning: %q", got.reasoning)
 		}
 	})
 	t.Run("think", func(t *testing.T) {
 		evs := new(events).think("Let me ").think("see.").text(documents.TypeText, `{}`, "Hi.").think("More.").text(documents.TypeText, `{}`, "Bye.").done().evs
-		got := render(t, sse.RenderMarkdown, sse.ReasoningThink, evs)
+		got := render(t, openai.RenderMarkdown, openai.ReasoningThink, evs)
 		want := "<think>\nLet me see.\n</think>\n\nHi.\n\n<think>\nMore.\n</think>\n\nBye."
 		if got.content != want || got.reasoning != "" {
 			t.Errorf("content:\n got: %q\nwant: %q (reasoning %q)", got.content, want, got.reasoning)
@@ -345,13 +346,13 @@ func TestRenderReasoning(t *testing.T) {
 		evs := new(events).think("Planning.").
 			tool(documents.TypePlan, "create_plan", "c", `{}`, `{"title":"P","overview":"","todos":[],"format":"markdown"}`, ptr("# P")).
 			think("Done planning.").done().evs
-		got := render(t, sse.RenderTextOnly, sse.ReasoningThink, evs)
+		got := render(t, openai.RenderTextOnly, openai.ReasoningThink, evs)
 		if want := "<think>\nPlanning.\n\nDone planning.\n</think>\n"; got.content != want {
 			t.Errorf("content:\n got: %q\nwant: %q", got.content, want)
 		}
 	})
 	t.Run("off", func(t *testing.T) {
-		got := render(t, sse.RenderMarkdown, sse.ReasoningOff, tourLike().evs)
+		got := render(t, openai.RenderMarkdown, openai.ReasoningOff, tourLike().evs)
 		if got.reasoning != "" || strings.Contains(got.content, "Looking") {
 			t.Errorf("reasoning off still sent it: %+v", got)
 		}
@@ -359,7 +360,7 @@ func TestRenderReasoning(t *testing.T) {
 }
 
 func TestUsageOf(t *testing.T) {
-	u := sse.UsageOf(documents.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150, CacheReadTokens: 4000, CacheWriteTokens: 50, Reported: true})
+	u := openai.UsageOf(documents.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150, CacheReadTokens: 4000, CacheWriteTokens: 50, Reported: true})
 	if u.PromptTokens != 4170 || u.CompletionTokens != 30 || u.TotalTokens != 4200 {
 		t.Errorf("usage %+v: want prompt 120+4000+50 = 4170, completion 30, total 4200", u)
 	}
@@ -371,7 +372,7 @@ func TestUsageOf(t *testing.T) {
 		t.Errorf("usage JSON:\n got %s\nwant %s", b, want)
 	}
 	// No usage reported: zeros, and the details are still an object.
-	b, _ = json.Marshal(sse.UsageOf(documents.Usage{}))
+	b, _ = json.Marshal(openai.UsageOf(documents.Usage{}))
 	if want := `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`; string(b) != want {
 		t.Errorf("zero usage JSON:\n got %s\nwant %s", b, want)
 	}
@@ -383,18 +384,18 @@ func TestUsageOf(t *testing.T) {
 // or id: field.
 func ExampleChunk() {
 	var w bytes.Buffer
-	chunk := func(d sse.ChunkDelta, finish *string) {
-		b, _ := json.Marshal(sse.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1767225600, Model: "auto",
-			Choices: []sse.ChunkChoice{{Delta: d, FinishReason: finish}}})
+	chunk := func(d openai.ChunkDelta, finish *string) {
+		b, _ := json.Marshal(openai.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1767225600, Model: "auto",
+			Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}})
 		_ = sse.WriteData(&w, b)
 	}
 	empty, hello, stop := "", "Hello", "stop"
-	chunk(sse.ChunkDelta{Role: "assistant", Content: &empty}, nil)
-	chunk(sse.ChunkDelta{Content: &hello}, nil)
-	chunk(sse.ChunkDelta{}, &stop)
-	u := sse.UsageOf(documents.Usage{PromptTokens: 10, CompletionTokens: 2, CacheReadTokens: 5})
-	b, _ := json.Marshal(sse.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1767225600, Model: "auto",
-		Choices: []sse.ChunkChoice{}, Usage: &u})
+	chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil)
+	chunk(openai.ChunkDelta{Content: &hello}, nil)
+	chunk(openai.ChunkDelta{}, &stop)
+	u := openai.UsageOf(documents.Usage{PromptTokens: 10, CompletionTokens: 2, CacheReadTokens: 5})
+	b, _ := json.Marshal(openai.Chunk{ID: "chatcmpl-1", Object: "chat.completion.chunk", Created: 1767225600, Model: "auto",
+		Choices: []openai.ChunkChoice{}, Usage: &u})
 	_ = sse.WriteData(&w, b)
 	_ = sse.WriteData(&w, []byte("[DONE]"))
 	// Lines end with CRLF on the wire.

@@ -1,4 +1,4 @@
-package gateway
+package main
 
 import (
 	"context"
@@ -19,23 +19,18 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
-	"github.com/docstream/docstream/gateway/cloud"
+	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/metrics"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/store"
 )
 
-// UsageError is a bad command line. Reported says that it has been
-// printed already (by the flag package, with the usage).
-type UsageError struct {
-	Err      error
-	Reported bool
-}
-
-func (e UsageError) Error() string { return e.Err.Error() }
-func (e UsageError) Unwrap() error { return e.Err }
-
-// Main serves the gateway until ctx ends, then shuts down gracefully:
-// it stops accepting, lets streams finish within the drain timeout, then
-// ends them with done and stops the agents.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// serve runs the gateway until ctx ends, then shuts down gracefully: it
+// stops accepting, lets streams finish within the drain timeout, then ends
+// them with done and stops the agents.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("docstream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "the configuration file (default ./config.yaml when present)")
@@ -50,11 +45,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return UsageError{Err: err, Reported: true}
+		return usageError{error: err, reported: true}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return UsageError{Err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return usageError{error: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	path := *configPath
 	if path == "" {
@@ -91,38 +86,34 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			log.Warn().Msg(`server.cors_origins is "*" and auth is off: any web page open in a browser that reaches the port can run the agent`)
 		}
 	}
-	defer startHeapFloor(uint64(cfg.Server.HeapFloorBytes))()
-	if _, err := ReserveFileTable(cfg.Server.FileTableSize); err != nil {
-		log.Warn().Err(err).Msg("the file table was not reserved; it grows as streams open")
-	}
 	dataDir := ""
 	if cfg.Store.Driver == "sqlite" {
-		if err := checkStorePath(cfg.Store.Path); err != nil {
+		if err := store.CheckPath(cfg.Store.Path); err != nil {
 			return err
 		}
-		dataDir = DataDir(cfg.Store.Path)
-		lock, err := LockDataDir(dataDir)
+		dataDir = store.DataDir(cfg.Store.Path)
+		lock, err := store.LockDataDir(dataDir)
 		if err != nil {
 			return err
 		}
 		defer lock.Close()
 	}
-	store, err := OpenStore(ctx, cfg.Store)
+	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
 	pidDir := ""
 	if dataDir != "" {
 		pidDir = filepath.Join(dataDir, "agents")
-		if err := writableDir(pidDir); err != nil {
+		if err := store.WritableDir(pidDir); err != nil {
 			return fmt.Errorf("agents left running by a crash are recorded in %s: %w", pidDir, err)
 		}
-		if n := ReapOrphans(pidDir); n > 0 {
+		if n := agent.ReapOrphans(pidDir); n > 0 {
 			log.Warn().Int("process_groups", n).Msg("ended agents left running by the last crash")
 		}
 	}
-	if n, err := store.MarkInterrupted(ctx); err != nil {
+	if n, err := st.MarkInterrupted(ctx); err != nil {
 		log.Warn().Err(err).Msg("marking interrupted runs")
 	} else if n > 0 {
 		log.Warn().Int("runs", n).Msg("marked runs interrupted by the last shutdown")
@@ -130,7 +121,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	if cfg.Store.MaxAge > 0 {
 		pruneCtx, stopPruning := context.WithCancel(ctx)
 		defer stopPruning()
-		go pruneStore(pruneCtx, store, cfg.Store.MaxAge, log)
+		go store.PruneEvery(pruneCtx, st, cfg.Store.MaxAge, log)
 	}
 	var cc *cloud.Client
 	if cfg.Cloud.APIKey != "" {
@@ -139,30 +130,38 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			return fmt.Errorf("cloud backend: %w", err)
 		}
 	}
-	srv, err := NewServer(Deps{Config: cfg, Logger: log, Store: store, Metrics: NewMetrics(), Environ: os.Environ(), Cloud: cc})
+	m := metrics.New()
+	cli := agent.New(cfg.Agent, os.Environ(), m)
+	cli.PidDir = pidDir
+	if err := cli.Ready(); err != nil {
+		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
+	}
+	backends := map[string]runs.Backend{"cli": cli}
+	if cc != nil {
+		backends["cloud"] = &cloud.Backend{Client: cc, Interval: cfg.Cloud.PollInterval,
+			RunTimeout: cfg.Agent.RunTimeout, IdleTimeout: cfg.Agent.IdleTimeout}
+	}
+	reg := runs.NewRegistry(cfg.Runs, cfg.Limits, runs.Deps{Backends: backends, Store: st, Metrics: m, Log: log,
+		MaxLine: cfg.Agent.MaxLineBytes, Redact: cli.Redact})
+	srv, err := gateway.NewServer(gateway.Deps{
+		Config: gateway.Config{Server: cfg.Server, Auth: cfg.Auth, OpenAI: cfg.OpenAI, Agent: cfg.Agent,
+			CloudDefault: cfg.Cloud.Default, Demo: cfg.Demo},
+		Logger: log, Registry: reg, Store: st, Metrics: m, Agent: cli, Cloud: cc})
 	if err != nil {
 		return err
-	}
-	srv.cli.pidDir = pidDir
-	if err := srv.cli.Ready(); err != nil {
-		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
 	}
-	maxConns := ConnectionLimit(cfg.Server.MaxConnections, cfg.Limits)
-	srv.metrics.ConnectionLimit.Set(float64(maxConns))
-	ln = limitConnections(ln, maxConns, &srv.metrics.Connections, srv.metrics.Rejected.WithLabelValues("connections").Inc, srv)
+	ln, maxConns := srv.Limit(ln, cfg.Limits)
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
-		ConnContext:       withConn,
 	}
-	log.Info().Str("addr", ln.Addr().String()).Str("agent", srv.cli.Binary()).Bool("demo", cfg.Demo).
+	log.Info().Str("addr", ln.Addr().String()).Str("agent", cli.Binary()).Bool("demo", cfg.Demo).
 		Str("store", cfg.Store.Driver).Int("max_connections", maxConns).Msg("docstream listening")
 	fmt.Fprintf(stdout, "docstream listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -1,11 +1,10 @@
-package gateway
+package cloud
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway/cloud"
 	"github.com/docstream/docstream/translate"
 )
 
@@ -18,14 +17,14 @@ func TestCloudMessagesGrowOnce(t *testing.T) {
 	seg.Start()
 	seg.SetConversation("bc_1")
 	c := cloudMessages{seg: seg, sent: map[string]string{}}
-	for _, m := range []cloud.Message{
-		{ID: "m1", Type: cloud.AssistantMessage, Text: "One."},
-		{ID: "m2", Type: cloud.AssistantMessage, Text: "Two."},
-		{ID: "m1", Type: cloud.AssistantMessage, Text: "One. More."},
-		{ID: "m1", Type: cloud.AssistantMessage, Text: "One. More. Again."},
-		{ID: "m2", Type: cloud.AssistantMessage, Text: "Two. Three."},
-		{ID: "m3", Type: cloud.AssistantMessage, Text: "Rewritten?"},
-		{ID: "m3", Type: cloud.AssistantMessage, Text: "Rewritten."},
+	for _, m := range []Message{
+		{ID: "m1", Type: AssistantMessage, Text: "One."},
+		{ID: "m2", Type: AssistantMessage, Text: "Two."},
+		{ID: "m1", Type: AssistantMessage, Text: "One. More."},
+		{ID: "m1", Type: AssistantMessage, Text: "One. More. Again."},
+		{ID: "m2", Type: AssistantMessage, Text: "Two. Three."},
+		{ID: "m3", Type: AssistantMessage, Text: "Rewritten?"},
+		{ID: "m3", Type: AssistantMessage, Text: "Rewritten."},
 	} {
 		c.take(&m)
 		c.take(&m) // a poll that sees nothing new

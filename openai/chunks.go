@@ -1,6 +1,7 @@
-package sse
+package openai
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -330,7 +331,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 	case documents.TypePlan:
 		var m documents.PlanMeta
 		_ = json.Unmarshal(meta, &m)
-		fmt.Fprintf(&b, "### Plan: %s\n", firstNonEmpty(m.Title, "untitled"))
+		fmt.Fprintf(&b, "### Plan: %s\n", cmp.Or(m.Title, "untitled"))
 		if m.Overview != "" {
 			b.WriteString(m.Overview + "\n")
 		}
@@ -347,7 +348,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 		_ = json.Unmarshal(meta, &m)
 		b.WriteString("**Tasks:**\n")
 		for _, t := range m.Todos {
-			fmt.Fprintf(&b, "- %s %s\n", checkbox(t.Status), firstNonEmpty(t.Content, t.ID))
+			fmt.Fprintf(&b, "- %s %s\n", checkbox(t.Status), cmp.Or(t.Content, t.ID))
 		}
 	case documents.TypeClarification:
 		var m documents.ClarificationMeta
@@ -417,54 +418,4 @@ func deref(p *int) int {
 		return 0
 	}
 	return *p
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// DecodeFrame turns a logged frame back into its document event.
-func DecodeFrame(f Frame) (documents.Event, error) {
-	var ev documents.Event
-	var err error
-	switch f.Name {
-	case documents.EventResponseStart:
-		ev, err = decodeAs[documents.ResponseStart](f.Data)
-	case documents.EventDocumentStart:
-		ev, err = decodeAs[documents.DocumentStart](f.Data)
-	case documents.EventContentDelta:
-		ev, err = decodeAs[documents.ContentDelta](f.Data)
-	case documents.EventToolCallStart:
-		ev, err = decodeAs[documents.ToolCallStart](f.Data)
-	case documents.EventToolCallArguments:
-		ev, err = decodeAs[documents.ToolCallArguments](f.Data)
-	case documents.EventToolResult:
-		ev, err = decodeAs[documents.ToolResultEvent](f.Data)
-	case documents.EventDocumentEnd:
-		ev, err = decodeAs[documents.DocumentEnd](f.Data)
-	case documents.EventDone:
-		ev, err = decodeAs[documents.Done](f.Data)
-	case documents.EventThinkingDelta:
-		ev, err = decodeAs[documents.ThinkingDelta](f.Data)
-	case documents.EventAgentEvent:
-		ev, err = decodeAs[documents.AgentEvent](f.Data)
-	default:
-		return nil, fmt.Errorf("unknown event %q", f.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", f.Name, err)
-	}
-	return ev, nil
-}
-
-// decodeAs decodes data as the event type T.
-func decodeAs[T documents.Event](data []byte) (documents.Event, error) {
-	var e T
-	err := json.Unmarshal(data, &e)
-	return e, err
 }

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/simulator"
+	"github.com/docstream/docstream/store"
+)
+
+// Config is the whole configuration: config.yaml, then DOCSTREAM_<SECTION>_<KEY>
+// environment overrides, then flags.
+type Config struct {
+	Server gateway.ServerConfig `yaml:"server"`
+	Auth   gateway.AuthConfig   `yaml:"auth"`
+	Limits runs.Limits          `yaml:"limits"`
+	Agent  agent.Config         `yaml:"agent"`
+	Runs   runs.Config          `yaml:"runs"`
+	Store  store.Config         `yaml:"store"`
+	OpenAI openai.Config        `yaml:"openai"`
+	Cloud  cloud.Config         `yaml:"cloud"`
+	Log    LogConfig            `yaml:"log"`
+	// Demo is set by --demo: the built-in simulator is the agent.
+	Demo bool `yaml:"-"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+// DefaultConfig returns the configuration used when nothing is set.
+func DefaultConfig() Config {
+	return Config{
+		Server: gateway.ServerConfig{
+			Addr: "127.0.0.1:8080", ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+			ShutdownTimeout: 30 * time.Second, Heartbeat: 15 * time.Second, MaxBodyBytes: 4 << 20, MaxPromptBytes: gateway.MaxArgBytes,
+			TrustedProxies: []string{}, CORSOrigins: []string{},
+		},
+		Auth:   gateway.AuthConfig{APIKeys: []string{}, RatePerMinute: 120, Burst: 30},
+		Limits: runs.Limits{MaxConcurrentRuns: 16, QueueSize: 64, QueueTimeout: 60 * time.Second, SpawnPerSecond: 20},
+		Agent: agent.Config{
+			ArgsPrefix: []string{}, Headers: []string{}, Workspaces: map[string]string{},
+			Trust: true, IdleTimeout: 30 * time.Minute, RunTimeout: 2 * time.Hour, LingerAfterResult: 3 * time.Second,
+			KillGrace: 5 * time.Second, MaxLineBytes: 16 << 20, StderrTailBytes: 16 << 10,
+			EnvAllow: []string{"*"},
+			EnvDeny: []string{"DOCSTREAM_*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+				"*COOKIE*", "*_AUTH", "*_AUTH_*", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS"},
+		},
+		Runs: runs.Config{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, KeepFinishedBytes: 256 << 20,
+			LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
+		Store:  store.Config{Driver: "sqlite", Path: "./data/docstream.db", MaxAge: 30 * 24 * time.Hour, MemoryMaxBytes: 256 << 20},
+		OpenAI: openai.Config{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]openai.ModelAlias{}},
+		Cloud:  cloud.Config{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
+		Log:    LogConfig{Format: "auto", Level: "info"},
+	}
+}
+
+// LoadConfig reads the YAML file at path (none when path is "") over the
+// defaults and applies the DOCSTREAM_* environment overrides.
+func LoadConfig(path string, getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("reading the configuration: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("parsing %s: %w", path, err)
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err == nil {
+			if err := wholeNumbers(&doc, reflect.TypeOf(cfg), ""); err != nil {
+				return cfg, fmt.Errorf("parsing %s: %w", path, err)
+			}
+		}
+		var more yaml.Node
+		if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("parsing %s: it holds more than one YAML document", path)
+		}
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.Agent.APIKey == "" {
+		cfg.Agent.APIKey = getenv("CURSOR_API_KEY")
+	}
+	if cfg.Cloud.APIKey == "" {
+		cfg.Cloud.APIKey = getenv("CURSOR_API_KEY")
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks the values that have to be sane for the gateway to run.
+func (c *Config) Validate() error {
+	switch {
+	case c.Server.Addr == "":
+		return errors.New("server.addr is empty")
+	case c.Limits.MaxConcurrentRuns < 1:
+		return errors.New("limits.max_concurrent_runs must be at least 1")
+	case c.Server.MaxBodyBytes < 1024:
+		return errors.New("server.max_body_bytes must be at least 1024")
+	case c.Agent.StderrTailBytes > maxBufferBytes:
+		return fmt.Errorf("agent.stderr_tail_bytes must be at most %d", maxBufferBytes)
+	case c.Agent.MaxLineBytes > maxBufferBytes:
+		return fmt.Errorf("agent.max_line_bytes must be at most %d", maxBufferBytes)
+	}
+	if err := noNegatives(c); err != nil {
+		return err
+	}
+	switch c.Log.Level {
+	case "", "trace", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level %q: want trace, debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "auto", "json", "console":
+	default:
+		return fmt.Errorf("log.format %q: want auto, json or console", c.Log.Format)
+	}
+	for _, k := range c.Auth.APIKeys {
+		// A malformed digest would be skipped, and with no other key auth
+		// would be off: refuse it (without echoing it).
+		if h, ok := strings.CutPrefix(strings.TrimSpace(k), "sha256:"); ok {
+			if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+				return errors.New("auth.api_keys: an entry starting with sha256: must be followed by 64 hex digits")
+			}
+		}
+	}
+	switch c.OpenAI.Render {
+	case "markdown", "tool_calls", "text-only":
+	default:
+		return fmt.Errorf("openai.render %q: want markdown, tool_calls or text-only", c.OpenAI.Render)
+	}
+	switch c.OpenAI.Reasoning {
+	case "reasoning_content", "think", "off":
+	default:
+		return fmt.Errorf("openai.reasoning %q: want reasoning_content, think or off", c.OpenAI.Reasoning)
+	}
+	switch c.Store.Driver {
+	case "sqlite", "memory":
+	default:
+		return fmt.Errorf("store.driver %q: want sqlite or memory", c.Store.Driver)
+	}
+	return nil
+}
+
+// wholeNumbers refuses a number with a fraction where a whole number goes:
+// YAML would cut 1.9 to 1. (A duration given as a bare number is refused by
+// YAML itself.)
+func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := wholeNumbers(c, t, key); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name := n.Content[i].Value
+			for j := 0; j < t.NumField(); j++ {
+				if t.Field(j).Tag.Get("yaml") == name {
+					if err := wholeNumbers(n.Content[i+1], t.Field(j).Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!float" {
+			break
+		}
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+			return fmt.Errorf("%s: %s is not a whole number", key, n.Value)
+		}
+	}
+	return nil
+}
+
+// maxBufferBytes bounds the keys that size a buffer.
+const maxBufferBytes = 1 << 30
+
+// noNegatives refuses a negative number, size or duration in any key.
+func noNegatives(c *Config) error {
+	root := reflect.ValueOf(c).Elem()
+	for i := 0; i < root.NumField(); i++ {
+		section := root.Type().Field(i).Tag.Get("yaml")
+		sv := root.Field(i)
+		if sv.Kind() != reflect.Struct {
+			continue
+		}
+		for j := 0; j < sv.NumField(); j++ {
+			f := sv.Field(j)
+			negative := false
+			switch f.Kind() {
+			case reflect.Int, reflect.Int64:
+				negative = f.Int() < 0
+			case reflect.Float64:
+				negative = f.Float() < 0
+			}
+			if negative {
+				return fmt.Errorf("%s.%s must not be negative", section, sv.Type().Field(j).Tag.Get("yaml"))
+			}
+		}
+	}
+	return nil
+}
+
+// applyEnv sets every scalar or list key from DOCSTREAM_<SECTION>_<KEY>;
+// lists are comma-separated and maps are name=value pairs.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	return eachEnvKey(cfg, func(name string, f reflect.Value) error {
+		val := getenv(name)
+		if val == "" {
+			return nil
+		}
+		if err := setValue(f, val); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// eachEnvKey calls fn with the DOCSTREAM_<SECTION>_<KEY> name of every key
+// of cfg and the field it sets.
+func eachEnvKey(cfg *Config, fn func(name string, f reflect.Value) error) error {
+	root := reflect.ValueOf(cfg).Elem()
+	rt := root.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		section := rt.Field(i).Tag.Get("yaml")
+		if section == "" || section == "-" {
+			continue
+		}
+		sv := root.Field(i)
+		st := sv.Type()
+		for j := 0; j < st.NumField(); j++ {
+			key := st.Field(j).Tag.Get("yaml")
+			if key == "" || key == "-" {
+				continue
+			}
+			if err := fn("DOCSTREAM_"+strings.ToUpper(section)+"_"+strings.ToUpper(key), sv.Field(j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settingEnv are the DOCSTREAM_* variables a user sets: the configuration's
+// and the simulator's.
+var settingEnv = func() []string {
+	names := []string{simulator.SpeedEnv, simulator.LogEnv, simulator.ScenarioEnv}
+	_ = eachEnvKey(&Config{}, func(name string, _ reflect.Value) error {
+		names = append(names, name)
+		return nil
+	})
+	slices.Sort(names)
+	return names
+}()
+
+// harnessEnv are the DOCSTREAM_* variables the test harnesses read: the Go
+// tests', the simulator's and the browser and SDK tests'.
+var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
+
+// serviceLinkEnv matches the variables Kubernetes sets for a Service named
+// docstream (DOCSTREAM_SERVICE_HOST, DOCSTREAM_PORT_8080_TCP, …) unless
+// enableServiceLinks is off.
+var serviceLinkEnv = regexp.MustCompile(`^DOCSTREAM_(SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$`)
+
+// unknownVar is a DOCSTREAM_* variable that nothing reads, and the known
+// name it is likely a typo of ("" when none is close).
+type unknownVar struct {
+	name, suggestion string
+}
+
+// unknownEnv returns the DOCSTREAM_* variables of environ (NAME=value
+// entries) that nothing reads, sorted by name.
+func unknownEnv(environ []string) []unknownVar {
+	var out []unknownVar
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "DOCSTREAM_") || seen[name] || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
+			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") {
+			continue
+		}
+		seen[name] = true
+		u := unknownVar{name: name}
+		best := 4 // a closer name is a likely typo
+		for _, known := range settingEnv {
+			if d := editDistance(name, known); d < best {
+				u.suggestion, best = known, d
+			}
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b unknownVar) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// editDistance is the number of single-byte insertions, deletions,
+// substitutions and swaps of neighbours that turn a into b.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+func setValue(f reflect.Value, val string) error {
+	switch f.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(val)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Float64:
+		n, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(n)
+	case reflect.Slice:
+		var items []string
+		for _, s := range strings.Split(val, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				items = append(items, s)
+			}
+		}
+		f.Set(reflect.ValueOf(items))
+	case reflect.Map:
+		if f.Type().Elem().Kind() != reflect.String {
+			return errors.New("this key can only be set in config.yaml")
+		}
+		m := map[string]string{}
+		for _, s := range strings.Split(val, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
+			if !ok {
+				return fmt.Errorf("want name=value pairs, got %q", s)
+			}
+			m[k] = v
+		}
+		f.Set(reflect.ValueOf(m))
+	default:
+		return fmt.Errorf("unsupported type %s", f.Type())
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package openai
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Config configures the OpenAI-compatible surface (the `openai` section).
+type Config struct {
+	Render    string                `yaml:"render"`
+	Reasoning string                `yaml:"reasoning"`
+	Aliases   map[string]ModelAlias `yaml:"aliases"`
+}
+
+// ModelAlias names a model for OpenAI clients: the real model, and for the
+// cloud backend the repository it works on.
+type ModelAlias struct {
+	Model      string `yaml:"model"`
+	Backend    string `yaml:"backend"`
+	Repository string `yaml:"repository"`
+	Ref        string `yaml:"ref"`
+}
+
+// Message is an OpenAI-style message; content is a string or a list of
+// parts of which the text parts count.
+type Message struct {
+	Role    string         `json:"role"`
+	Content jsontext.Value `json:"content"`
+	Name    string         `json:"name,omitzero"`
+}
+
+// Text returns the message's text content.
+func (m Message) Text() string {
+	switch m.Content.Kind() {
+	case '"':
+		var s string
+		_ = json.Unmarshal(m.Content, &s)
+		return s
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(m.Content, &parts)
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "input_text" || p.Type == "" {
+				if b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// LastUserMessage returns the text of the last user message.
+func LastUserMessage(msgs []Message) (string, int) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Text(), i
+		}
+	}
+	return "", -1
+}
+
+// FlattenHistory folds system messages and earlier turns into the prompt, in
+// a bounded format, when the conversation cannot be resumed. The last user
+// message always goes through verbatim, last.
+func FlattenHistory(msgs []Message, maxBytes int) string {
+	last, idx := LastUserMessage(msgs)
+	var system, history []string
+	for i, m := range msgs {
+		if i == idx {
+			continue
+		}
+		t := strings.TrimSpace(m.Text())
+		if t == "" {
+			continue
+		}
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, t)
+		case "user", "assistant":
+			if i < idx {
+				history = append(history, m.Role+": "+t)
+			}
+		}
+	}
+	if len(system) == 0 && len(history) == 0 {
+		return last
+	}
+	budget := maxBytes - len(last) - 256
+	var b strings.Builder
+	if len(system) > 0 {
+		b.WriteString("<instructions>\n")
+		b.WriteString(Clip(strings.Join(system, "\n\n"), max(budget/2, 0)))
+		b.WriteString("\n</instructions>\n\n")
+	}
+	if len(history) > 0 {
+		// Keep the most recent turns that fit.
+		rem := budget - b.Len()
+		var kept []string
+		for i := len(history) - 1; i >= 0 && rem > 0; i-- {
+			h := Clip(history[i], max(rem, 0))
+			kept = append([]string{h}, kept...)
+			rem -= len(h) + 2
+		}
+		if len(kept) > 0 {
+			b.WriteString("<conversation_so_far>\n")
+			b.WriteString(strings.Join(kept, "\n\n"))
+			b.WriteString("\n</conversation_so_far>\n\n")
+		}
+	}
+	b.WriteString(last)
+	return b.String()
+}
+
+// Fingerprint hashes an OpenAI message history so that a frontend that
+// resends it can be matched to the agent session that produced it.
+// Texts are compared without their <think> blocks (a frontend may keep
+// or drop the reasoning it was sent inline) and with whitespace collapsed.
+func Fingerprint(msgs []Message, reply string, model string) string {
+	h := sha256.New()
+	h.Write([]byte(model + "\x00"))
+	for _, m := range msgs {
+		h.Write([]byte(m.Role + "\x00" + FingerprintText(m.Role, m.Text()) + "\x00"))
+	}
+	if reply != "" {
+		h.Write([]byte("assistant\x00" + FingerprintText("assistant", reply) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FingerprintText is a message's text as fingerprint compares it.
+func FingerprintText(role, text string) string {
+	if role == "assistant" {
+		text = WithoutThink(text)
+	}
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// WithoutThink removes the <think>…</think> blocks from an assistant text;
+// one left open runs to the end.
+func WithoutThink(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "<think>")
+		if i < 0 {
+			break
+		}
+		b.WriteString(text[:i])
+		b.WriteByte(' ')
+		j := strings.Index(text[i:], "</think>")
+		if j < 0 {
+			return b.String()
+		}
+		text = text[i+j+len("</think>"):]
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(text)
+	return b.String()
+}
+
+// Clip cuts s to at most n bytes, within no character, marked with "…".
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
