@@ -51,7 +51,6 @@ var contractMetrics = map[string]struct {
 	"docstream_agent_spawn_failures_total":     {dto.MetricType_COUNTER, nil},
 	"docstream_rejected_requests_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_stream_subscribers":             {dto.MetricType_GAUGE, nil},
-	"docstream_stream_direct_frames_total":     {dto.MetricType_COUNTER, nil},
 	"docstream_connections_open":               {dto.MetricType_GAUGE, nil},
 	"docstream_connections_limit":              {dto.MetricType_GAUGE, nil},
 	"docstream_store_write_errors_total":       {dto.MetricType_COUNTER, nil},

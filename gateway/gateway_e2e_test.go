@@ -897,7 +897,7 @@ func TestE2EHealthAndMetrics(t *testing.T) {
 		"docstream_runs_limit", "docstream_run_queue_length", "docstream_runs_total", "docstream_run_duration_seconds",
 		"docstream_time_to_first_document_seconds", "docstream_documents_total", "docstream_agent_lines_skipped_total",
 		"docstream_tokens_total", "docstream_agent_exits_total", "docstream_agent_spawn_failures_total",
-		"docstream_rejected_requests_total", "docstream_stream_subscribers", "docstream_stream_direct_frames_total",
+		"docstream_rejected_requests_total", "docstream_stream_subscribers",
 		"docstream_connections_open", "docstream_connections_limit"} {
 		if !strings.Contains(text, "# TYPE "+name+" ") {
 			t.Errorf("/metrics has no %s", name)

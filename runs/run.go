@@ -1,0 +1,354 @@
+package runs
+
+import (
+	"cmp"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Run is one agent run, owned by the registry rather than by a request.
+type Run struct {
+	ID      string
+	Spec    *Spec
+	Log     *Log
+	started time.Time
+
+	reg      *Registry
+	cancel   context.CancelCauseFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	builder  documents.Builder
+	subs     int
+	grace    *time.Timer
+	conv     string
+	firstDoc bool
+	lastSave time.Time
+	finished bool
+	// final is the finished response until the store holds it and no
+	// client is attached; then the store answers for it (see Response).
+	final *documents.ChatResponse
+	saved bool // the store holds the final response
+	// Launch starts the run once, with the context and backend Prepare
+	// gave it.
+	launched atomic.Bool
+	runCtx   context.Context
+	backend  Backend
+	kill     chan struct{} // made when first asked for (see KillNow)
+	killed   bool
+	observe  []func(documents.Event)
+	// keptBytes is what the finished run counts in keep_finished_bytes
+	// (its log, prompt and runOverhead) while the registry keeps it; 0
+	// otherwise.
+	// keepTimer lets go of it after keep_finished. Both are g.mu's.
+	keptBytes int
+	keepTimer *time.Timer
+}
+
+// Observe has fn called with every event of the run, on the run's
+// goroutine, after the event is logged and before Done is closed for the
+// last one. It must be called before Launch.
+func (r *Run) Observe(fn func(documents.Event)) {
+	r.observe = append(r.observe, fn)
+}
+
+// Done is closed when the run's done event has been logged.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// ConversationID returns the run's conversation id, once known.
+func (r *Run) ConversationID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conv
+}
+
+// Response returns the response so far (status "streaming" while running),
+// or the finished response.
+func (r *Run) Response() documents.ChatResponse {
+	r.mu.Lock()
+	if r.finished && r.final == nil {
+		r.mu.Unlock()
+		return r.stored()
+	}
+	defer r.mu.Unlock()
+	if r.final != nil {
+		return *r.final
+	}
+	resp := r.builder.Response()
+	fillResponse(&resp, r.Spec)
+	return resp
+}
+
+// Released reports whether the run is finished and only the store holds
+// its response.
+func (r *Run) Released() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finished && r.final == nil
+}
+
+// release lets go of the finished response once the store holds it and no
+// client is attached: a finished run is kept for re-attaching clients,
+// which read its log, not its documents; r.mu is held.
+func (r *Run) release() {
+	if r.finished && r.saved && r.subs == 0 {
+		r.final = nil
+		r.builder = documents.Builder{}
+	}
+}
+
+// markSaved records that the store holds the final response.
+func (r *Run) markSaved() {
+	r.mu.Lock()
+	r.saved = true
+	r.release()
+	r.mu.Unlock()
+}
+
+// stored reads the finished response from the store.
+func (r *Run) stored() documents.ChatResponse {
+	var resp documents.ChatResponse
+	t, err := r.reg.store.Turn(context.Background(), r.ID)
+	if err == nil {
+		err = json.Unmarshal(t.Response, &resp)
+	}
+	if err != nil {
+		r.reg.log.Warn().Err(err).Str("response_id", r.ID).Msg("reading a finished response from the store")
+		resp = documents.ChatResponse{Status: documents.StatusError}
+		fillResponse(&resp, r.Spec)
+	}
+	return resp
+}
+
+// fillResponse sets the fields a response has before its events say them.
+func fillResponse(resp *documents.ChatResponse, spec *Spec) {
+	if resp.ID == "" {
+		resp.ID = spec.ResponseID
+	}
+	if resp.Model == "" {
+		resp.Model = cmp.Or(spec.Model, "auto")
+	}
+	if resp.Mode == "" {
+		resp.Mode = cmp.Or(spec.Mode, "agent")
+	}
+	if resp.Created == "" {
+		resp.Created = spec.Created
+	}
+	if resp.Documents == nil {
+		resp.Documents = []documents.Document{}
+	}
+}
+
+// Cancel ends the run: its documents so far stay, an error document and
+// done follow. kill skips the SIGTERM grace.
+func (r *Run) Cancel(kill bool) {
+	r.cancel(&Stop{Reason: documents.StopCancelled, Msg: "the run was cancelled", Kill: kill})
+	if kill {
+		r.Kill()
+	}
+}
+
+// Kill has the run's agent killed without the SIGTERM grace, also when a
+// cancel already sent SIGTERM.
+func (r *Run) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.killed {
+		r.killed = true
+		if r.kill != nil {
+			close(r.kill)
+		}
+	}
+}
+
+// KillNow returns a channel that is closed once Kill is called.
+func (r *Run) KillNow() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kill == nil {
+		r.kill = make(chan struct{})
+		if r.killed {
+			close(r.kill)
+		}
+	}
+	return r.kill
+}
+
+// Attach registers a subscriber; the returned function detaches it. When the
+// last subscriber leaves a running run, the run is cancelled after the
+// registry's detach grace.
+func (r *Run) Attach() (detach func()) {
+	r.mu.Lock()
+	r.subs++
+	if r.grace != nil {
+		r.grace.Stop()
+		r.grace = nil
+	}
+	r.mu.Unlock()
+	r.reg.metrics.Subscribers.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.reg.metrics.Subscribers.Dec()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.subs--
+			if r.subs > 0 {
+				return
+			}
+			if r.finished {
+				r.release()
+				return
+			}
+			stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
+			g := r.reg.cfg.DetachGrace
+			if g <= 0 {
+				r.cancel(stop)
+				return
+			}
+			r.grace = time.AfterFunc(g, func() {
+				r.mu.Lock()
+				n := r.subs
+				r.mu.Unlock()
+				if n == 0 {
+					r.cancel(stop)
+				}
+			})
+		})
+	}
+}
+
+// Launch starts a prepared run; later calls do nothing.
+func (r *Run) Launch() {
+	if r.launched.CompareAndSwap(false, true) {
+		go r.reg.execute(r.runCtx, r, r.backend)
+	}
+}
+
+// openSnapshotEvery is how often a run's response is saved while a
+// document stays open.
+const openSnapshotEvery = 5 * time.Second
+
+// emit takes the run's document events, in order, from its one driver,
+// and passes each through the run's steps.
+func (r *Run) emit(ev documents.Event) {
+	want := r.fold(ev)
+	r.count(ev)
+	r.save(ev, want)
+	r.Log.Append(ev)
+	for _, fn := range r.observe {
+		fn(ev)
+	}
+	if d, ok := ev.(documents.Done); ok {
+		r.finish(d)
+	}
+}
+
+// fold adds ev to the response being built and says what of the run the
+// store is to have before ev goes out.
+func (r *Run) fold(ev documents.Event) saveWant {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.builder.Add(ev)
+	var want saveWant
+	switch e := ev.(type) {
+	case documents.ResponseStart:
+		// Before the first event goes out, the store has the turn, so
+		// that a crash marks it interrupted, and its conversation, so that
+		// a client may send the next turn (or read the conversation) the
+		// moment it learns the conversation's id.
+		want = saveTurn | saveUrgent
+		if e.ConversationID != nil {
+			r.conv = *e.ConversationID
+			want |= saveConversation
+		}
+		r.lastSave = time.Now()
+	case documents.Done:
+		// Before done goes out, the store has the final response: a client
+		// may read it, or answer its questions, the moment it reads done.
+		resp := r.builder.Response()
+		fillResponse(&resp, r.Spec)
+		r.final = &resp
+		want = saveTurn | saveUrgent
+	case documents.DocumentEnd:
+		if time.Since(r.lastSave) > time.Second {
+			r.lastSave = time.Now()
+			want = saveTurn
+		}
+	case documents.ContentDelta:
+		// A long document is saved while it grows too, so that a crash
+		// keeps what was streamed of it.
+		if now := time.Now(); now.Sub(r.lastSave) > openSnapshotEvery && now.Sub(r.started) > openSnapshotEvery {
+			r.lastSave = now
+			want = saveTurn
+		}
+	}
+	return want
+}
+
+// count records ev in the metrics.
+func (r *Run) count(ev documents.Event) {
+	m := r.reg.metrics
+	if e, ok := ev.(documents.DocumentStart); ok {
+		if !r.firstDoc {
+			r.firstDoc = true
+			m.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		m.Documents.WithLabelValues(string(e.Type)).Inc()
+	}
+}
+
+// save has the store take what want asks for: urgent writes before ev goes
+// out, snapshots off the run's path.
+func (r *Run) save(ev documents.Event, want saveWant) {
+	g := r.reg
+	switch {
+	case want == 0:
+	case want&saveUrgent == 0:
+		g.save(r, want)
+	default:
+		if want&saveConversation != 0 {
+			g.claimTurn(r)
+		}
+		g.saveNow(r, want&^saveUrgent)
+		if _, done := ev.(documents.Done); done {
+			g.endTurn(r)
+		}
+	}
+}
+
+// finish records the final response once done went out.
+func (r *Run) finish(d documents.Done) {
+	g := r.reg
+	r.mu.Lock()
+	resp := *r.final // set by emit before done went out
+	r.finished = true
+	if r.grace != nil {
+		r.grace.Stop()
+	}
+	r.mu.Unlock()
+	r.Log.Close()
+	outcome := "completed"
+	if d.Status != documents.StatusCompleted {
+		outcome = cmp.Or(string(d.Metadata.StopReason), "error")
+	}
+	g.metrics.Runs.WithLabelValues(outcome).Inc()
+	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
+	if d.Usage.Reported {
+		g.metrics.CountTokens("prompt", d.Usage.PromptTokens)
+		g.metrics.CountTokens("completion", d.Usage.CompletionTokens)
+		g.metrics.CountTokens("cache_read", d.Usage.CacheReadTokens)
+		g.metrics.CountTokens("cache_write", d.Usage.CacheWriteTokens)
+	}
+	r.mu.Lock()
+	r.release()
+	r.mu.Unlock()
+	close(r.done)
+	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
+		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
+}
