@@ -166,7 +166,11 @@ func TestCloudFailureAndCancel(t *testing.T) {
 	fake, s := startCloud(t, "", "1s")
 	r := s.post(t, "/v1/chat?stream=true", map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
 	id := r.Header.Get("X-Docstream-Response-Id")
-	time.Sleep(100 * time.Millisecond)
+	// The agent is launched before the answer's headers; the run watches
+	// it once it has polled it.
+	if !waitFor(10*time.Second, func() bool { return fake.Calls()[cloudtest.RouteAgent] > 0 }) {
+		t.Fatalf("the run never polled its cloud agent: %v", fake.Calls())
+	}
 	c := s.post(t, "/v1/chat/"+id+"/cancel", "")
 	readAll(t, c)
 	evs = readEvents(t, r.Body)

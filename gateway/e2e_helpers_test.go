@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"iter"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -93,6 +94,39 @@ func (s *testServer) e2eWaitFinal(t testing.TB, id string, within time.Duration)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitFor polls cond every 20 ms until it holds, for at most within, and
+// reports whether it came to hold.
+func waitFor(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// e2eWaitDetached waits until no client is attached to a run's stream: the
+// gateway has seen the last one leave.
+func (s *testServer) e2eWaitDetached(t testing.TB) {
+	t.Helper()
+	if !waitFor(10*time.Second, func() bool { return s.e2eMetrics(t)["docstream_stream_subscribers"] == 0 }) {
+		t.Fatalf("a client is still attached to a stream 10 s after the last one left")
+	}
+}
+
+// accepts reports whether the server accepts a new connection; it no
+// longer does once its shutdown has begun.
+func (s *testServer) accepts() bool {
+	c, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // e2eStream is an SSE response read one event at a time.

@@ -212,8 +212,25 @@ func (h *hdServer) baseline(t *testing.T) int {
 		t.Fatalf("warm-up run: status %s", cr.Status)
 	}
 	h.waitNoAgents(t, 10*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	// The warm-up's connection is closed once the listener is the only
+	// socket left.
+	if !waitFor(5*time.Second, func() bool { return h.sockets() == 1 }) {
+		t.Fatalf("the gateway holds %d sockets after the warm-up; want only its listener", h.sockets())
+	}
 	return h.fds()
+}
+
+// sockets counts the gateway's open sockets.
+func (h *hdServer) sockets() int {
+	dir := fmt.Sprintf("/proc/%d/fd", h.cmd.Process.Pid)
+	ents, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
 }
 
 // checkClean waits for every agent process to be gone and the gateway's
@@ -313,6 +330,7 @@ func TestFaultMatrix(t *testing.T) {
 				sent = true
 				for i, body := range bodies {
 					if i > 0 {
+						// Nothing shows a SIGTERM the agent ignores: the pause lets it go out first.
 						time.Sleep(300 * time.Millisecond)
 					}
 					at = time.Now()
@@ -593,7 +611,6 @@ func TestSlowClient(t *testing.T) {
 	defer conn.Close()
 	// Stop reading. The gateway must give up on this client after its
 	// write timeout while the run goes on.
-	stalled := time.Now()
 	cr := h.waitStatus(t, id, 60*time.Second)
 	if cr.Status != documents.StatusCompleted {
 		t.Fatalf("the run ended %s (%v); a stalled reader must not stop it", cr.Status, hdErrorDocs(cr))
@@ -601,10 +618,12 @@ func TestSlowClient(t *testing.T) {
 	if !strings.Contains(hdText(cr), "Paragraph 1500 of 1500") {
 		t.Errorf("the run's text is incomplete")
 	}
-	// The connection was dropped: once the client has stalled for longer
-	// than the write timeout, reading what is buffered reaches the end
-	// without the done event.
-	time.Sleep(time.Until(stalled.Add(3 * time.Second)))
+	// The connection was dropped: once the gateway has let go of the
+	// stalled client, reading what is buffered reaches the end without the
+	// done event.
+	if !waitFor(20*time.Second, func() bool { return h.metricValue(t, "docstream_stream_subscribers") == 0 }) {
+		t.Fatalf("the gateway still streams to the stalled client 20 s after its run ended")
+	}
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	rest, err := io.ReadAll(conn)
 	if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
@@ -624,9 +643,10 @@ func TestShutdownMidStream(t *testing.T) {
 	h := hdStart(t, "DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s")
 	hdShutdownAtText(t, h, "fault:hang-mid", func() {
 		// New connections are refused once the drain begins.
-		time.Sleep(200 * time.Millisecond)
-		if resp, err := http.Get(h.URL + "/healthz"); err == nil {
-			resp.Body.Close()
+		if !waitFor(5*time.Second, func() bool { return strings.Contains(h.Logs(), "shutting down: draining streams") }) {
+			t.Fatalf("the gateway did not begin its drain after SIGTERM:\n%s", h.Logs())
+		}
+		if !waitFor(200*time.Millisecond, func() bool { return !h.accepts() }) {
 			t.Errorf("the gateway still accepts connections while it shuts down")
 		}
 	})
@@ -753,7 +773,11 @@ func TestShutdownSignals(t *testing.T) {
 				first = time.Now()
 				for i, sig := range c.sigs {
 					if i > 0 {
-						time.Sleep(300 * time.Millisecond)
+						// The drain closes the listener once it listens
+						// for a second signal.
+						if !waitFor(10*time.Second, func() bool { return !h.accepts() }) {
+							t.Fatalf("the gateway still accepts connections 10 s after %s", c.sigs[i-1])
+						}
 					}
 					if err := h.cmd.Process.Signal(sig); err != nil {
 						t.Fatal(err)

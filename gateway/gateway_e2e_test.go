@@ -614,12 +614,26 @@ func TestE2EDisconnectEndsAgents(t *testing.T) {
 			st.Close()
 			closed := time.Now()
 			if grace > 0 {
-				time.Sleep(grace / 2)
-				if len(s.agentProcesses()) == 0 {
-					t.Errorf("the agent ended %s after the disconnect, within the grace of %s", time.Since(closed), grace)
-				}
-				if cr := s.e2eGetChat(t, id); cr.Status != documents.StatusStreaming {
-					t.Errorf("status %s within the grace", cr.Status)
+				// From the moment the gateway has seen the client leave
+				// until the agent ends (timed below), the run is still
+				// streaming. The status is read first: it is final only
+				// once the agent has exited.
+				s.e2eWaitDetached(t)
+				for first := true; ; first = false {
+					cr := s.e2eGetChat(t, id)
+					if len(s.agentProcesses()) == 0 {
+						if first {
+							t.Errorf("the agent ended %s after the disconnect, within the grace of %s", time.Since(closed), grace)
+						}
+						break
+					}
+					if cr.Status != documents.StatusStreaming {
+						t.Fatalf("status %s %s after the disconnect, the agent still running within the grace", cr.Status, time.Since(closed))
+					}
+					if time.Since(closed) > grace+4*time.Second {
+						t.Fatalf("the agent still runs %s after the disconnect, with a grace of %s", time.Since(closed), grace)
+					}
+					time.Sleep(100 * time.Millisecond) // within the client's rate limit
 				}
 			}
 			s.waitNoAgents(t, grace+4*time.Second)

@@ -260,10 +260,23 @@ func TestRunsDetachGrace(t *testing.T) {
 	id := st.Resp.Header.Get("X-Docstream-Response-Id")
 	all := st.Take(50)
 	st.Close()
-	time.Sleep(time.Second)
-	mid := s.e2eGetChat(t, id)
-	if mid.Status != documents.StatusStreaming {
-		t.Fatalf("status %s one second after the disconnect", mid.Status)
+	// Once the gateway has seen the client leave, the response grows while
+	// it is still streaming.
+	s.e2eWaitDetached(t)
+	size := func() int {
+		cr := s.e2eGetChat(t, id)
+		if cr.Status != documents.StatusStreaming {
+			t.Fatalf("status %s while the client is away, within the grace", cr.Status)
+		}
+		n := 0
+		for _, d := range cr.Documents {
+			n += len(str(d.Content))
+		}
+		return n
+	}
+	left := size()
+	if !waitFor(10*time.Second, func() bool { return size() > left }) {
+		t.Fatalf("the run wrote nothing more in the 10 s after its client left")
 	}
 	st = s.e2eReattach(t, id, len(all), false)
 	first, _ := st.Next()

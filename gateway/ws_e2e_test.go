@@ -30,6 +30,9 @@ type wsClient struct {
 	t    *testing.T
 	conn *websocket.Conn
 	ctx  context.Context
+	// pings gets a value for each ping the server sends (while a read is
+	// under way), unless it is full.
+	pings chan struct{}
 }
 
 func (s *testServer) dialWS(t *testing.T, headers ...string) *wsClient {
@@ -40,7 +43,15 @@ func (s *testServer) dialWS(t *testing.T, headers ...string) *wsClient {
 	for i := 0; i+1 < len(headers); i += 2 {
 		h.Set(headers[i], headers[i+1])
 	}
-	conn, resp, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPHeader: h})
+	pings := make(chan struct{}, 16)
+	conn, resp, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPHeader: h,
+		OnPingReceived: func(context.Context, []byte) bool {
+			select {
+			case pings <- struct{}{}:
+			default:
+			}
+			return true
+		}})
 	if err != nil {
 		status := 0
 		if resp != nil {
@@ -50,7 +61,7 @@ func (s *testServer) dialWS(t *testing.T, headers ...string) *wsClient {
 	}
 	conn.SetReadLimit(64 << 20)
 	t.Cleanup(func() { conn.CloseNow() })
-	return &wsClient{t: t, conn: conn, ctx: ctx}
+	return &wsClient{t: t, conn: conn, ctx: ctx, pings: pings}
 }
 
 func (c *wsClient) send(v any) {
@@ -388,9 +399,50 @@ func TestWSNoWriteTimeout(t *testing.T) {
 	c.accepted()
 	for m := c.read(); m.Type != documents.EventContentDelta; m = c.read() {
 	}
-	time.Sleep(600 * time.Millisecond) // six heartbeats
+	// Pings are answered while a read is under way; the server sends one
+	// once the last has its pong. Six of them, then the turn still ends.
+	type read struct {
+		typ string
+		err error
+	}
+	reads := make(chan read, 64)
+	go func() {
+		for {
+			_, b, err := c.conn.Read(c.ctx)
+			var m wsMsg
+			if err == nil {
+				err = json.Unmarshal(b, &m)
+			}
+			reads <- read{m.Type, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for len(c.pings) > 0 {
+		<-c.pings // only the pings from here on count
+	}
+	done := false
+	for n := 0; n < 6; {
+		select {
+		case <-c.pings:
+			n++
+		case r := <-reads:
+			if r.err != nil {
+				t.Fatalf("the socket failed after %d pings: %v", n, r.err)
+			}
+			done = done || r.typ == documents.EventDone
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no ping for 10 s after %d, with a heartbeat of 100ms", n)
+		}
+	}
 	c.send(map[string]any{"type": "cancel"})
-	for m := c.read(); m.Type != documents.EventDone; m = c.read() {
+	for !done {
+		r := <-reads
+		if r.err != nil {
+			t.Fatalf("the socket failed before done: %v", r.err)
+		}
+		done = r.typ == documents.EventDone
 	}
 }
 
