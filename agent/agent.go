@@ -278,13 +278,32 @@ func (p *proc) read(seg *translate.Segmenter) error {
 	return nil
 }
 
-// wait reaps the agent.
+// wait reaps the agent. When the leader is gone while its output is still
+// open (a process outside its group holds it), the output gets the linger,
+// then it is drained and closed.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
 	p.b.setLeader(p.pgid, false)
 	p.stopped = p.signalled.Load()
 	close(p.exited)
+	select {
+	case <-p.readDone:
+	case <-time.After(p.b.cfg.LingerAfterResult):
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.drainOutput()
+	}
+}
+
+// drainOutput closes the agent's output once it is read, or after
+// outputDrainLimit, so that no reader hangs on what a process outside the
+// group still holds open.
+func (p *proc) drainOutput() {
+	select {
+	case <-p.readDone:
+	case <-time.After(outputDrainLimit):
+		_ = p.stdout.Close()
+	}
 }
 
 // watch arms the watchdogs of the run's total time and the agent's
@@ -337,8 +356,7 @@ func (p *proc) cancel() error {
 }
 
 // escalate kills the group after the grace (at once when the run is to be
-// killed now), then closes the output once it is drained, so that no
-// reader hangs on what a process outside the group still holds open.
+// killed now), then drains and closes its output.
 func (p *proc) escalate() {
 	grace := p.b.cfg.KillGrace
 	var killNow <-chan struct{}
@@ -355,11 +373,7 @@ func (p *proc) escalate() {
 	case <-p.exited:
 	case <-time.After(grace):
 	}
-	select {
-	case <-p.readDone:
-	case <-time.After(outputDrainLimit):
-		_ = p.stdout.Close()
-	}
+	p.drainOutput()
 }
 
 // end follows the end of the agent's output (or its result): it ends the
@@ -382,8 +396,8 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 	select {
 	case <-p.errDone:
 	case <-time.After(p.b.cfg.KillGrace + time.Second):
-		_ = p.stderr.Close()
 	}
+	_ = p.stderr.Close()
 	// What the agent started in a session of its own (setsid) is not in
 	// its group; it ends with the run all the same, in the next sweep of
 	// /proc. A short run passes over the processes older than its agent;
