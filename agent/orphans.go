@@ -12,8 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // sweepGap is the least time between two sweeps of /proc: the runs that
@@ -98,9 +96,7 @@ func (b *Backend) runningAgent(pid int) bool {
 
 // lastPid returns the pid the kernel gave last (0 when unknown).
 func lastPid() int {
-	var buf [128]byte
-	bp := buf[:0]
-	b, err := readProcFile(&bp, "/proc/loadavg")
+	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return 0
 	}
@@ -195,8 +191,6 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	}
 	names, _ := dir.Readdirnames(-1)
 	dir.Close()
-	bp := procBufs.Get().(*[]byte)
-	defer procBufs.Put(bp)
 	self := os.Getpid()
 	for _, name := range names {
 		if name == "" || name[0] < '0' || name[0] > '9' {
@@ -206,7 +200,7 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue
 		}
-		env, err := readProcFile(bp, "/proc/"+name+"/environ")
+		env, err := os.ReadFile("/proc/" + name + "/environ")
 		if err != nil {
 			continue
 		}
@@ -220,37 +214,4 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 		}
 	}
 	return killed
-}
-
-// procBufs hold the files of /proc that killMarked reads, one at a time.
-var procBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
-
-// readProcFile reads a whole file into *bp, growing it as needed, and
-// returns its bytes, valid until the next call with bp. A file of /proc
-// has no size to read in advance, and os.ReadFile would allocate for each.
-func readProcFile(bp *[]byte, path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	b := (*bp)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if n > 0 {
-			b = b[:len(b)+n]
-		}
-		switch {
-		case err == unix.EINTR:
-		case err != nil:
-			*bp = b
-			return nil, err
-		case n == 0:
-			*bp = b
-			return b, nil
-		}
-	}
 }

@@ -1,46 +1,12 @@
 package agent
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// TestReadProcFile checks that a file is read whole however its size
-// compares with the buffer, and that the buffer is kept for the next read.
-func TestReadProcFile(t *testing.T) {
-	dir := t.TempDir()
-	big := bytes.Repeat([]byte("0123456789abcdef"), 5000) // 80,000 bytes
-	path := filepath.Join(dir, "big")
-	if err := os.WriteFile(path, big, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 0, 16)
-	got, err := readProcFile(&b, path)
-	if err != nil || !bytes.Equal(got, big) {
-		t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(big))
-	}
-	if cap(b) < len(big) {
-		t.Errorf("the grown buffer is not kept: cap %d", cap(b))
-	}
-	want, err := os.ReadFile("/proc/self/environ")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	if got, err := readProcFile(&b, "/proc/self/environ"); err != nil || !bytes.Equal(got, want) {
-		t.Errorf("/proc/self/environ: %d bytes, %v; want %d", len(got), err, len(want))
-	}
-	if _, err := readProcFile(&b, filepath.Join(dir, "missing")); err == nil {
-		t.Errorf("a missing file read without an error")
-	}
-	if n := lastPid(); n <= 1 {
-		t.Errorf("lastPid %d", n)
-	}
-}
 
 // TestKillMarked checks that a process carrying a run's mark is killed,
 // one carrying another mark is not, and neither is a marked process that
