@@ -22,6 +22,7 @@ import (
 	"github.com/docstream/docstream/metrics"
 	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/translate"
+	"github.com/rs/zerolog"
 )
 
 // Config configures how cursor-agent is run (the `agent` section).
@@ -54,6 +55,11 @@ type Backend struct {
 	// PidDir, when set, holds one file per running agent process group, so
 	// that agents left by a crash of the gateway are ended at its next start.
 	PidDir string
+	// Home, when set, marks every agent's environment as this gateway's
+	// (see HomeMark and ReapOrphans).
+	Home string
+	// Log receives what goes wrong off the runs' paths.
+	Log zerolog.Logger
 
 	probeOnce sync.Once
 	hasDebug  bool
@@ -227,6 +233,9 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	cmd.Dir = spec.Workspace
 	p.mark = groupMark()
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
+	if b.Home != "" {
+		cmd.Env = append(cmd.Env, homeMarkName+"="+b.Home)
+	}
 	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
 	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
 	cmd.Stdin = strings.NewReader("")

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -115,6 +116,17 @@ func lastPid() int {
 // agent's leader still runs.
 const groupMarkName = "AGENT_GATEWAY_GROUP"
 
+// homeMarkName is the environment variable that marks every agent of the
+// gateways of one data directory, so that a restarted gateway finds what a
+// crash left running without a record on disk.
+const homeMarkName = "AGENT_GATEWAY_HOME"
+
+// HomeMark returns the home mark of the gateways of a data directory.
+func HomeMark(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return hex.EncodeToString(sum[:12])
+}
+
 // groupMark returns a new mark: the environment entry of groupMarkName.
 func groupMark() string {
 	b := make([]byte, 12)
@@ -122,13 +134,33 @@ func groupMark() string {
 	return groupMarkName + "=" + hex.EncodeToString(b)
 }
 
-// recordGroup notes a running agent process group and its mark in pidDir.
+// recordGroup notes a running agent process group and its mark in pidDir,
+// off the run's path: a write that fails is counted, logged and retried
+// while the agent runs. A crash sweep finds the agent by its home mark
+// without the record.
 func (b *Backend) recordGroup(pgid int, mark string) {
 	if b.PidDir == "" {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(b.PidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark), 0o600)
+	path, rec := filepath.Join(b.PidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark)
+	go func() {
+		for wait := recordRetry; b.runningAgent(pgid); wait = min(2*wait, 5*time.Second) {
+			err := os.WriteFile(path, rec, 0o600)
+			if err == nil {
+				if !b.runningAgent(pgid) {
+					_ = os.Remove(path) // the run ended while this was written
+				}
+				return
+			}
+			b.metrics.AgentRecordFailures.Inc()
+			b.Log.Warn().Err(err).Int("pgid", pgid).Msg("recording a running agent failed; retrying")
+			time.Sleep(wait)
+		}
+	}()
 }
+
+// recordRetry is the first wait before a failed record is written again.
+const recordRetry = 100 * time.Millisecond
 
 // forgetGroup removes a finished agent process group from pidDir.
 func (b *Backend) forgetGroup(pgid int) {
@@ -138,16 +170,17 @@ func (b *Backend) forgetGroup(pgid int) {
 }
 
 // ReapOrphans ends what the agents of a crashed gateway left running: every
-// process that carries the mark of a run recorded in pidDir, and the
-// recorded process groups whose leader still runs the agent binary. It
-// returns how many runs had something left.
-func ReapOrphans(pidDir string) int {
-	ents, err := os.ReadDir(pidDir)
-	if err != nil {
-		return 0
+// process that carries the home mark (see Backend.Home) or the mark of a run
+// recorded in pidDir, and the recorded process groups whose leader still
+// runs the agent binary. It returns how many process groups had something
+// left.
+func ReapOrphans(pidDir, home string) int {
+	marks := map[string]int{} // mark → pgid; the home mark's is -1
+	if home != "" {
+		marks[homeMarkName+"="+home] = -1
 	}
-	marks := map[string]int{} // mark → pgid
 	reaped := map[int]bool{}
+	ents, _ := os.ReadDir(pidDir)
 	for _, e := range ents {
 		name := filepath.Join(pidDir, e.Name())
 		pgid, err := strconv.Atoi(e.Name())
@@ -168,6 +201,7 @@ func ReapOrphans(pidDir string) int {
 	for pgid := range killMarked(marks, 0, nil) {
 		reaped[pgid] = true
 	}
+	delete(reaped, -1)
 	return len(reaped)
 }
 
@@ -206,6 +240,9 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 		}
 		for kv := range bytes.SplitSeq(env, []byte{0}) {
 			if pgid, ok := marks[string(kv)]; ok {
+				if pgid < 0 {
+					pgid, _ = syscall.Getpgid(pid)
+				}
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					killed[pgid] = true
 				}

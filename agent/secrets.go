@@ -2,11 +2,12 @@ package agent
 
 import (
 	"fmt"
-	"github.com/go-json-experiment/json/jsontext"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf16"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // agentSecrets are the values the gateway hands the agent that its output

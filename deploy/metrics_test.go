@@ -49,6 +49,7 @@ var contractMetrics = map[string]struct {
 	"docstream_tokens_total":                   {dto.MetricType_COUNTER, []string{"kind"}},
 	"docstream_agent_exits_total":              {dto.MetricType_COUNTER, []string{"code", "signal", "stopped_by"}},
 	"docstream_agent_spawn_failures_total":     {dto.MetricType_COUNTER, nil},
+	"docstream_agent_record_failures_total":    {dto.MetricType_COUNTER, nil},
 	"docstream_rejected_requests_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 	"docstream_stream_subscribers":             {dto.MetricType_GAUGE, nil},
 	"docstream_connections_open":               {dto.MetricType_GAUGE, nil},

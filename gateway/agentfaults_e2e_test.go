@@ -232,3 +232,43 @@ func TestAgentExitsStoppedBy(t *testing.T) {
 	st.Rest()
 	wait(2, 1)
 }
+
+// TestRestartReapsUnrecordedAgent: the running agent's record cannot be
+// written (its folder is gone: a full or read-only disk fails alike), and
+// the gateway crashes. The run starts all the same, the failed writes are
+// counted, and the restarted gateway ends what the agent left by the mark
+// its data directory gives every agent, without the record.
+func TestRestartReapsUnrecordedAgent(t *testing.T) {
+	t.Parallel()
+	agent := scriptAgent(t, `sleep 303 &
+echo '{"type":"system","subtype":"init","cwd":"/w","session_id":"s-6","model":"auto"}'
+`+deltaLoop("u", "0.1"))
+	s := startE2E(t, "DOCSTREAM_AGENT_BINARY="+agent)
+	s.e2eKillAgentsAtCleanup(t)
+	records := filepath.Join(s.Dir, "data", "agents")
+	if err := os.RemoveAll(records); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(records, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := s.e2eOpen(t, map[string]any{"prompt": "hi", "workspace": "main"})
+	st.Until(documents.EventContentDelta)
+	s.e2eWaitMetrics(t, func(m map[string]float64) bool { return m["docstream_agent_record_failures_total"] >= 1 })
+	if !waitFor(10*time.Second, func() bool { return len(s.agentProcesses()) >= 2 }) {
+		t.Fatalf("the agent and its tool are not both running: %v", s.agentProcesses())
+	}
+	s.kill()
+	st.Close()
+	if err := os.Remove(records); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(records, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	s.waitNoAgents(t, 10*time.Second)
+	if !strings.Contains(s.Logs(), "ended agents left running by the last crash") {
+		t.Errorf("the restart did not say it ended the agent's processes")
+	}
+}

@@ -28,10 +28,13 @@ type Metrics struct {
 	Tokens          *prometheus.CounterVec
 	AgentExits      *prometheus.CounterVec
 	SpawnFailures   prometheus.Counter
-	Rejected        *prometheus.CounterVec
-	Subscribers     prometheus.Gauge
-	ConnectionLimit prometheus.Gauge
-	StoreErrors     prometheus.Counter
+	// AgentRecordFailures counts failed writes of a running agent's record
+	// in the data directory (each retried).
+	AgentRecordFailures prometheus.Counter
+	Rejected            *prometheus.CounterVec
+	Subscribers         prometheus.Gauge
+	ConnectionLimit     prometheus.Gauge
+	StoreErrors         prometheus.Counter
 	// Connections counts the client connections open now.
 	Connections atomic.Int64
 }
@@ -83,6 +86,8 @@ func New() *Metrics {
 			Help: "Agent process exits by exit code and signal; stopped_by is \"gateway\" when the gateway had signalled the agent (a cancel, a time limit, shutdown, a linger after the output ended)."}, []string{"code", "signal", "stopped_by"}),
 		SpawnFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
 			Help: "Agent processes that could not be started."}),
+		AgentRecordFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_record_failures_total",
+			Help: "Failed writes of a running agent's record in the data directory (retried; a crash sweep finds the agent by its mark without it)."}),
 		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
 			Help: "Requests refused before any work, by reason."}, []string{"reason"}),
 		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
@@ -92,7 +97,7 @@ func New() *Metrics {
 			Help: "Writes to the store (turns, conversations, history fingerprints) that failed: what they held was served but is not kept."}),
 	}
 	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
-		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.Rejected, m.Subscribers,
+		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.AgentRecordFailures, m.Rejected, m.Subscribers,
 		m.ConnectionLimit, m.StoreErrors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
 			func() float64 { return float64(m.Connections.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -103,13 +103,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer st.Close()
-	pidDir := ""
+	pidDir, home := "", ""
 	if dataDir != "" {
-		pidDir = filepath.Join(dataDir, "agents")
+		pidDir, home = filepath.Join(dataDir, "agents"), agent.HomeMark(dataDir)
 		if err := store.WritableDir(pidDir); err != nil {
 			return fmt.Errorf("agents left running by a crash are recorded in %s: %w", pidDir, err)
 		}
-		if n := agent.ReapOrphans(pidDir); n > 0 {
+		if n := agent.ReapOrphans(pidDir, home); n > 0 {
 			log.Warn().Int("process_groups", n).Msg("ended agents left running by the last crash")
 		}
 	}
@@ -132,7 +132,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	m := metrics.New()
 	cli := agent.New(cfg.Agent, os.Environ(), m)
-	cli.PidDir = pidDir
+	cli.PidDir, cli.Home, cli.Log = pidDir, home, log
 	if err := cli.Ready(); err != nil {
 		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
 	}
