@@ -64,9 +64,6 @@ type Backend struct {
 	probeOnce sync.Once
 	hasDebug  bool
 
-	// secrets are masked in what clients see of the agent's output.
-	secrets []string
-
 	// leaders are the pids of the agents running now, until reaped.
 	leadersMu sync.Mutex
 	leaders   map[int]bool
@@ -94,12 +91,8 @@ func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
 		}
 	}
 	b.env = agentEnv(environ, cfg)
-	b.secrets = agentSecrets(cfg)
 	return b
 }
-
-// Redact masks the agent's secrets in s (see agentSecrets).
-func (b *Backend) Redact(s string) string { return redact(s, b.secrets) }
 
 // Binary returns the agent binary, "" when none was found.
 func (b *Backend) Binary() string { return b.binary }
@@ -417,7 +410,7 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 	}
 	p.b.sweepLater(p.mark, p.pgid, since)
 
-	// The segmenter masks the agent's secrets in the tail (Options.Redact).
+	// The run masks the secrets in the tail (see runs.Redactor).
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
 	p.reasonMu.Lock()
 	end.Reason, end.Message = p.reason, p.reasonMsg
@@ -486,4 +479,16 @@ func (t *tail) String() string {
 		s = "…" + s
 	}
 	return s
+}
+
+// Secrets returns the values the gateway hands the agent that its output
+// must not pass on: the API key and the header values.
+func (c Config) Secrets() []string {
+	out := []string{c.APIKey}
+	for _, h := range c.Headers {
+		if _, v, ok := strings.Cut(h, ":"); ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -44,9 +44,8 @@ type Registry struct {
 	maxLine int
 	// storeErr is the error of the last store write, nil when it worked.
 	storeErr atomic.Pointer[error]
-	// redact masks the agent's secrets in what the runs take from its
-	// output for error details.
-	redact func(string) string
+	// redactor masks secrets in the runs' events.
+	redactor *Redactor
 	// saver writes turns and conversations off the runs' paths; nil
 	// without a store.
 	saver *saver
@@ -83,8 +82,8 @@ type Deps struct {
 	Log      zerolog.Logger
 	// MaxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
 	MaxLine int
-	// Redact masks secrets in what runs take from the agent's output.
-	Redact func(string) string
+	// Redactor masks secrets in everything runs send or store.
+	Redactor *Redactor
 }
 
 // NewRegistry returns a registry running d.Backends by name.
@@ -103,7 +102,7 @@ func NewRegistry(cfg Config, limits Limits, d Deps) *Registry {
 	}
 	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
 	g := &Registry{cfg: cfg, limits: limits, backends: d.Backends, store: d.Store, metrics: m, log: d.Log,
-		maxLine: d.MaxLine, redact: d.Redact,
+		maxLine: d.MaxLine, redactor: d.Redactor,
 		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
 	// The in-memory store, whose writes never wait, is written on the
@@ -199,7 +198,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	g.wg.Add(1)
 	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
-	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
+	r := &Run{ID: spec.ResponseID, redacting: redacting{r: g.redactor}, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
 		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
 	spec.Kill = r
 	g.mu.Lock()
@@ -257,7 +256,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
 		Created: spec.Created, Workspace: spec.Workspace, Thinking: spec.Thinking, IncludeRaw: spec.IncludeRaw,
-		MaxLine: g.maxLine, Redact: g.redact,
+		MaxLine: g.maxLine, Redact: g.redactor.Tail,
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)

@@ -42,6 +42,8 @@ type Run struct {
 	kill     chan struct{} // made when first asked for (see KillNow)
 	killed   bool
 	observe  []func(documents.Event)
+	// redacting masks secrets in the events; only emit uses it.
+	redacting redacting
 	// keptBytes is what the finished run counts in keep_finished_bytes
 	// (its log, prompt and runOverhead) while the registry keeps it; 0
 	// otherwise.
@@ -234,18 +236,20 @@ func (r *Run) Launch() {
 // document stays open.
 const openSnapshotEvery = 5 * time.Second
 
-// emit takes the run's document events, in order, from its one driver,
-// and passes each through the run's steps.
+// emit takes the run's document events, in order, from its one driver:
+// each, with its secrets masked, goes through the run's steps.
 func (r *Run) emit(ev documents.Event) {
-	want := r.fold(ev)
-	r.count(ev)
-	r.save(ev, want)
-	r.Log.Append(ev)
-	for _, fn := range r.observe {
-		fn(ev)
-	}
-	if d, ok := ev.(documents.Done); ok {
-		r.finish(d)
+	for _, ev := range r.redacting.events(ev) {
+		want := r.fold(ev)
+		r.count(ev)
+		r.save(ev, want)
+		r.Log.Append(ev)
+		for _, fn := range r.observe {
+			fn(ev)
+		}
+		if d, ok := ev.(documents.Done); ok {
+			r.finish(d)
+		}
 	}
 }
 

@@ -142,7 +142,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			RunTimeout: cfg.Agent.RunTimeout, IdleTimeout: cfg.Agent.IdleTimeout}
 	}
 	reg := runs.NewRegistry(cfg.Runs, cfg.Limits, runs.Deps{Backends: backends, Store: st, Metrics: m, Log: log,
-		MaxLine: cfg.Agent.MaxLineBytes, Redact: cli.Redact})
+		MaxLine: cfg.Agent.MaxLineBytes, Redactor: runs.NewRedactor(secrets(cfg)...)})
 	srv, err := gateway.NewServer(gateway.Deps{
 		Config: gateway.Config{Server: cfg.Server, Auth: cfg.Auth, OpenAI: cfg.OpenAI, Agent: cfg.Agent,
 			CloudDefault: cfg.Cloud.Default, Demo: cfg.Demo},
@@ -238,4 +238,16 @@ func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.Kitchen, NoColor: !tty}
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// secrets are the values no run may send or store: the agent's key and
+// header values, the cloud key and the client API keys given in plain.
+func secrets(cfg Config) []string {
+	out := append(cfg.Agent.Secrets(), cfg.Cloud.APIKey)
+	for _, k := range cfg.Auth.APIKeys {
+		if !strings.HasPrefix(strings.TrimSpace(k), "sha256:") {
+			out = append(out, k)
+		}
+	}
+	return out
 }

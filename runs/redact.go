@@ -1,0 +1,244 @@
+package runs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// Redacted replaces a secret in everything a run sends or stores.
+const Redacted = "[redacted]"
+
+// Redactor masks secret values (API keys, header values) in a run's events.
+// A nil Redactor masks nothing.
+type Redactor struct {
+	forms []string // longest first
+}
+
+// NewRedactor returns a redactor of the given secret values; values shorter
+// than four bytes are not secrets. It returns nil when there is none.
+func NewRedactor(values ...string) *Redactor {
+	forms := secretForms(values)
+	if len(forms) == 0 {
+		return nil
+	}
+	return &Redactor{forms: forms}
+}
+
+// String masks every secret in s.
+func (r *Redactor) String(s string) string {
+	if r == nil {
+		return s
+	}
+	for _, v := range r.forms {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s
+}
+
+// value masks every secret in a raw JSON value; the forms include each
+// secret as JSON escapes it.
+func (r *Redactor) value(v jsontext.Value) jsontext.Value {
+	if r == nil || len(v) == 0 {
+		return v
+	}
+	if s := r.String(string(v)); s != string(v) {
+		return jsontext.Value(s)
+	}
+	return v
+}
+
+// split masks the secrets in s and holds back its longest end that could
+// begin a secret (at most a secret's length less one byte), to be joined
+// with what follows.
+func (r *Redactor) split(s string) (out, held string) {
+	s = r.String(s)
+	n := 0
+	for _, v := range r.forms {
+		for k := min(len(v)-1, len(s)); k > n; k-- {
+			if strings.HasSuffix(s, v[:k]) {
+				n = k
+				break
+			}
+		}
+	}
+	return s[:len(s)-n], s[len(s)-n:]
+}
+
+// redacting is a run's redaction state: what is held back of each
+// document's deltas (and of the thinking, under ""), until the rest shows
+// whether it is a secret.
+type redacting struct {
+	r    *Redactor
+	held map[string]string
+}
+
+// events masks the secrets in ev; it may hold back the end of a delta, and
+// gives what it held before the document's end.
+func (rd *redacting) events(ev documents.Event) []documents.Event {
+	r := rd.r
+	if r == nil {
+		return []documents.Event{ev}
+	}
+	switch e := ev.(type) {
+	case documents.ContentDelta:
+		out, held := r.split(rd.held[e.DocumentID] + e.Delta)
+		rd.hold(e.DocumentID, held)
+		if out == "" {
+			return nil
+		}
+		return []documents.Event{documents.ContentDelta{DocumentID: e.DocumentID, Delta: out}}
+	case documents.ThinkingDelta:
+		out, held := r.split(rd.held[""] + e.Delta)
+		rd.hold("", held)
+		if out == "" {
+			return nil
+		}
+		return []documents.Event{documents.ThinkingDelta{Delta: out}}
+	case documents.DocumentStart:
+		e.Metadata = r.value(e.Metadata)
+		return []documents.Event{e}
+	case documents.ToolCallArguments:
+		e.Arguments = r.value(e.Arguments)
+		return []documents.Event{e}
+	case documents.ToolResultEvent:
+		e.Result.Data = r.value(e.Result.Data)
+		return []documents.Event{e}
+	case documents.AgentEvent:
+		e.Payload, e.Raw, e.Data = r.value(e.Payload), r.String(e.Raw), r.String(e.Data)
+		return []documents.Event{e}
+	case documents.DocumentEnd:
+		e.Metadata = r.value(e.Metadata)
+		if e.FinalContent != nil {
+			fc := r.String(*e.FinalContent)
+			e.FinalContent = &fc
+		}
+		if held := rd.held[e.DocumentID]; held != "" {
+			delete(rd.held, e.DocumentID)
+			return []documents.Event{documents.ContentDelta{DocumentID: e.DocumentID, Delta: held}, e}
+		}
+		return []documents.Event{e}
+	case documents.Done:
+		if c := e.Metadata.Cloud; c != nil {
+			cc := *c
+			cc.Summary = r.String(cc.Summary)
+			e.Metadata.Cloud = &cc
+		}
+		if held := rd.held[""]; held != "" {
+			delete(rd.held, "")
+			return []documents.Event{documents.ThinkingDelta{Delta: held}, e}
+		}
+		return []documents.Event{e}
+	}
+	return []documents.Event{ev}
+}
+
+// hold keeps the held back end of a document's deltas.
+func (rd *redacting) hold(doc, held string) {
+	switch {
+	case held != "":
+		if rd.held == nil {
+			rd.held = map[string]string{}
+		}
+		rd.held[doc] = held
+	case rd.held != nil:
+		delete(rd.held, doc)
+	}
+}
+
+// secretForms are the forms in which output may carry secret values: each
+// value, its words (a token after "Bearer") and each as JSON writes it:
+// with escapes, with what is beyond ASCII escaped (in UTF-16), and
+// HTML-safe. The longest come first, so that a secret that begins another
+// does not leave the other's rest.
+func secretForms(values []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= 4 && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	addValue := func(v string) {
+		forms := []string{v}
+		words := strings.Fields(v)
+		for i, w := range words {
+			// The first of several words made of letters is a scheme
+			// (Bearer, Basic), not a secret.
+			scheme := i == 0 && len(words) > 1 && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+			if len(w) >= 6 && !scheme {
+				forms = append(forms, w)
+			}
+		}
+		for _, f := range forms {
+			add(f)
+			q, _ := jsontext.AppendQuote(nil, f)
+			add(string(q[1 : len(q)-1]))
+			add(jsonEscaped(f, false))
+			add(jsonEscaped(f, true))
+		}
+	}
+	for _, v := range values {
+		addValue(v)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// jsonEscaped writes s as a JSON string's inside that escapes everything
+// beyond ASCII (as UTF-16 units, \ud83d\udd11 for one emoji), and also
+// <, > and & when html is set.
+func jsonEscaped(s string, html bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r > 0x7e || html && (r == '<' || r == '>' || r == '&'):
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Tail is String for a tail of some output, which may start within a
+// secret (after the "…" that says so): that secret's end is masked too.
+func (r *Redactor) Tail(s string) string {
+	if r == nil {
+		return s
+	}
+	secrets := r.forms
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	prefix := ""
+	if rest, ok := strings.CutPrefix(s, "…"); ok {
+		prefix, s = "…", rest
+	}
+	for _, v := range secrets {
+		for k := len(v) - 1; k >= 4; k-- {
+			if strings.HasPrefix(s, v[len(v)-k:]) {
+				s = "[redacted]" + s[k:]
+				break
+			}
+		}
+	}
+	return prefix + s
+}
