@@ -85,13 +85,17 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("reading the configuration: %w", err)
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: %w", path, err)
 		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal(b, &doc); err == nil {
-			if err := wholeNumbers(&doc, reflect.TypeOf(cfg), ""); err != nil {
+		// The keys and values are checked first, so that an error names
+		// the key, its line and what it takes.
+		if err := checkNode(&doc, reflect.TypeOf(cfg), ""); err != nil {
+			return cfg, fmt.Errorf("%s:%w", path, err)
+		}
+		if doc.Kind != 0 {
+			if err := doc.Decode(&cfg); err != nil {
 				return cfg, fmt.Errorf("parsing %s: %w", path, err)
 			}
 		}
@@ -166,37 +170,83 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// wholeNumbers refuses a number with a fraction where a whole number goes:
-// YAML would cut 1.9 to 1. (A duration given as a bare number is refused by
-// YAML itself.)
-func wholeNumbers(n *yaml.Node, t reflect.Type, key string) error {
+// checkNode checks a YAML node against the type it is decoded into: every
+// key is one the type has (an error names the closest), a duration is
+// written with its unit, and a whole number has no fraction (YAML would
+// cut 1.9 to 1).
+func checkNode(n *yaml.Node, t reflect.Type, key string) error {
+	durationType := reflect.TypeFor[time.Duration]()
 	switch {
 	case n.Kind == yaml.DocumentNode:
 		for _, c := range n.Content {
-			if err := wholeNumbers(c, t, key); err != nil {
+			if err := checkNode(c, t, key); err != nil {
 				return err
 			}
 		}
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name := n.Content[i].Value
+			var known []string
+			found := false
 			for j := 0; j < t.NumField(); j++ {
-				if t.Field(j).Tag.Get("yaml") == name {
-					if err := wholeNumbers(n.Content[i+1], t.Field(j).Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
+				tag := t.Field(j).Tag.Get("yaml")
+				if tag == "" || tag == "-" {
+					continue
+				}
+				known = append(known, tag)
+				if tag == name {
+					found = true
+					if err := checkNode(n.Content[i+1], t.Field(j).Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
 						return err
 					}
 				}
 			}
+			if !found {
+				msg := fmt.Sprintf("%d: unknown key %q", n.Content[i].Line, strings.TrimPrefix(key+"."+name, "."))
+				if near := closest(name, known); near != "" {
+					msg += fmt.Sprintf("; did you mean %q?", strings.TrimPrefix(key+"."+near, "."))
+				}
+				return errors.New(msg)
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkNode(n.Content[i+1], t.Elem(), key+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
+	case t == durationType && n.Kind == yaml.ScalarNode:
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			return fmt.Errorf("%d: %s: %s", n.Line, key, durationHint(n.Value))
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!float" {
 			break
 		}
 		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
-			return fmt.Errorf("%s: %s is not a whole number", key, n.Value)
+			return fmt.Errorf("%d: %s: %s is not a whole number", n.Line, key, n.Value)
 		}
 	}
 	return nil
+}
+
+// closest returns the name of names nearest to name, "" when none is near.
+func closest(name string, names []string) string {
+	best, out := 4, ""
+	for _, n := range names {
+		if d := editDistance(name, n); d < best {
+			best, out = d, n
+		}
+	}
+	return out
+}
+
+// durationHint says what a duration takes, for a value that is not one.
+func durationHint(v string) string {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return fmt.Sprintf("%s is a bare number, not a duration: give its unit, as in %ss or %sms", v, v, v)
+	}
+	return fmt.Sprintf("%q is not a duration: want a number with a unit, as in 30s, 5m or 2h", v)
 }
 
 // maxBufferBytes bounds the keys that size a buffer.
@@ -237,7 +287,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 			return nil
 		}
 		if err := setValue(f, val); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s=%q: %w", name, val, err)
 		}
 		return nil
 	})
@@ -351,7 +401,7 @@ func setValue(f reflect.Value, val string) error {
 	case time.Duration:
 		d, err := time.ParseDuration(val)
 		if err != nil {
-			return err
+			return errors.New(durationHint(val))
 		}
 		f.SetInt(int64(d))
 		return nil
@@ -362,19 +412,19 @@ func setValue(f reflect.Value, val string) error {
 	case reflect.Bool:
 		b, err := strconv.ParseBool(val)
 		if err != nil {
-			return err
+			return errors.New("want true or false")
 		}
 		f.SetBool(b)
 	case reflect.Int, reflect.Int64:
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return err
+			return errors.New("want a whole number, as in 1024")
 		}
 		f.SetInt(n)
 	case reflect.Float64:
 		n, err := strconv.ParseFloat(val, 64)
 		if err != nil {
-			return err
+			return errors.New("want a number, as in 20 or 0.5")
 		}
 		f.SetFloat(n)
 	case reflect.Slice:

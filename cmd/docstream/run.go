@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/docstream/docstream/simulator"
@@ -14,6 +15,10 @@ type usageError struct {
 	error
 	reported bool
 }
+
+// configError is a configuration that cannot be served: like a bad
+// command line, it exits 2 before anything listens.
+func configError(err error) error { return usageError{error: fmt.Errorf("configuration: %w", err)} }
 
 // reported says whether err has already been printed.
 func reported(err error) bool {

@@ -59,7 +59,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	cfg, err := LoadConfig(path, getenv)
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	if *addr != "" {
 		cfg.Server.Addr = *addr
@@ -89,7 +89,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	dataDir := ""
 	if cfg.Store.Driver == "sqlite" {
 		if err := store.CheckPath(cfg.Store.Path); err != nil {
-			return err
+			return configError(err)
 		}
 		dataDir = store.DataDir(cfg.Store.Path)
 		lock, err := store.LockDataDir(dataDir)
@@ -148,7 +148,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			CloudDefault: cfg.Cloud.Default, Demo: cfg.Demo},
 		Logger: log, Registry: reg, Store: st, Metrics: m, Agent: cli, Cloud: cc})
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
