@@ -54,7 +54,7 @@ EOF`)
 		}
 	}
 	m := s.e2eMetrics(t)
-	if m[`docstream_tokens_total{kind="completion"}`] != 14 || m[`docstream_tokens_total{kind="prompt"}`] != 0 {
+	if m[`docstream_tokens_total{kind="completion",model="auto"}`] != 14 || m[`docstream_tokens_total{kind="prompt",model="auto"}`] != 0 {
 		t.Errorf("token counters: %v", filterPrefix(m, "docstream_tokens_total"))
 	}
 }

@@ -919,8 +919,8 @@ func TestE2EHealthAndMetrics(t *testing.T) {
 	}
 	before := s.e2eMetrics(t)
 	for _, o := range []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"} {
-		if _, ok := before[`docstream_runs_total{outcome="`+o+`"}`]; !ok {
-			t.Errorf("docstream_runs_total{outcome=%q} is not pre-initialised", o)
+		if _, ok := before[`docstream_runs_total{model="auto",outcome="`+o+`"}`]; !ok {
+			t.Errorf(`docstream_runs_total{model="auto",outcome=%q} is not pre-initialised`, o)
 		}
 	}
 	if before[`docstream_runs_limit`] != 16 {
@@ -936,9 +936,19 @@ func TestE2EHealthAndMetrics(t *testing.T) {
 			m["docstream_runs_in_flight"] == 0
 	})
 	delta := func(series string) float64 { return after[series] - before[series] }
-	if d := delta(`docstream_runs_total{outcome="completed"}`); d != 1 {
+	if d := delta(`docstream_runs_total{model="auto",outcome="completed"}`); d != 1 {
 		t.Errorf("runs_total completed +%v, want +1", d)
 	}
+	if e2eSum(after, "docstream_build_info{") != 1 {
+		t.Errorf("docstream_build_info is not exported once")
+	}
+	// A model the agent lists has a label of its own.
+	if cr := s.chatJSON(t, map[string]any{"prompt": "hello", "model": "sim-fast"}); cr.Status != documents.StatusCompleted {
+		t.Fatalf("a run of sim-fast: %s", cr.Status)
+	}
+	s.e2eWaitMetrics(t, func(m map[string]float64) bool {
+		return m[`docstream_runs_total{model="sim-fast",outcome="completed"}`] == 1
+	})
 	count := map[documents.Type]float64{}
 	for _, d := range cr.Documents {
 		count[d.Type]++
@@ -956,7 +966,7 @@ func TestE2EHealthAndMetrics(t *testing.T) {
 	if after["docstream_time_to_first_document_seconds_count"] <= 0 || after["docstream_time_to_first_document_seconds_sum"] <= 0 {
 		t.Errorf("time to first document not observed")
 	}
-	if d := delta(`docstream_tokens_total{kind="prompt"}`); d != float64(cr.Usage.PromptTokens) {
+	if d := delta(`docstream_tokens_total{kind="prompt",model="auto"}`); d != float64(cr.Usage.PromptTokens) {
 		t.Errorf("tokens_total prompt +%v, usage %d", d, cr.Usage.PromptTokens)
 	}
 	if d := e2eSum(after, "docstream_agent_exits_total{") - e2eSum(before, "docstream_agent_exits_total{"); d != 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/docstream/docstream/agent"
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/metrics"
 	"github.com/docstream/docstream/openai"
 	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/sse"
@@ -437,6 +438,7 @@ func runErrorMessage(content string) string {
 // configured aliases.
 type modelCache struct {
 	cli     *agent.Backend
+	metrics *metrics.Metrics // its model labels follow the list
 	demo    bool
 	aliases map[string]openai.ModelAlias
 	mu      sync.Mutex
@@ -453,8 +455,8 @@ type modelInfo struct {
 	Name    string `json:"name,omitzero"`
 }
 
-func newModelCache(cli *agent.Backend, cfg Config) *modelCache {
-	return &modelCache{cli: cli, demo: cfg.Demo, aliases: cfg.OpenAI.Aliases}
+func newModelCache(cli *agent.Backend, cfg Config, m *metrics.Metrics) *modelCache {
+	return &modelCache{cli: cli, metrics: m, demo: cfg.Demo, aliases: cfg.OpenAI.Aliases}
 }
 
 // list returns the models, running the agent's model listing at most once
@@ -512,6 +514,9 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		add(n, "alias of "+cmp.Or(m.aliases[n].Model, "auto"))
+	}
+	for _, mi := range out {
+		m.metrics.KnowModels(mi.ID)
 	}
 	if len(out) <= 1+len(names) && err != nil {
 		return out, err

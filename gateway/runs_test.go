@@ -229,7 +229,7 @@ func TestRunsCancel(t *testing.T) {
 		t.Errorf("a completed run is %s after a cancel", cr.Status)
 	}
 
-	if n := s.e2eWaitMetric(t, `docstream_runs_total{outcome="cancelled"}`, 3)[`docstream_runs_total{outcome="cancelled"}`]; n != 3 {
+	if n := s.e2eWaitMetric(t, `docstream_runs_total{model="auto",outcome="cancelled"}`, 3)[`docstream_runs_total{model="auto",outcome="cancelled"}`]; n != 3 {
 		t.Errorf("runs_total cancelled = %v, want 3", n)
 	}
 }

@@ -76,7 +76,7 @@ func NewServer(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.workspaces, s.defaultWorkspace = ws, def
-	s.models = newModelCache(s.cli, d.Config)
+	s.models = newModelCache(s.cli, d.Config, d.Metrics)
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()
 	return s, nil

@@ -3,6 +3,9 @@
 package metrics
 
 import (
+	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +40,9 @@ type Metrics struct {
 	StoreErrors         prometheus.Counter
 	// Connections counts the client connections open now.
 	Connections atomic.Int64
+
+	mu     sync.Mutex
+	models map[string]bool // the models that get a label of their own
 }
 
 // skipped counts n agent lines skipped for reason, when there are any.
@@ -48,10 +54,42 @@ func (m *Metrics) CountSkipped(reason string, n int) {
 
 // tokens counts n tokens of a kind, when there are any: a counter panics
 // on a negative Add (translate never reports one).
-func (m *Metrics) CountTokens(kind string, n int64) {
+func (m *Metrics) CountTokens(kind, model string, n int64) {
 	if n > 0 {
-		m.Tokens.WithLabelValues(kind).Add(float64(n))
+		m.Tokens.WithLabelValues(kind, m.ModelLabel(model)).Add(float64(n))
 	}
+}
+
+// OtherModel is the model label of a run whose model is neither configured
+// nor listed by the agent.
+const OtherModel = "other"
+
+// KnowModels gives the models names a label of their own.
+func (m *Metrics) KnowModels(names ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.models == nil {
+		m.models = map[string]bool{}
+	}
+	for _, n := range names {
+		if n != "" {
+			m.models[n] = true
+		}
+	}
+}
+
+// ModelLabel returns a run's model label: the model when it is known (see
+// KnowModels), else OtherModel, so that the label's values stay bounded.
+func (m *Metrics) ModelLabel(model string) string {
+	if model == "" {
+		model = "auto"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.models[model] {
+		return model
+	}
+	return OtherModel
 }
 
 // Outcomes are the values of docstream_runs_total's outcome label.
@@ -71,7 +109,7 @@ func New() *Metrics {
 		RunsLimit:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_limit", Help: "The configured maximum of concurrent runs."}),
 		QueueLength:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_run_queue_length", Help: "Runs waiting for a slot."}),
 		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_runs_total",
-			Help: "Finished runs by outcome."}, []string{"outcome"}),
+			Help: "Finished runs by outcome and model (a configured or listed model, else other)."}, []string{"outcome", "model"}),
 		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_run_duration_seconds",
 			Help: "Run durations.", Buckets: latency}),
 		FirstDocument: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_time_to_first_document_seconds",
@@ -81,7 +119,7 @@ func New() *Metrics {
 		LinesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_lines_skipped_total",
 			Help: "Agent output lines skipped, by reason."}, []string{"reason"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_tokens_total",
-			Help: "Tokens the agent reported, by kind."}, []string{"kind"}),
+			Help: "Tokens the agent reported, by kind and model (a configured or listed model, else other)."}, []string{"kind", "model"}),
 		AgentExits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_exits_total",
 			Help: "Agent process exits by exit code and signal; stopped_by is \"gateway\" when the gateway had signalled the agent (a cancel, a time limit, shutdown, a linger after the output ended)."}, []string{"code", "signal", "stopped_by"}),
 		SpawnFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
@@ -102,7 +140,7 @@ func New() *Metrics {
 			func() float64 { return float64(m.Connections.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {
-		m.Runs.WithLabelValues(o)
+		m.Runs.WithLabelValues(o, "auto")
 	}
 	for _, t := range documents.Types {
 		m.Documents.WithLabelValues(string(t))
@@ -111,13 +149,45 @@ func New() *Metrics {
 		m.LinesSkipped.WithLabelValues(r)
 	}
 	for _, k := range []string{"prompt", "completion", "cache_read", "cache_write"} {
-		m.Tokens.WithLabelValues(k)
+		m.Tokens.WithLabelValues(k, "auto")
 	}
 	for _, r := range []string{"unauthorized", "rate_limited", "overloaded", "too_large", "bad_request", "connections"} {
 		m.Rejected.WithLabelValues(r)
 	}
 	m.AgentExits.WithLabelValues("0", "", "")
+	version, revision, goversion := Build()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "docstream_build_info",
+		Help: "The build that runs: its module version, VCS revision and Go version (always 1)."}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(version, revision, goversion).Set(1)
+	r.MustRegister(build)
+	m.KnowModels("auto")
 	m.Requests.WithLabelValues("/v1/chat", "POST", "200")
 	m.RequestDuration.WithLabelValues("/v1/chat", "POST")
 	return m
+}
+
+// Build returns the module version, the VCS revision (with "+dirty" when
+// the tree had changes) and the Go version of the running binary.
+func Build() (version, revision, goversion string) {
+	version, revision, goversion = "(devel)", "unknown", runtime.Version()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	if bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty && revision != "unknown" {
+		revision += "+dirty"
+	}
+	return
 }

@@ -341,13 +341,13 @@ func (r *Run) finish(d documents.Done) {
 	if d.Status != documents.StatusCompleted {
 		outcome = cmp.Or(string(d.Metadata.StopReason), "error")
 	}
-	g.metrics.Runs.WithLabelValues(outcome).Inc()
+	g.metrics.Runs.WithLabelValues(outcome, g.metrics.ModelLabel(r.Spec.Model)).Inc()
 	g.metrics.RunDuration.Observe(time.Since(r.started).Seconds())
 	if d.Usage.Reported {
-		g.metrics.CountTokens("prompt", d.Usage.PromptTokens)
-		g.metrics.CountTokens("completion", d.Usage.CompletionTokens)
-		g.metrics.CountTokens("cache_read", d.Usage.CacheReadTokens)
-		g.metrics.CountTokens("cache_write", d.Usage.CacheWriteTokens)
+		g.metrics.CountTokens("prompt", r.Spec.Model, d.Usage.PromptTokens)
+		g.metrics.CountTokens("completion", r.Spec.Model, d.Usage.CompletionTokens)
+		g.metrics.CountTokens("cache_read", r.Spec.Model, d.Usage.CacheReadTokens)
+		g.metrics.CountTokens("cache_write", r.Spec.Model, d.Usage.CacheWriteTokens)
 	}
 	r.mu.Lock()
 	r.release()

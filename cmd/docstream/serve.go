@@ -36,8 +36,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	configPath := fs.String("config", "", "the configuration file (default ./config.yaml when present)")
 	addr := fs.String("addr", "", "the address to listen on (default 127.0.0.1:8080)")
 	demo := fs.Bool("demo", false, "run the built-in cursor-agent simulator as the agent")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: docstream [--config FILE] [--addr HOST:PORT] [--demo]")
+		fmt.Fprintln(stderr, "usage: docstream [--config FILE] [--addr HOST:PORT] [--demo] [--version]")
 		fmt.Fprintln(stderr, "       docstream translate [--stream] < transcript.ndjson")
 		fs.PrintDefaults()
 	}
@@ -46,6 +47,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return nil
 		}
 		return usageError{error: err, reported: true}
+	}
+	if *version {
+		v, rev, gov := metrics.Build()
+		fmt.Fprintf(stdout, "docstream %s (revision %s, %s)\n", v, rev, gov)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
@@ -131,6 +137,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	m := metrics.New()
+	for name, a := range cfg.OpenAI.Aliases {
+		m.KnowModels(name, a.Model)
+	}
 	cli := agent.New(cfg.Agent, os.Environ(), m)
 	cli.PidDir, cli.Home, cli.Log = pidDir, home, log
 	if err := cli.Ready(); err != nil {
