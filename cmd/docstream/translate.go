@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
 	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/sse"
 	"github.com/docstream/docstream/translate"
@@ -22,18 +23,24 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// runTranslate reads a recorded cursor-agent transcript on stdin and prints
-// the ChatResponse JSON, or with --stream the SSE bytes the gateway sends.
+// errNoEvents is the error of an input that holds no agent event.
+var errNoEvents = errors.New("holds no cursor-agent stream-json event (is it a --output-format stream-json transcript?)")
+
+// runTranslate reads recorded cursor-agent transcripts (files, or stdin)
+// and prints each as the ChatResponse JSON, the SSE document stream, or the
+// markdown the OpenAI route sends.
 func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stream := fs.Bool("stream", false, "print the SSE document stream instead of the ChatResponse JSON")
-	thinking := fs.Bool("thinking", false, "include thinking_delta events (with --stream)")
+	format := fs.String("format", "json", "what to print: json (the ChatResponse), sse (the document stream) or markdown (the OpenAI route's content)")
+	stream := fs.Bool("stream", false, "the same as --format sse")
+	thinking := fs.Bool("thinking", false, "include thinking_delta events (with --format sse)")
 	mode := fs.String("mode", "agent", "the response mode: agent, plan, ask or debug")
 	model := fs.String("model", "auto", "the model name to report")
 	maxLine := fs.Int("max-line", translate.DefaultMaxLine, "the longest agent line accepted, in bytes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: docstream translate [--stream] [--thinking] [--mode M] [--model M] < transcript.ndjson")
+		fmt.Fprintln(stderr, "usage: docstream translate [--format json|sse|markdown] [--thinking] [--mode M] [--model M] [FILE ...]")
+		fmt.Fprintln(stderr, "       (no FILE, or -, reads standard input)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -42,56 +49,100 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		}
 		return usageError{error: err, reported: true}
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return usageError{error: fmt.Errorf("translate takes no arguments, got %q", fs.Args())}
+	if *stream {
+		*format = "sse"
+	}
+	switch *format {
+	case "json", "sse", "markdown":
+	default:
+		return usageError{error: fmt.Errorf("unknown format %q: want json, sse or markdown", *format)}
 	}
 	switch *mode {
 	case "agent", "plan", "ask", "debug":
 	default:
 		return usageError{error: fmt.Errorf("unknown mode %q", *mode)}
 	}
+	files := fs.Args()
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
 	w := bufio.NewWriter(stdout)
-	var b documents.Builder
-	n := 0
-	var werr error
-	emit := func(ev documents.Event) {
-		if !*stream {
-			b.Add(ev)
-			return
+	for _, name := range files {
+		in, what := stdin, "standard input"
+		if name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			in, what = f, name
+			defer f.Close()
 		}
-		n++
-		f, err := sse.NewFrame(n, ev)
-		if err == nil {
-			_, err = f.WriteTo(w)
+		opts := translate.Options{ResponseID: runs.NewResponseID(), Model: *model, Mode: *mode, Created: runs.Now(),
+			Thinking: *thinking, MaxLine: *maxLine}
+		if err := translateOne(w, in, opts, *format); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err != nil && werr == nil {
-			werr = err
-		}
-	}
-	seg := translate.NewSegmenter(translate.Options{
-		ResponseID: runs.NewResponseID(), Model: *model, Mode: *mode, Created: runs.Now(),
-		Thinking: *thinking, MaxLine: *maxLine,
-	}, emit)
-	seg.Start()
-	if err := translate.Pump(translate.NewDecoder(stdin, *maxLine), seg); err != nil {
-		return fmt.Errorf("reading the transcript: %w", err)
-	}
-	seg.Close(translate.End{})
-	if !*stream {
-		if err := json.MarshalWrite(w, b.Response(), jsontext.AllowInvalidUTF8(true), jsontext.Multiline(true)); err != nil {
-			return err
-		}
-		w.WriteByte('\n')
-	}
-	if werr != nil {
-		return werr
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	if f, ok := stdout.(*os.File); ok {
 		_ = f.Sync()
+	}
+	return nil
+}
+
+// translateOne translates one transcript to w in the given format.
+func translateOne(w *bufio.Writer, in io.Reader, opts translate.Options, format string) error {
+	var b documents.Builder
+	md := &openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningContent}
+	var frames []sse.Frame
+	emit := func(ev documents.Event) {
+		switch format {
+		case "json":
+			b.Add(ev)
+		case "markdown":
+			md.Event(ev)
+		case "sse":
+			if f, err := sse.NewFrame(len(frames)+1, ev); err == nil {
+				frames = append(frames, f)
+			}
+		}
+	}
+	seg := translate.NewSegmenter(opts, emit)
+	seg.Start()
+	dec := translate.NewDecoder(in, opts.MaxLine)
+	lines := 0
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the transcript: %w", err)
+		}
+		lines++
+		seg.Feed(ev)
+	}
+	st := seg.Stats()
+	if lines-st.NotJSON-st.Unknown-st.Oversize <= 0 {
+		return errNoEvents
+	}
+	seg.Close(translate.End{})
+	switch format {
+	case "json":
+		if err := json.MarshalWrite(w, b.Response(), jsontext.AllowInvalidUTF8(true), jsontext.Multiline(true)); err != nil {
+			return err
+		}
+		return w.WriteByte('\n')
+	case "markdown":
+		_, err := w.WriteString(md.Content())
+		return err
+	}
+	for _, f := range frames {
+		if _, err := f.WriteTo(w); err != nil {
+			return err
+		}
 	}
 	return nil
 }
