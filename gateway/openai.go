@@ -39,6 +39,13 @@ type completionRequest struct {
 	ConversationID string         `json:"conversation_id"`
 	Workspace      string         `json:"workspace"`
 	Mode           string         `json:"mode"`
+	// Render is how this request's documents become its content:
+	// markdown, text-only or tool_calls (default openai.render).
+	Render string `json:"docstream_render"`
+	// Tools are accepted and not given to the agent, which has its own;
+	// ToolChoice may only leave the choice to the model (auto or none).
+	Tools      jsontext.Value `json:"tools"`
+	ToolChoice jsontext.Value `json:"tool_choice"`
 }
 
 // completion is a non-streaming chat.completion.
@@ -108,6 +115,9 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := checkMessages(req.Messages); err != nil {
 		return nil, err
 	}
+	if err := checkTools(req); err != nil {
+		return nil, err
+	}
 	last, idx := openai.LastUserMessage(req.Messages)
 	if idx < 0 {
 		return nil, errBadRequest("no_user_message", "messages has no user message")
@@ -169,6 +179,10 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		return nil, err
 	}
+	if i, j, ok := openai.ImagePart(req.Messages); ok && spec.Backend == "cli" {
+		return nil, errBadRequest("unsupported_content", "messages/%d/content/%d is an image: the cursor-agent CLI takes text only (images go to backend \"cloud\")", i, j).
+			naming(fmt.Sprintf("messages/%d/content/%d", i, j))
+	}
 	if spec.Backend == "cloud" {
 		creq := &ChatRequest{ConversationID: conv}
 		if alias.Repository != "" {
@@ -207,12 +221,13 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 		}
 	}
 	thread := append(append([]openai.Message(nil), history...), req.Messages[idx])
-	renderer := &openai.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: s.cfg.OpenAI.Reasoning}
+	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
+	renderer := &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning}
 	// remember sees every event the client gets and, at the end, stores the
 	// fingerprint of the thread with the reply exactly as the client got it
 	// (in the order documents finished, without reasoning), before the
 	// client sees the end: the history it sends next resumes this session.
-	reply := &openai.Renderer{Mode: s.cfg.OpenAI.Render, Reasoning: openai.ReasoningOff}
+	reply := &openai.Renderer{Mode: render, Reasoning: openai.ReasoningOff}
 	remember := func(ev documents.Event) {
 		reply.Event(ev)
 		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
@@ -279,7 +294,7 @@ func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *comple
 		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
 	}
 	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
-		Choices: []completionChoice{{Message: msg, FinishReason: "stop"}}, Usage: openai.UsageOf(done.Usage)})
+		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
 }
 
 // oneChoice refuses an n other than 1 (or none): a run of the agent gives
@@ -326,6 +341,8 @@ type completionStream struct {
 	s  *Server
 	cr *completionRun
 	st *streamer // nil until the stream is open
+	// toolCalls is set once a chunk carried tool calls.
+	toolCalls bool
 }
 
 // open writes the stream's headers and its first chunk; st stays nil when
@@ -364,6 +381,7 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 		switch {
 		case p.ToolCall != nil:
 			d.ToolCalls = []openai.ToolCallDelta{*p.ToolCall}
+			cs.toolCalls = true
 		case p.Reasoning != "":
 			rs := p.Reasoning
 			d.ReasoningContent = &rs
@@ -397,7 +415,7 @@ func (cs *completionStream) sayLost() {
 func (cs *completionStream) finish(d documents.Done) {
 	cr, w := cs.cr, cs.st.w
 	if d.Status == documents.StatusCompleted {
-		stop := "stop"
+		stop := finishReason(cs.toolCalls)
 		if cs.chunk(openai.ChunkDelta{}, &stop) != nil {
 			return
 		}
@@ -582,4 +600,34 @@ func (s *Server) handleModel(c echo.Context) error {
 		}
 	}
 	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", openai.Clip(id, 200))}
+}
+
+// finishReason is a choice's finish_reason: tool_calls when it carries tool
+// calls, else stop.
+func finishReason(toolCalls bool) string {
+	if toolCalls {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// checkTools refuses what a completion request asks of tools that cannot be
+// honoured: a tool choice other than auto or none, and an unknown render.
+func checkTools(req completionRequest) error {
+	switch req.Render {
+	case "", openai.RenderMarkdown, openai.RenderTextOnly, openai.RenderToolCalls:
+	default:
+		return errBadRequest("unsupported_value", "docstream_render %q: want markdown, text-only or tool_calls", req.Render).naming("docstream_render")
+	}
+	if len(req.ToolChoice) == 0 || req.ToolChoice.Kind() == 'n' {
+		return nil
+	}
+	var choice string
+	if req.ToolChoice.Kind() == '"' {
+		_ = json.Unmarshal(req.ToolChoice, &choice)
+		if choice == "auto" || choice == "none" {
+			return nil
+		}
+	}
+	return errBadRequest("unsupported_value", "tool_choice %s: the agent uses its own tools, so only \"auto\" and \"none\" can be honoured", openai.Clip(string(req.ToolChoice), 80)).naming("tool_choice")
 }

@@ -651,10 +651,13 @@ func TestOpenAIModels(t *testing.T) {
 	}
 }
 
+// TestOpenAIRenderToolCalls asks for tool calls per request
+// ("docstream_render"): tool documents become delta.tool_calls with ids
+// free of control characters, and the choice finishes with "tool_calls".
 func TestOpenAIRenderToolCalls(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_OPENAI_RENDER=tool_calls")
-	st := s.completionStream(t, map[string]any{"messages": []any{userMsg("tour")}})
+	s := startServer(t)
+	st := s.completionStream(t, map[string]any{"messages": []any{userMsg("tour")}, "docstream_render": "tool_calls"})
 	if len(st.toolCalls) < 10 {
 		t.Fatalf("%d tool calls in the tour", len(st.toolCalls))
 	}
@@ -665,6 +668,9 @@ func TestOpenAIRenderToolCalls(t *testing.T) {
 		args, _ := fn["arguments"].(string)
 		if tc["index"] != float64(i) || tc["id"] == "" || tc["id"] == nil || tc["type"] != "function" || name == "" {
 			t.Errorf("tool call %d: %v", i, tc)
+		}
+		if id, _ := tc["id"].(string); strings.ContainsAny(id, "\n\r\t ") {
+			t.Errorf("tool call %d: id %q holds a control character", i, id)
 		}
 		var a map[string]any
 		if err := json.Unmarshal([]byte(args), &a); err != nil {
@@ -694,17 +700,64 @@ func TestOpenAIRenderToolCalls(t *testing.T) {
 	if !strings.Contains(st.content, "I'll give you a tour") || !strings.Contains(st.content, "`src/main.py:12-14`") {
 		t.Errorf("content %q", oaClip(st.content))
 	}
-	if !slices.Equal(st.finishes, []string{"stop"}) {
+	if !slices.Equal(st.finishes, []string{"tool_calls"}) {
 		t.Errorf("finishes %v", st.finishes)
 	}
 
-	resp, m := s.completionJSON(t, map[string]any{"messages": []any{userMsg("tour")}})
+	resp, m := s.completionJSON(t, map[string]any{"messages": []any{userMsg("tour")}, "docstream_render": "tool_calls"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %v", resp.StatusCode, m)
 	}
-	msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	choice := m["choices"].([]any)[0].(map[string]any)
+	msg := choice["message"].(map[string]any)
 	if tcs, _ := msg["tool_calls"].([]any); len(tcs) != len(st.toolCalls) {
 		t.Errorf("non-streaming: %d tool calls, streaming %d", len(tcs), len(st.toolCalls))
+	}
+	if choice["finish_reason"] != "tool_calls" {
+		t.Errorf("non-streaming finish_reason %v", choice["finish_reason"])
+	}
+	// Without the field, the same server renders markdown and stops.
+	plain := s.completionStream(t, map[string]any{"messages": []any{userMsg("tour")}})
+	if len(plain.toolCalls) != 0 || !slices.Equal(plain.finishes, []string{"stop"}) || !strings.Contains(plain.content, "```") {
+		t.Errorf("the default render sent %d tool calls, finishes %v", len(plain.toolCalls), plain.finishes)
+	}
+}
+
+// TestOpenAIRefusesWhatItCannotHonour checks that a request asking what the
+// agent cannot do is a 400 naming the parameter, never silently dropped:
+// an image with the CLI backend, a tool choice other than auto or none, an
+// unknown render; tools with auto are accepted.
+func TestOpenAIRefusesWhatItCannotHonour(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	image := map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "what is this?"},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}}}
+	tool := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}
+	for _, c := range []struct {
+		body        map[string]any
+		code, param string
+	}{
+		{map[string]any{"messages": []any{userMsg("hi"), image}}, "unsupported_content", "messages/1/content/1"},
+		{map[string]any{"messages": []any{userMsg("hi")}, "tools": []any{tool}, "tool_choice": "required"}, "unsupported_value", "tool_choice"},
+		{map[string]any{"messages": []any{userMsg("hi")}, "tools": []any{tool},
+			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}, "unsupported_value", "tool_choice"},
+		{map[string]any{"messages": []any{userMsg("hi")}, "docstream_render": "html"}, "unsupported_value", "docstream_render"},
+	} {
+		resp, m := s.completionJSON(t, c.body)
+		e, _ := m["error"].(map[string]any)
+		if resp.StatusCode != 400 || e["code"] != c.code || e["param"] != c.param {
+			t.Errorf("%v: %d %v, want 400 %s naming %s", c.body, resp.StatusCode, m, c.code, c.param)
+		}
+	}
+	for _, choice := range []any{"auto", "none", nil} {
+		body := map[string]any{"messages": []any{userMsg("hi")}, "tools": []any{tool}}
+		if choice != nil {
+			body["tool_choice"] = choice
+		}
+		if resp, m := s.completionJSON(t, body); resp.StatusCode != 200 {
+			t.Errorf("tools with tool_choice %v: %d %v", choice, resp.StatusCode, m)
+		}
 	}
 }
 

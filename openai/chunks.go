@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -254,7 +255,7 @@ func (r *Renderer) toolDone(ps []Piece, d *renderDoc, e documents.DocumentEnd) [
 		if name == "" {
 			name = string(d.typ)
 		}
-		tc := &ToolCallDelta{Index: r.toolIndex, ID: d.callID, Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
 		r.toolIndex++
 		return append(ps, Piece{ToolCall: tc})
 	}
@@ -418,4 +419,21 @@ func deref(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// CallID is a tool call's id as OpenAI clients take it: the agent's own
+// ids hold control characters (a newline between two ids), which become
+// "_"; the document's metadata keeps the original. A call without an id
+// gets one from its index.
+func CallID(id string, index int) string {
+	id = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, id)
+	if id == "" {
+		return fmt.Sprintf("call_%d", index)
+	}
+	return id
 }

@@ -181,3 +181,23 @@ func Clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ImagePart returns the first image part of msgs, as its message's and
+// part's indexes; ok is false when there is none.
+func ImagePart(msgs []Message) (msg, part int, ok bool) {
+	for i, m := range msgs {
+		if m.Content.Kind() != '[' {
+			continue
+		}
+		var parts []struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(m.Content, &parts)
+		for j, p := range parts {
+			if p.Type == "image_url" || p.Type == "input_image" || p.Type == "image" {
+				return i, j, true
+			}
+		}
+	}
+	return 0, 0, false
+}

@@ -153,9 +153,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch c.OpenAI.Render {
-	case "markdown", "tool_calls", "text-only":
+	case "markdown", "text-only":
+	case "tool_calls":
+		return errors.New(`openai.render "tool_calls": tool calls break clients that did not ask for them; a request asks with "docstream_render": "tool_calls"`)
 	default:
-		return fmt.Errorf("openai.render %q: want markdown, tool_calls or text-only", c.OpenAI.Render)
+		return fmt.Errorf("openai.render %q: want markdown or text-only", c.OpenAI.Render)
 	}
 	switch c.OpenAI.Reasoning {
 	case "reasoning_content", "think", "off":
