@@ -279,6 +279,17 @@ describe('Vercel AI SDK (openai-compatible)', () => {
   const provider = () =>
     createOpenAICompatible({ name: 'docstream', baseURL: `${baseURL}/v1`, apiKey: 'sk-test', includeUsage: true });
 
+  test('streamText: a run full of tools is markdown, not tool calls the SDK never offered', { timeout: 120_000 }, async () => {
+    const result = streamText({ model: provider().chatModel('auto'), prompt: 'tour', maxRetries: 0 });
+    const parts = [];
+    for await (const part of result.fullStream) parts.push(part);
+    assert.deepEqual(parts.filter((p) => p.type === 'error'), [], 'error parts in the stream');
+    assert.deepEqual(parts.filter((p) => p.type.startsWith('tool')), [], 'tool parts in the stream');
+    assert.equal(await result.finishReason, 'stop');
+    const text = await result.text;
+    assert.ok(text.includes('```diff') && text.includes('```shell'), text);
+  });
+
   test('streamText: text, finish reason, usage', async () => {
     const prompt = 'hello from the AI SDK';
     const result = streamText({ model: provider().chatModel('auto'), prompt, maxRetries: 0 });
