@@ -445,12 +445,12 @@ func readSSE(body io.Reader, fn func(name string, data []byte) bool) error {
 	}
 }
 
-// runs are the rounds of one case on one server.
-type runs []*loadResult
+// rounds are the results of one case's rounds on one server.
+type rounds []*loadResult
 
 // stat returns the median over the rounds of f, and its minimum and
 // maximum.
-func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
+func (rs rounds) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 	if len(rs) == 0 {
 		return 0, 0, 0
 	}
@@ -468,13 +468,13 @@ func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 }
 
 // dur is stat for durations.
-func (rs runs) dur(f func(*loadResult) time.Duration) (med, lo, hi time.Duration) {
+func (rs rounds) dur(f func(*loadResult) time.Duration) (med, lo, hi time.Duration) {
 	m, l, h := rs.stat(func(r *loadResult) float64 { return float64(f(r)) })
 	return time.Duration(m), time.Duration(l), time.Duration(h)
 }
 
 // complete reports whether every round delivered everything.
-func (rs runs) complete() bool {
+func (rs rounds) complete() bool {
 	for _, r := range rs {
 		if !r.Complete {
 			return false
@@ -484,7 +484,7 @@ func (rs runs) complete() bool {
 }
 
 // summary says how complete the rounds were.
-func (rs runs) summary() string {
+func (rs rounds) summary() string {
 	ok, streams, events := 0, 0, 0
 	var errs []string
 	for _, r := range rs {

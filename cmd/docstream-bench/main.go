@@ -1,19 +1,21 @@
 // Command docstream-bench measures what Docstream adds over a bare relay:
 // parse and segment throughput on the real corpus and a large generated
 // transcript, and, end to end, per-event latency, time to headers and to the
-// first document, events/s and memory per stream of the real server (with
-// the agent simulator as a child process, and without children through the
-// gateway's hidden builtin:bench source) beside a bare relay that copies the
+// first document, events/s, CPU and memory of the real server (with the
+// agent simulator as a child process) and of the gateway with an in-process
+// backend of its own (no children), beside a bare relay that copies the
 // same agent's lines into SSE data events, in the same run.
 //
-// It prints one markdown table and writes it to bench-results/latest.md.
-// -smoke is a short run for CI that fails only when a ratio regresses
-// grossly. Everything listens on 127.0.0.1 and stops by itself.
+// It prints the bounds Docstream holds beside the measured figures, then
+// the detailed table, and writes both to bench-results/latest.md. -smoke is
+// a short run for CI that fails only when a ratio regresses grossly.
+// Everything listens on 127.0.0.1 and stops by itself.
 package main
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +26,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/docstream/docstream/gateway"
 )
 
 func main() {
@@ -64,15 +64,21 @@ func run(args []string) int {
 	relayAgent := fs.String("relay-agent", "", "internal: the relay's agent binary")
 	relayPrefix := fs.String("relay-prefix", "", "internal: the relay's agent argument prefix, comma-separated")
 	relayWS := fs.String("relay-workspace", "", "internal: the relay's agent working directory")
+	gatewayServe := fs.Bool("gateway-serve", false, "internal: serve the gateway with the in-process backend")
+	var gsc gatewayServeConfig
+	fs.StringVar(&gsc.Workspace, "gateway-workspace", "", "internal: the in-process gateway's workspace")
+	fs.IntVar(&gsc.Streams, "gateway-streams", 0, "internal: the streams the in-process gateway makes room for")
+	fs.Float64Var(&gsc.Spawn, "gateway-spawn", -1, "internal: the in-process gateway's spawn limit per second (< 0: the default)")
+	fs.StringVar(&gsc.Store, "gateway-store", "", "internal: the in-process gateway's SQLite store (default: in memory)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	// The load client and the relay size their file tables at start, as the
-	// gateway does (server.file_table_size): a table that grows under load
-	// stalls every accept and every pipe for an RCU grace period, and the
-	// client's stalls would show up as the servers' time to headers.
-	if _, err := gateway.ReserveFileTable(gateway.DefaultConfig().Server.FileTableSize); err != nil {
-		fmt.Fprintln(os.Stderr, "docstream-bench:", err)
+	if *gatewayServe {
+		if err := serveGateway(gsc); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway:", err)
+			return 1
+		}
+		return 0
 	}
 	if *relayServe {
 		if err := serveRelay(relayConfig{Agent: *relayAgent, Prefix: splitList(*relayPrefix), Workspace: *relayWS}); err != nil {
@@ -265,7 +271,7 @@ func bench(ctx context.Context, o options) (*report, error) {
 			}
 			for _, side := range []struct {
 				name string
-				rs   runs
+				rs   rounds
 			}{{"relay", out.Relay}, {"docstream", out.GW}} {
 				for _, r := range side.rs {
 					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream  CPU %v/event  heap %.0f B/event, %d GCs %v",
@@ -295,7 +301,7 @@ type e2eEnv struct {
 func (e *e2eEnv) agent(kind string) agentSetup {
 	switch {
 	case kind == "builtin":
-		return agentSetup{Binary: gateway.BuiltinBench, Workspace: e.ws}
+		return agentSetup{Binary: inProcess, Workspace: e.ws}
 	case strings.HasPrefix(kind, "child:"):
 		return agentSetup{Binary: e.bin, Prefix: []string{"agent-sim", "--sim-speed=" + strings.TrimPrefix(kind, "child:")}, Workspace: e.ws}
 	}
@@ -318,6 +324,9 @@ type e2eCase struct {
 	// SQLite gives each gateway of the case a fresh SQLite store, the
 	// default, instead of the in-memory one.
 	SQLite bool
+	// Defaults runs the real gateway with its default settings apart from
+	// the agent, its workspace and the per-client rate limit.
+	Defaults bool
 }
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives
@@ -379,7 +388,7 @@ func spawnRate(c e2eCase) float64 {
 // e2eOutcome is one case measured on both servers.
 type e2eOutcome struct {
 	Case      e2eCase
-	GW, Relay runs
+	GW, Relay rounds
 	Err       error
 }
 
@@ -397,7 +406,11 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 	var rl *server
 	var err error
 	if env.against != "" {
-		rl, err = startGateway(env.against, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
+		if a.Binary == inProcess {
+			out.Err = errors.New("-against compares the cases with a child; the others run the bench's own gateway")
+			return out
+		}
+		rl, err = startGateway(env.against, env.dir, a, c)
 		if rl != nil {
 			rl.Name = "baseline"
 		}
@@ -409,7 +422,7 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 		return out
 	}
 	defer rl.Stop()
-	gw, err := startGateway(env.bin, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
+	gw, err := startGateway(env.bin, env.dir, a, c)
 	if err != nil {
 		out.Err = fmt.Errorf("docstream: %w", err)
 		return out

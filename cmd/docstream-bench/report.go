@@ -96,7 +96,7 @@ func (rep *report) rows() []row {
 
 // durCell renders the median of a duration over the rounds, with the range
 // when there was more than one round.
-func durCell(rs runs, f func(*loadResult) time.Duration) string {
+func durCell(rs rounds, f func(*loadResult) time.Duration) string {
 	m, lo, hi := rs.dur(f)
 	if len(rs) < 2 {
 		return fmtDur(m)
@@ -104,7 +104,7 @@ func durCell(rs runs, f func(*loadResult) time.Duration) string {
 	return fmt.Sprintf("%s (%s–%s)", fmtDur(m), fmtDur(lo), fmtDur(hi))
 }
 
-func med(rs runs, f func(*loadResult) time.Duration) time.Duration {
+func med(rs rounds, f func(*loadResult) time.Duration) time.Duration {
 	m, _, _ := rs.dur(f)
 	return m
 }
@@ -212,7 +212,7 @@ func e2eRows(o e2eOutcome) []row {
 
 // allocRow is the servers' Go heap allocation per event and their garbage
 // collections per round (medians), when both servers report them.
-func allocRow(title string, g, r runs) []row {
+func allocRow(title string, g, r rounds) []row {
 	ga, _, _ := g.stat(func(x *loadResult) float64 { return x.AllocPerEvent() })
 	ra, _, _ := r.stat(func(x *loadResult) float64 { return x.AllocPerEvent() })
 	gc, _, _ := g.stat(func(x *loadResult) float64 { return float64(x.GCs) })
