@@ -479,21 +479,28 @@ func TestEndToEnd(t *testing.T) {
 			Spec: loadSpec{Streams: 5, Prompt: "bench:2 every=1h", Events: 2, Hold: 1, Timeout: 30 * time.Second}},
 		{Key: "sqlite", Title: "sqlite", Agent: "builtin", Kind: "latency1", SQLite: true,
 			Spec: loadSpec{Streams: 2, Prompt: "bench:20 every=2ms", Events: 20, Timeout: 30 * time.Second}},
+		{Key: "sequential", Title: "sequential", Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
+			Spec: loadSpec{Streams: 1, Runs: 3, Prompt: "bench:10", Events: 10, Timeout: 30 * time.Second}},
 	} {
 		t.Run(c.Key, func(t *testing.T) {
+			stores := func() []string {
+				dbs, _ := filepath.Glob(filepath.Join(dir, "store-*", "docstream.db"))
+				return dbs
+			}
+			before := len(stores())
 			out := runCase(context.Background(), env, c)
 			outs = append(outs, out)
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}
-			if dbs, _ := filepath.Glob(filepath.Join(dir, "store-*", "docstream.db")); c.SQLite != (len(dbs) == 1) {
+			if dbs := stores(); c.SQLite != (len(dbs) == before+1) {
 				t.Fatalf("SQLite %v: store files %v", c.SQLite, dbs)
 			}
 			if len(out.GW) != max(c.Rounds, 1) || len(out.Relay) != max(c.Rounds, 1) {
 				t.Fatalf("rounds: %d, %d", len(out.GW), len(out.Relay))
 			}
 			for side, r := range map[string]*loadResult{"docstream": out.GW[0], "relay": out.Relay[len(out.Relay)-1]} {
-				want := c.Spec.Streams * c.Spec.Events
+				want := c.Spec.Streams * max(c.Spec.Runs, 1) * c.Spec.Events
 				if c.Spec.Hold > 0 {
 					want = c.Spec.Streams * c.Spec.Hold
 				}
@@ -506,8 +513,11 @@ func TestEndToEnd(t *testing.T) {
 				if r.TTH.p(50) <= 0 || r.TTFD.p(50) < r.TTH.p(50) {
 					t.Errorf("%s: headers %s, first delta %s", side, r.TTH.p(50), r.TTFD.p(50))
 				}
-				if r.RSSBase <= 0 {
+				if r.RSSBase <= 0 || r.RSSEnd <= 0 {
 					t.Errorf("%s: no RSS", side)
+				}
+				if r.Requests != c.Spec.Streams*max(c.Spec.Runs, 1) || (c.Spec.Hold == 0 && r.OK != r.Requests) {
+					t.Errorf("%s: %d of %d requests complete", side, r.OK, r.Requests)
 				}
 				// Each delta is at least decoded and framed: some bytes
 				// per event, far less than a megabyte.
@@ -522,8 +532,15 @@ func TestEndToEnd(t *testing.T) {
 	}
 	rep := &report{Machine: machine(), E2E: outs}
 	s := rep.markdown()
-	if !strings.Contains(s, "| measure |") || !strings.Contains(s, "added latency per event, p99") || !strings.Contains(s, "RSS per idle stream") {
+	if !strings.Contains(s, "| measure |") || !strings.Contains(s, "added latency per event, p99") || !strings.Contains(s, "RSS per idle stream") ||
+		!strings.Contains(s, "RSS after the runs") || !strings.Contains(s, "## Bounds") {
 		t.Fatalf("table: %s", s)
+	}
+	measured := []string{boundP50.Measure, boundP99.Measure, boundIdle.Measure, boundRSS.Measure, boundCPU.Measure}
+	for _, b := range rep.boundRows() {
+		if slices.Contains(measured, b.Measure) && (b.Where == "–" || b.Docstream == "not measured") {
+			t.Errorf("bound %q: not judged: %+v", b.Measure, b)
+		}
 	}
 	if f := rep.smokeFailures(); len(f) > 0 && !strings.Contains(strings.Join(f, " "), "20×") {
 		t.Fatalf("smoke failures: %v", f)
@@ -686,5 +703,80 @@ func TestBenchBackend(t *testing.T) {
 	}
 	if end.Reason != documents.StopCancelled || end.Message != "stopped by the test" || resp.Status == documents.StatusCompleted {
 		t.Fatalf("end %+v, status %s", end, resp.Status)
+	}
+}
+
+// TestBoundRows judges the bounds on made-up figures: the case nearest to
+// a bound shows, a miss shows as one, what was not measured says so.
+func TestBoundRows(t *testing.T) {
+	lat := func(p50, p99 time.Duration) rounds {
+		var v []int64
+		for i := range 100 {
+			switch {
+			case i < 50:
+				v = append(v, int64(p50))
+			case i < 99:
+				v = append(v, int64(p99))
+			default:
+				v = append(v, int64(p99)+1)
+			}
+		}
+		return rounds{{Lat: newDist(v), Complete: true}}
+	}
+	one := func(key string, g, r rounds) e2eOutcome {
+		return e2eOutcome{Case: e2eCase{Key: key, Kind: "latency1"}, GW: g, Relay: r}
+	}
+	seq := rounds{{Requests: 1000, CPU: 3 * time.Second, RSSEnd: 40 << 20, Complete: true}}
+	seqRelay := rounds{{Requests: 1000, CPU: time.Second, RSSEnd: 12 << 20, Complete: true}}
+	rep := &report{
+		E2E: []e2eOutcome{
+			one("a", lat(110*time.Microsecond, 300*time.Microsecond), lat(100*time.Microsecond, 200*time.Microsecond)),
+			one("b", lat(140*time.Microsecond, 300*time.Microsecond), lat(100*time.Microsecond, 250*time.Microsecond)),
+			{Case: e2eCase{Key: "s", Kind: "sequential"}, GW: seq, Relay: seqRelay},
+		},
+		Parse: []parseSet{{Corpus: &corpus{Real: true}, Results: []parseResult{
+			{Stage: "typed JSON decode", MiBps: 90}, {Stage: "Docstream parse + segment", MiBps: 80}}}},
+	}
+	got := map[string]boundRow{}
+	for _, b := range rep.boundRows() {
+		got[b.Measure] = b
+	}
+	if len(got) != 8 {
+		t.Fatalf("%d bounds", len(got))
+	}
+	for _, c := range []struct {
+		measure, where, met string
+	}{
+		{boundP50.Measure, "b", "met"},                         // +40 µs, the nearer of +10 and +40
+		{boundP99.Measure, "a", "met"},                         // +100 µs
+		{bound100.Measure, "–", "–"},                           // not measured
+		{boundRSS.Measure, "s", "met"},                         // 40 MiB
+		{boundCPU.Measure, "s", "**not met**"},                 // 3×
+		{"parse + segment, real corpus", "real corpus", "met"}, // 80 MiB/s ≥ 0.8 × 90
+	} {
+		if b := got[c.measure]; b.Where != c.where || b.Met != c.met {
+			t.Errorf("%s: %+v, want %s, %s", c.measure, b, c.where, c.met)
+		}
+	}
+	if b := got[boundCPU.Measure]; b.Docstream != "3.00 ms (3.00×)" || b.Relay != "1.00 ms" {
+		t.Errorf("CPU row %+v", b)
+	}
+
+	// The documentation gets the bounds table only.
+	doc := filepath.Join(t.TempDir(), "doc.md")
+	if err := os.WriteFile(doc, []byte("intro\n"+docsBegin+"\nold\n"+docsEnd+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateDocs(doc, rep.docsBlock()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	text := string(b)
+	rows := strings.Count(text, "\n| ") - 1 // the header
+	if strings.Contains(text, "old") || !strings.HasSuffix(text, docsEnd+"\nafter\n") || rows != 8 || strings.Contains(text, "Every figure") {
+		t.Fatalf("%d rows:\n%s", rows, text)
+	}
+	if err := updateDocs(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {
+		t.Fatal("a missing file was updated")
 	}
 }

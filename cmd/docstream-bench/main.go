@@ -52,7 +52,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.smoke, "smoke", false, "a short run for CI: fails only on a gross regression of a ratio")
 	fs.StringVar(&o.corpusDir, "corpus", "../shared/fixtures/real", "directory of real agent transcripts (*.ndjson)")
 	fs.StringVar(&o.out, "out", "", "write the table here (default bench-results/latest.md, or bench-results/smoke.md with -smoke)")
-	fs.StringVar(&o.docs, "docs", "README.md,docs/performance.md", "after a complete full run, also replace the results block of these markdown files (comma-separated; \"\" for none)")
+	fs.StringVar(&o.docs, "docs", "README.md,docs/performance.md", "after a complete full run, also write the bounds table between the docstream-bench markers of these markdown files (comma-separated; \"\" for none)")
 	fs.IntVar(&o.genMiB, "gen-mib", 64, "size of the generated transcript in MiB")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this docstream binary instead of building ./cmd/docstream")
 	fs.StringVar(&o.against, "against", "", "compare with this docstream binary instead of the bare relay (before/after a change)")
@@ -120,7 +120,7 @@ func run(args []string) int {
 		if _, err := os.Stat(doc); doc == "" || !full || err != nil {
 			continue
 		}
-		if err := updateDocs(doc, text); err != nil {
+		if err := updateDocs(doc, rep.docsBlock()); err != nil {
 			fmt.Fprintln(os.Stderr, "docstream-bench:", err)
 			return 1
 		}
@@ -274,9 +274,9 @@ func bench(ctx context.Context, o options) (*report, error) {
 				rs   rounds
 			}{{"relay", out.Relay}, {"docstream", out.GW}} {
 				for _, r := range side.rs {
-					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream  CPU %v/event  heap %.0f B/event, %d GCs %v",
-						side.name, r.OK, r.Streams, r.Events, r.Lat.p(50), r.Lat.p(99), r.Lat.max(), r.TTH.p(99), r.TTFD.p(50), r.Rate,
-						r.RSSPerStream()/1024, r.CPUPerEvent(), r.AllocPerEvent(), r.GCs, r.Errors)
+					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream, %.1f MiB at the end  CPU %v/event, %v/request  heap %.0f B/event, %d GCs %v",
+						side.name, r.OK, r.Requests, r.Events, r.Lat.p(50), r.Lat.p(99), r.Lat.max(), r.TTH.p(99), r.TTFD.p(50), r.Rate,
+						r.RSSPerStream()/1024, float64(r.RSSEnd)/(1<<20), r.CPUPerEvent(), r.CPUPerRequest(), r.AllocPerEvent(), r.GCs, r.Errors)
 				}
 			}
 		}
@@ -331,8 +331,14 @@ type e2eCase struct {
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives
 // 100 deltas/s (after a first-token delay of 350 ms / speed). The in-process
-// source takes its spacing from the prompt (every=…).
+// backend takes its spacing from the prompt (every=…).
 var fullCases = []e2eCase{
+	// The real binary as it is configured by default, SQLite store and
+	// spawn limit included: its memory after many runs, and its CPU per
+	// request.
+	{Key: "child-sequential", Title: "1,000 sequential runs, agent = simulator child (bench:20, no delays), default settings (SQLite store, spawn limit 20/s)",
+		Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
+		Spec: loadSpec{Streams: 1, Runs: 1000, Prompt: "bench:20", Events: 20, Timeout: 5 * time.Minute}},
 	{Key: "child-1", Title: "1 stream × 100 ev/s, agent = simulator child", Agent: "child:0.6", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	// With 100 simulator processes on the machine the rounds of each side
@@ -345,7 +351,7 @@ var fullCases = []e2eCase{
 		Rounds: 3, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "child-max", Title: "1 stream as fast as possible, agent = simulator child (no delays)", Agent: "child:0", Kind: "throughput",
 		Rounds: 3, Spec: loadSpec{Streams: 1, Prompt: "bench:50000", Events: 50000, Timeout: 60 * time.Second}},
-	{Key: "builtin-1", Title: "1 stream × 100 ev/s, no child (in-process source)", Agent: "builtin", Kind: "latency1", Rounds: 5,
+	{Key: "builtin-1", Title: "1 stream × 100 ev/s, no child (in-process backend)", Agent: "builtin", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "builtin-100", Title: "100 streams × 100 ev/s, no child, started over 1 s, lines at spread instants", Agent: "builtin", Kind: "latency100", Rounds: 3,
 		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
@@ -371,9 +377,11 @@ var fullCases = []e2eCase{
 }
 
 var smokeCases = []e2eCase{
+	{Key: "child-sequential", Title: "10 sequential runs, agent = simulator child (bench:20, no delays), default settings", Agent: "child:0", Kind: "sequential",
+		Defaults: true, Spawn: -1, Spec: loadSpec{Streams: 1, Runs: 10, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "child-1", Title: "1 stream × 200 ev/s, agent = simulator child", Agent: "child:1.2", Kind: "latency1", Rounds: 3,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:100", Events: 100, Timeout: 60 * time.Second}},
-	{Key: "builtin-1", Title: "1 stream × 200 ev/s, no child (in-process source)", Agent: "builtin", Kind: "latency1", Rounds: 3,
+	{Key: "builtin-1", Title: "1 stream × 200 ev/s, no child (in-process backend)", Agent: "builtin", Kind: "latency1", Rounds: 3,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:100 every=5ms", Events: 100, Timeout: 60 * time.Second}},
 }
 
