@@ -20,13 +20,13 @@ type bound struct {
 
 // The end-to-end bounds.
 var (
-	boundP50 = bound{"latency added per event over the relay, 1 stream, p50", "≤ +50 µs", []string{"latency1"},
+	boundP50 = bound{"added latency per event, 1 stream, p50", "≤ +50 µs", []string{"latency1"},
 		func(g, r rounds) (string, string, float64) { return addedBy(g, r, latP50, 50*time.Microsecond) }}
-	boundP99 = bound{"latency added per event over the relay, 1 stream, p99", "≤ +250 µs", []string{"latency1"},
+	boundP99 = bound{"added latency per event, 1 stream, p99", "≤ +250 µs", []string{"latency1"},
 		func(g, r rounds) (string, string, float64) { return addedBy(g, r, latP99, 250*time.Microsecond) }}
 	bound100 = bound{"per-event p99, 100 streams", "≤ 2× the relay's", []string{"latency100"},
 		func(g, r rounds) (string, string, float64) { return timesBy(g, r, latP99, 2) }}
-	bound1000 = bound{"per-event p99, 1,000 streams × 20 events/s", "≤ 10 ms", []string{"latency1000"},
+	bound1000 = bound{"per-event p99, 1,000 streams × 20 ev/s", "≤ 10 ms", []string{"latency1000"},
 		func(g, r rounds) (string, string, float64) {
 			return fmtDur(med(g, latP99)), fmtDur(med(r, latP99)), float64(med(g, latP99)) / float64(10*time.Millisecond)
 		}}
