@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +22,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway"
+	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/translate"
 )
 
@@ -32,8 +31,8 @@ import (
 var docstreamBin string
 
 func TestMain(m *testing.M) {
-	// startRelay runs this executable with -relay-serve: serve the relay.
-	if slices.Contains(os.Args[1:], "-relay-serve") {
+	// startRelay and startGateway run this executable in their hidden modes.
+	if slices.Contains(os.Args[1:], "-relay-serve") || slices.Contains(os.Args[1:], "-gateway-serve") {
 		os.Exit(run(os.Args[1:]))
 	}
 	dir, err := os.MkdirTemp("", "docstream-bench-test-")
@@ -131,15 +130,15 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestRunsStat(t *testing.T) {
-	mk := func(vs ...float64) runs {
-		var rs runs
+	mk := func(vs ...float64) rounds {
+		var rs rounds
 		for _, v := range vs {
 			rs = append(rs, &loadResult{Rate: v})
 		}
 		return rs
 	}
 	for _, c := range []struct {
-		rs          runs
+		rs          rounds
 		med, lo, hi float64
 	}{
 		{mk(3, 1, 2), 2, 1, 3},
@@ -243,7 +242,7 @@ func relayEvents(t *testing.T, url, prompt string) (http.Header, []string) {
 func TestRelayServesSSE(t *testing.T) {
 	ws := t.TempDir()
 	for _, a := range []relayConfig{
-		{Agent: gateway.BuiltinBench, Workspace: ws},
+		{Agent: inProcess, Workspace: ws},
 		{Agent: docstreamBin, Prefix: []string{"agent-sim", "--sim-speed=0"}, Workspace: ws},
 	} {
 		t.Run(filepath.Base(a.Agent), func(t *testing.T) {
@@ -277,7 +276,7 @@ func TestRelayServesSSE(t *testing.T) {
 		})
 	}
 	t.Run("bad request", func(t *testing.T) {
-		srv := httptest.NewServer(&relay{cfg: relayConfig{Agent: gateway.BuiltinBench, Workspace: ws}})
+		srv := httptest.NewServer(&relay{cfg: relayConfig{Agent: inProcess, Workspace: ws}})
 		defer srv.Close()
 		resp, err := http.Post(srv.URL+"/v1/chat", "application/json", strings.NewReader(`{}`))
 		if err != nil {
@@ -297,7 +296,7 @@ func TestRelayLongLine(t *testing.T) {
 		pw.Close()
 	}()
 	rec := httptest.NewRecorder()
-	rl := &relay{cfg: relayConfig{Agent: gateway.BuiltinBench}}
+	rl := &relay{cfg: relayConfig{Agent: inProcess}}
 	// Serve the relay loop on a fixed source.
 	rl.copyLines(rec, http.NewResponseController(rec), pr)
 	var got []string
@@ -312,7 +311,7 @@ func TestRelayLongLine(t *testing.T) {
 // the same order, and the same text.
 func TestBenchLinesMatchSimulator(t *testing.T) {
 	var buf bytes.Buffer
-	if err := gateway.WriteBenchLines(context.Background(), &buf, "bench:3", "/w"); err != nil {
+	if err := writeBenchLines(context.Background(), &buf, "bench:3", "/w"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(docstreamBin, agentArgs([]string{"agent-sim", "--sim-speed=0"}, "", "bench:3")...).Output()
@@ -385,7 +384,7 @@ func keys(t *testing.T, line []byte) []string {
 func TestParseWaitEvery(t *testing.T) {
 	var buf bytes.Buffer
 	start := time.Now()
-	if err := gateway.WriteBenchLines(context.Background(), &buf, "bench:4 every=20ms", ""); err != nil {
+	if err := writeBenchLines(context.Background(), &buf, "bench:4 every=20ms", ""); err != nil {
 		t.Fatal(err)
 	}
 	if el := time.Since(start); el < 60*time.Millisecond {
@@ -393,7 +392,7 @@ func TestParseWaitEvery(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := gateway.WriteBenchLines(ctx, io.Discard, "bench:3 every=1h", ""); !errors.Is(err, context.DeadlineExceeded) {
+	if err := writeBenchLines(ctx, io.Discard, "bench:3 every=1h", ""); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled source returned %v", err)
 	}
 }
@@ -480,21 +479,28 @@ func TestEndToEnd(t *testing.T) {
 			Spec: loadSpec{Streams: 5, Prompt: "bench:2 every=1h", Events: 2, Hold: 1, Timeout: 30 * time.Second}},
 		{Key: "sqlite", Title: "sqlite", Agent: "builtin", Kind: "latency1", SQLite: true,
 			Spec: loadSpec{Streams: 2, Prompt: "bench:20 every=2ms", Events: 20, Timeout: 30 * time.Second}},
+		{Key: "sequential", Title: "sequential", Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
+			Spec: loadSpec{Streams: 1, Runs: 3, Prompt: "bench:10", Events: 10, Timeout: 30 * time.Second}},
 	} {
 		t.Run(c.Key, func(t *testing.T) {
+			stores := func() []string {
+				dbs, _ := filepath.Glob(filepath.Join(dir, "store-*", "docstream.db"))
+				return dbs
+			}
+			before := len(stores())
 			out := runCase(context.Background(), env, c)
 			outs = append(outs, out)
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}
-			if dbs, _ := filepath.Glob(filepath.Join(dir, "store-*", "docstream.db")); c.SQLite != (len(dbs) == 1) {
+			if dbs := stores(); c.SQLite != (len(dbs) == before+1) {
 				t.Fatalf("SQLite %v: store files %v", c.SQLite, dbs)
 			}
 			if len(out.GW) != max(c.Rounds, 1) || len(out.Relay) != max(c.Rounds, 1) {
 				t.Fatalf("rounds: %d, %d", len(out.GW), len(out.Relay))
 			}
 			for side, r := range map[string]*loadResult{"docstream": out.GW[0], "relay": out.Relay[len(out.Relay)-1]} {
-				want := c.Spec.Streams * c.Spec.Events
+				want := c.Spec.Streams * max(c.Spec.Runs, 1) * c.Spec.Events
 				if c.Spec.Hold > 0 {
 					want = c.Spec.Streams * c.Spec.Hold
 				}
@@ -507,8 +513,11 @@ func TestEndToEnd(t *testing.T) {
 				if r.TTH.p(50) <= 0 || r.TTFD.p(50) < r.TTH.p(50) {
 					t.Errorf("%s: headers %s, first delta %s", side, r.TTH.p(50), r.TTFD.p(50))
 				}
-				if r.RSSBase <= 0 {
+				if r.RSSBase <= 0 || r.RSSEnd <= 0 {
 					t.Errorf("%s: no RSS", side)
+				}
+				if r.Requests != c.Spec.Streams*max(c.Spec.Runs, 1) || (c.Spec.Hold == 0 && r.OK != r.Requests) {
+					t.Errorf("%s: %d of %d requests complete", side, r.OK, r.Requests)
 				}
 				// Each delta is at least decoded and framed: some bytes
 				// per event, far less than a megabyte.
@@ -523,8 +532,15 @@ func TestEndToEnd(t *testing.T) {
 	}
 	rep := &report{Machine: machine(), E2E: outs}
 	s := rep.markdown()
-	if !strings.Contains(s, "| measure |") || !strings.Contains(s, "added latency per event, p99") || !strings.Contains(s, "RSS per idle stream") {
+	if !strings.Contains(s, "| measure |") || !strings.Contains(s, "added latency per event, p99") || !strings.Contains(s, "RSS per idle stream") ||
+		!strings.Contains(s, "RSS after the runs") || !strings.Contains(s, "## Bounds") {
 		t.Fatalf("table: %s", s)
+	}
+	measured := []string{boundP50.Measure, boundP99.Measure, boundIdle.Measure, boundRSS.Measure, boundCPU.Measure}
+	for _, b := range rep.boundRows() {
+		if slices.Contains(measured, b.Measure) && (b.Where == "–" || b.Docstream == "not measured") {
+			t.Errorf("bound %q: not judged: %+v", b.Measure, b)
+		}
 	}
 	if f := rep.smokeFailures(); len(f) > 0 && !strings.Contains(strings.Join(f, " "), "20×") {
 		t.Fatalf("smoke failures: %v", f)
@@ -564,16 +580,16 @@ func readDeltaLines(t *testing.T, text string) []deltaLine {
 // each server and round, each stream's in order, emitted one after the
 // other and delivered within a second, and returns their latencies by
 // server and round.
-func checkDeltaLines(t *testing.T, lines []deltaLine, key string, servers []string, rounds, streams, events int) map[string][][]int64 {
+func checkDeltaLines(t *testing.T, lines []deltaLine, key string, servers []string, nRounds, streams, events int) map[string][][]int64 {
 	t.Helper()
-	if want := len(servers) * rounds * streams * events; len(lines) != want {
+	if want := len(servers) * nRounds * streams * events; len(lines) != want {
 		t.Fatalf("%d lines, want %d", len(lines), want)
 	}
 	lat := map[string][][]int64{}
 	next := map[[3]any]int{}
 	var prev deltaLine
 	for _, l := range lines {
-		if l.key != key || !slices.Contains(servers, l.server) || l.round < 0 || l.round >= rounds || l.stream < 0 || l.stream >= streams {
+		if l.key != key || !slices.Contains(servers, l.server) || l.round < 0 || l.round >= nRounds || l.stream < 0 || l.stream >= streams {
 			t.Fatalf("line %+v", l)
 		}
 		k := [3]any{l.server, l.round, l.stream}
@@ -587,7 +603,7 @@ func checkDeltaLines(t *testing.T, lines []deltaLine, key string, servers []stri
 			t.Fatalf("%+v: delta %d latency %d ns", k, l.place, l.lat)
 		}
 		if lat[l.server] == nil {
-			lat[l.server] = make([][]int64, rounds)
+			lat[l.server] = make([][]int64, nRounds)
 		}
 		lat[l.server][l.round] = append(lat[l.server][l.round], l.lat)
 		prev = l
@@ -609,7 +625,7 @@ func TestDeltaLatencies(t *testing.T) {
 		t.Fatal(out.Err)
 	}
 	lat := checkDeltaLines(t, readDeltaLines(t, buf.String()), "streams", []string{"relay", "docstream"}, 2, 3, 25)
-	for server, rs := range map[string]runs{"relay": out.Relay, "docstream": out.GW} {
+	for server, rs := range map[string]rounds{"relay": out.Relay, "docstream": out.GW} {
 		for round, r := range rs {
 			got := newDist(lat[server][round])
 			if got.p(50) != r.Lat.p(50) || got.p(99) != r.Lat.p(99) || got.max() != r.Lat.max() {
@@ -657,106 +673,110 @@ func BenchmarkParseSegment(b *testing.B) {
 	}
 }
 
-// TestParkedStreamStack holds requests of both surfaces open and idle on
-// the gateway as it is served (built without the race detector), streams
-// and answers that wait for the run's end, and reads the stack it has in
-// use: a parked request's handler goroutine keeps a 4 KB stack (see
-// gateway/offstack.go), which one deep call on it would have doubled for
-// the request's life.
-func TestParkedStreamStack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server")
+// TestBenchBackend runs the in-process backend to its result, and stops a
+// run of it that waits between deltas.
+func TestBenchBackend(t *testing.T) {
+	run := func(ctx context.Context, prompt string) (translate.End, documents.ChatResponse) {
+		var bld documents.Builder
+		seg := translate.NewSegmenter(segOpts, bld.Add)
+		seg.Start()
+		end := benchBackend{}.Run(ctx, &runs.Spec{Prompt: prompt, Workspace: "/w"}, seg)
+		seg.Close(end)
+		return end, bld.Response()
 	}
-	const n = 300
-	dir := t.TempDir()
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
+	end, resp := run(context.Background(), "bench:30 every=1ms")
+	if end.Err != nil || end.Reason != "" || resp.Status != documents.StatusCompleted {
+		t.Fatalf("end %+v, status %s", end, resp.Status)
 	}
-	// Collections back to back free the stacks of goroutines that have
-	// ended (the runs' readers park once their agent is quiet), so that
-	// what is in use is what the open streams hold.
-	cmd := exec.Command(docstreamBin, "--addr", "127.0.0.1:0")
-	cmd.Dir = dir
-	cmd.Env = append(gatewayEnv(agentSetup{Binary: gateway.BuiltinBench, Workspace: ws}, 4*n, 1000, ""),
-		"GOGC=1", "DOCSTREAM_SERVER_HEAP_FLOOR_BYTES=0")
-	srv, err := startServer("docstream", cmd, dir, "docstream listening on ")
-	if err != nil {
-		t.Fatal(err)
+	if len(resp.Documents) != 1 || resp.Documents[0].Content == nil || strings.Count(*resp.Documents[0].Content, "[ts:") != 30 {
+		t.Fatalf("documents %+v", resp.Documents)
 	}
-	defer srv.Stop()
-	for _, c := range []struct{ path, body string }{
-		{"/v1/chat", `{"prompt":"bench:2 every=1h","stream":true}`},
-		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"bench:2 every=1h"}],"stream":true}`},
-		// Answers that wait for the run's end wait as long.
-		{"/v1/chat", `{"prompt":"bench:2 every=1h"}`},
-		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"bench:2 every=1h"}]}`},
-	} {
-		before, goroutines := serverGauge(t, srv.URL, "go_memstats_stack_inuse_bytes"), serverGauge(t, srv.URL, "go_goroutines")
-		for range n {
-			conn := openIdleStream(t, srv.URL, c.path, c.body)
-			defer conn.Close()
-		}
-		time.Sleep(time.Second)
-		// Each request parked holds its handler's goroutine and net/http's
-		// background read (give or take a few of the server's own).
-		if g := serverGauge(t, srv.URL, "go_goroutines") - goroutines; g < 2*n-n/10 {
-			t.Fatalf("%s %s: %d goroutines more with %d requests open; they are not all waiting", c.path, c.body, g, n)
-		}
-		per := float64(serverGauge(t, srv.URL, "go_memstats_stack_inuse_bytes")-before) / n
-		// 4 KB for the handler's goroutine, 2 (or 4) KB for net/http's
-		// background read, and some the runtime keeps for reuse: 7.2–7.6
-		// KB. With a handler stack doubled (or more) it was 14–19 KB.
-		if per > 10<<10 {
-			t.Errorf("%s %s: %.0f B of stack per parked request; want 6–8 KB", c.path, c.body, per)
-		}
-		t.Logf("%s %s: %.0f B of stack per parked request", c.path, c.body, per)
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() {
+		cancel(&runs.Stop{Reason: documents.StopCancelled, Msg: "stopped by the test"})
+	})
+	start := time.Now()
+	end, resp = run(ctx, "bench:3 every=1h")
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("the stopped run took %s", el)
+	}
+	if end.Reason != documents.StopCancelled || end.Message != "stopped by the test" || resp.Status == documents.StatusCompleted {
+		t.Fatalf("end %+v, status %s", end, resp.Status)
 	}
 }
 
-// openIdleStream posts body to path and, for a stream, reads it up to its
-// first delta, leaving it open.
-func openIdleStream(t *testing.T, base, path, body string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
-	if !strings.Contains(body, `"stream":true`) {
-		return conn // the answer waits for the run's end
-	}
-	br := bufio.NewReader(conn)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%s: %v before the first delta", path, err)
-		}
-		if strings.Contains(line, "[ts:") {
-			return conn
-		}
-	}
-}
-
-// serverGauge reads one value of the server's /metrics.
-func serverGauge(t *testing.T, base, name string) int64 {
-	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
+// TestBoundRows judges the bounds on made-up figures: the case nearest to
+// a bound shows, a miss shows as one, what was not measured says so.
+func TestBoundRows(t *testing.T) {
+	lat := func(p50, p99 time.Duration) rounds {
+		var v []int64
+		for i := range 100 {
+			switch {
+			case i < 50:
+				v = append(v, int64(p50))
+			case i < 99:
+				v = append(v, int64(p99))
+			default:
+				v = append(v, int64(p99)+1)
 			}
-			return int64(f)
+		}
+		return rounds{{Lat: newDist(v), Complete: true}}
+	}
+	one := func(key string, g, r rounds) e2eOutcome {
+		return e2eOutcome{Case: e2eCase{Key: key, Kind: "latency1"}, GW: g, Relay: r}
+	}
+	seq := rounds{{Requests: 1000, CPU: 3 * time.Second, RSSEnd: 40 << 20, Complete: true}}
+	seqRelay := rounds{{Requests: 1000, CPU: time.Second, RSSEnd: 12 << 20, Complete: true}}
+	rep := &report{
+		E2E: []e2eOutcome{
+			one("a", lat(110*time.Microsecond, 300*time.Microsecond), lat(100*time.Microsecond, 200*time.Microsecond)),
+			one("b", lat(140*time.Microsecond, 300*time.Microsecond), lat(100*time.Microsecond, 250*time.Microsecond)),
+			{Case: e2eCase{Key: "s", Kind: "sequential"}, GW: seq, Relay: seqRelay},
+		},
+		Parse: []parseSet{{Corpus: &corpus{Real: true}, Results: []parseResult{
+			{Stage: "typed JSON decode", MiBps: 90}, {Stage: "Docstream parse + segment", MiBps: 80}}}},
+	}
+	got := map[string]boundRow{}
+	for _, b := range rep.boundRows() {
+		got[b.Measure] = b
+	}
+	if len(got) != 8 {
+		t.Fatalf("%d bounds", len(got))
+	}
+	for _, c := range []struct {
+		measure, where, met string
+	}{
+		{boundP50.Measure, "b", "met"},                         // +40 µs, the nearer of +10 and +40
+		{boundP99.Measure, "a", "met"},                         // +100 µs
+		{bound100.Measure, "–", "–"},                           // not measured
+		{boundRSS.Measure, "s", "met"},                         // 40 MiB
+		{boundCPU.Measure, "s", "**not met**"},                 // 3×
+		{"parse + segment, real corpus", "real corpus", "met"}, // 80 MiB/s ≥ 0.8 × 90
+	} {
+		if b := got[c.measure]; b.Where != c.where || b.Met != c.met {
+			t.Errorf("%s: %+v, want %s, %s", c.measure, b, c.where, c.met)
 		}
 	}
-	t.Fatalf("%s/metrics has no %s", base, name)
-	return 0
+	if b := got[boundCPU.Measure]; b.Docstream != "3.00 ms (3.00×)" || b.Relay != "1.00 ms" {
+		t.Errorf("CPU row %+v", b)
+	}
+
+	// The documentation gets the bounds table only.
+	doc := filepath.Join(t.TempDir(), "doc.md")
+	if err := os.WriteFile(doc, []byte("intro\n"+docsBegin+"\nold\n"+docsEnd+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateDocs(doc, rep.docsBlock()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	text := string(b)
+	rows := strings.Count(text, "\n| ") - 1 // the header
+	if strings.Contains(text, "old") || !strings.HasSuffix(text, docsEnd+"\nafter\n") || rows != 8 || strings.Contains(text, "Every figure") {
+		t.Fatalf("%d rows:\n%s", rows, text)
+	}
+	if err := updateDocs(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {
+		t.Fatal("a missing file was updated")
+	}
 }

@@ -9,8 +9,7 @@ import (
 	"testing"
 
 	"github.com/docstream/docstream/documents"
-	"github.com/docstream/docstream/gateway"
-	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/translate"
 )
 
@@ -32,34 +31,21 @@ func (f *lineFeed) Read(p []byte) (int, error) {
 	return copy(p, l), nil
 }
 
-// frameSink writes each frame into a buffered writer and flushes it, as a
-// stream that has caught up is written.
-type frameSink struct{ w *bufio.Writer }
-
-func (s frameSink) Deliver(f sse.Frame, flush bool) bool {
-	f.WriteTo(s.w)
-	if flush {
-		s.w.Flush()
-	}
-	return true
-}
-
-func (s frameSink) Flush() { s.w.Flush() }
-func (s frameSink) Kick()  {}
-
 // interleaved is one run's path from its agent's line to its stream's
 // writer, without the reads and writes: decoder, segmenter, document
-// builder, log and frame.
+// builder, log and frames.
 type interleaved struct {
-	dec *translate.Decoder
-	seg *translate.Segmenter
-	b   documents.Builder
-	log *sse.Log
+	dec  *translate.Decoder
+	seg  *translate.Segmenter
+	b    documents.Builder
+	log  *runs.Log
+	w    *bufio.Writer
+	sent int // the id of the last frame written
 }
 
 func newInterleaved(head, deltas [][]byte) *interleaved {
-	s := &interleaved{dec: translate.NewDecoder(&lineFeed{head: head, deltas: deltas}, 0), log: sse.NewLog(10000, 8<<20)}
-	s.log.SetSink(frameSink{bufio.NewWriterSize(io.Discard, 4096)})
+	s := &interleaved{dec: translate.NewDecoder(&lineFeed{head: head, deltas: deltas}, 0), log: runs.NewLog(10000, 8<<20),
+		w: bufio.NewWriterSize(io.Discard, 4096)}
 	s.seg = translate.NewSegmenter(translate.Options{ResponseID: "chat_1", Model: "auto"}, func(ev documents.Event) {
 		s.b.Add(ev)
 		s.log.Append(ev)
@@ -71,12 +57,19 @@ func newInterleaved(head, deltas [][]byte) *interleaved {
 	return s
 }
 
+// step takes one line through to the stream's writer.
 func (s *interleaved) step() {
 	ev, err := s.dec.Next()
 	if err != nil {
 		panic(err)
 	}
 	s.seg.Feed(ev)
+	frames, _, _, _ := s.log.Since(s.sent)
+	for _, f := range frames {
+		f.WriteTo(s.w)
+		s.sent = f.ID
+	}
+	s.w.Flush()
 }
 
 // BenchmarkInterleaved is the per-event path of a run (see interleaved)
@@ -85,7 +78,7 @@ func (s *interleaved) step() {
 // stream it belongs to is no longer in the caches.
 func BenchmarkInterleaved(b *testing.B) {
 	var buf bytes.Buffer
-	if err := gateway.WriteBenchLines(context.Background(), &buf, "bench:200", "/w"); err != nil {
+	if err := writeBenchLines(context.Background(), &buf, "bench:200", "/w"); err != nil {
 		b.Fatal(err)
 	}
 	var head, deltas [][]byte

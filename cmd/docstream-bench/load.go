@@ -37,23 +37,27 @@ type loadSpec struct {
 	Hold int
 	// KeepDeltas keeps each stream's deltas (Deltas) for writing out.
 	KeepDeltas bool
+	// Runs > 1 has each stream post Runs requests, one after another.
+	Runs int
 }
 
 // loadResult is what the client measured.
 type loadResult struct {
-	Streams int
-	OK      int      // streams that delivered every delta and the end
-	Errors  []string // the first few failures
-	Events  int      // timestamped deltas received in all
-	Lat     dist     // receive time minus emit time, per delta
-	TTH     dist     // request sent → response headers
-	TTFD    dist     // request sent → first delta
-	Wall    time.Duration
-	RSSBase int64 // server RSS before the scenario
-	RSSPeak int64 // highest server RSS sampled during it (idle: while held)
+	Streams  int
+	Requests int      // Streams × Runs
+	OK       int      // requests that delivered every delta and the end
+	Errors   []string // the first few failures
+	Events   int      // timestamped deltas received in all
+	Lat      dist     // receive time minus emit time, per delta
+	TTH      dist     // request sent → response headers
+	TTFD     dist     // request sent → first delta
+	Wall     time.Duration
+	RSSBase  int64 // server RSS before the scenario
+	RSSPeak  int64 // highest server RSS sampled during it (idle: while held)
 	// RSSActive is the highest RSS sampled while every stream was open and
 	// none had ended (0 when that never happened, e.g. in a burst).
 	RSSActive int64
+	RSSEnd    int64 // server RSS once every stream has ended
 	Rate      float64
 	CPU       time.Duration // the server's CPU time during the scenario
 	// Alloc and GCs are the bytes the server's Go heap allocated and the
@@ -141,6 +145,14 @@ func (r *loadResult) CPUPerEvent() time.Duration {
 	return r.CPU / time.Duration(r.Events)
 }
 
+// CPUPerRequest is the server's CPU time per request.
+func (r *loadResult) CPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Requests)
+}
+
 // RSSPerStream is the server's RSS growth per stream while all of them
 // were open (else at the peak).
 func (r *loadResult) RSSPerStream() float64 {
@@ -178,7 +190,8 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	client := &http.Client{Transport: tr}
 	body, _ := json.Marshal(map[string]any{"prompt": spec.Prompt, "stream": true})
 
-	res := &loadResult{Streams: spec.Streams, Alloc: -1, GCs: -1}
+	perStream := max(spec.Runs, 1)
+	res := &loadResult{Streams: spec.Streams, Requests: spec.Streams * perStream, Alloc: -1, GCs: -1}
 	var cpu0 time.Duration
 	var alloc0, gcs0 int64
 	var countersErr error
@@ -216,26 +229,29 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 		}
 	}()
 
-	results := make([]streamResult, spec.Streams)
+	results := make([]streamResult, res.Requests)
 	var wg sync.WaitGroup
 	held := make(chan struct{}, spec.Streams)
 	release := make(chan struct{})
 	start := make(chan struct{})
 	t0 := time.Now()
-	for i := range results {
+	for i := range spec.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			mine := results[i*perStream : (i+1)*perStream]
 			<-start
 			if at := spec.startAt(i); at > 0 {
 				select {
 				case <-time.After(time.Until(t0.Add(at))):
 				case <-ctx.Done():
-					results[i].err = ctx.Err()
+					mine[0].err = ctx.Err()
 					return
 				}
 			}
-			runStream(ctx, client, url, body, spec, &results[i], held, release, &opened)
+			for j := range mine {
+				runStream(ctx, client, url, body, spec, &mine[j], held, release, &opened)
+			}
 			ended.Add(1)
 		}()
 	}
@@ -273,6 +289,7 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 	close(sampleStop)
 	<-sampleDone
 	if pid > 0 {
+		res.RSSEnd, _ = rssBytes(pid)
 		if c, err := cpuOf(pid); err == nil {
 			res.CPU = c - cpu0
 		}
@@ -315,7 +332,7 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 		}
 	}
 	if spec.Hold == 0 {
-		res.Complete = res.OK == spec.Streams
+		res.Complete = res.OK == res.Requests
 	}
 	res.Wall = last.Sub(t0)
 	if res.Wall > 0 {
@@ -445,12 +462,12 @@ func readSSE(body io.Reader, fn func(name string, data []byte) bool) error {
 	}
 }
 
-// runs are the rounds of one case on one server.
-type runs []*loadResult
+// rounds are the results of one case's rounds on one server.
+type rounds []*loadResult
 
 // stat returns the median over the rounds of f, and its minimum and
 // maximum.
-func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
+func (rs rounds) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 	if len(rs) == 0 {
 		return 0, 0, 0
 	}
@@ -468,13 +485,13 @@ func (rs runs) stat(f func(*loadResult) float64) (med, lo, hi float64) {
 }
 
 // dur is stat for durations.
-func (rs runs) dur(f func(*loadResult) time.Duration) (med, lo, hi time.Duration) {
+func (rs rounds) dur(f func(*loadResult) time.Duration) (med, lo, hi time.Duration) {
 	m, l, h := rs.stat(func(r *loadResult) float64 { return float64(f(r)) })
 	return time.Duration(m), time.Duration(l), time.Duration(h)
 }
 
 // complete reports whether every round delivered everything.
-func (rs runs) complete() bool {
+func (rs rounds) complete() bool {
 	for _, r := range rs {
 		if !r.Complete {
 			return false
@@ -484,16 +501,16 @@ func (rs runs) complete() bool {
 }
 
 // summary says how complete the rounds were.
-func (rs runs) summary() string {
+func (rs rounds) summary() string {
 	ok, streams, events := 0, 0, 0
 	var errs []string
 	for _, r := range rs {
 		ok += r.OK
-		streams += r.Streams
+		streams += r.Requests
 		events += r.Events
 		errs = append(errs, r.Errors...)
 	}
-	s := fmt.Sprintf("%d/%d streams complete, %d events", ok, streams, events)
+	s := fmt.Sprintf("%d/%d requests complete, %d events", ok, streams, events)
 	if len(errs) > 0 {
 		s += "; " + errs[0]
 	}

@@ -1,19 +1,21 @@
 // Command docstream-bench measures what Docstream adds over a bare relay:
 // parse and segment throughput on the real corpus and a large generated
 // transcript, and, end to end, per-event latency, time to headers and to the
-// first document, events/s and memory per stream of the real server (with
-// the agent simulator as a child process, and without children through the
-// gateway's hidden builtin:bench source) beside a bare relay that copies the
+// first document, events/s, CPU and memory of the real server (with the
+// agent simulator as a child process) and of the gateway with an in-process
+// backend of its own (no children), beside a bare relay that copies the
 // same agent's lines into SSE data events, in the same run.
 //
-// It prints one markdown table and writes it to bench-results/latest.md.
-// -smoke is a short run for CI that fails only when a ratio regresses
-// grossly. Everything listens on 127.0.0.1 and stops by itself.
+// It prints the bounds Docstream holds beside the measured figures, then
+// the detailed table, and writes both to bench-results/latest.md. -smoke is
+// a short run for CI that fails only when a ratio regresses grossly.
+// Everything listens on 127.0.0.1 and stops by itself.
 package main
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +26,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/docstream/docstream/gateway"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.smoke, "smoke", false, "a short run for CI: fails only on a gross regression of a ratio")
 	fs.StringVar(&o.corpusDir, "corpus", "../shared/fixtures/real", "directory of real agent transcripts (*.ndjson)")
 	fs.StringVar(&o.out, "out", "", "write the table here (default bench-results/latest.md, or bench-results/smoke.md with -smoke)")
-	fs.StringVar(&o.docs, "docs", "README.md,docs/performance.md", "after a complete full run, also replace the results block of these markdown files (comma-separated; \"\" for none)")
+	fs.StringVar(&o.docs, "docs", "README.md,docs/performance.md", "after a complete full run, also write the bounds table between the docstream-bench markers of these markdown files (comma-separated; \"\" for none)")
 	fs.IntVar(&o.genMiB, "gen-mib", 64, "size of the generated transcript in MiB")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this docstream binary instead of building ./cmd/docstream")
 	fs.StringVar(&o.against, "against", "", "compare with this docstream binary instead of the bare relay (before/after a change)")
@@ -64,15 +64,21 @@ func run(args []string) int {
 	relayAgent := fs.String("relay-agent", "", "internal: the relay's agent binary")
 	relayPrefix := fs.String("relay-prefix", "", "internal: the relay's agent argument prefix, comma-separated")
 	relayWS := fs.String("relay-workspace", "", "internal: the relay's agent working directory")
+	gatewayServe := fs.Bool("gateway-serve", false, "internal: serve the gateway with the in-process backend")
+	var gsc gatewayServeConfig
+	fs.StringVar(&gsc.Workspace, "gateway-workspace", "", "internal: the in-process gateway's workspace")
+	fs.IntVar(&gsc.Streams, "gateway-streams", 0, "internal: the streams the in-process gateway makes room for")
+	fs.Float64Var(&gsc.Spawn, "gateway-spawn", -1, "internal: the in-process gateway's spawn limit per second (< 0: the default)")
+	fs.StringVar(&gsc.Store, "gateway-store", "", "internal: the in-process gateway's SQLite store (default: in memory)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	// The load client and the relay size their file tables at start, as the
-	// gateway does (server.file_table_size): a table that grows under load
-	// stalls every accept and every pipe for an RCU grace period, and the
-	// client's stalls would show up as the servers' time to headers.
-	if _, err := gateway.ReserveFileTable(gateway.DefaultConfig().Server.FileTableSize); err != nil {
-		fmt.Fprintln(os.Stderr, "docstream-bench:", err)
+	if *gatewayServe {
+		if err := serveGateway(gsc); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway:", err)
+			return 1
+		}
+		return 0
 	}
 	if *relayServe {
 		if err := serveRelay(relayConfig{Agent: *relayAgent, Prefix: splitList(*relayPrefix), Workspace: *relayWS}); err != nil {
@@ -114,7 +120,7 @@ func run(args []string) int {
 		if _, err := os.Stat(doc); doc == "" || !full || err != nil {
 			continue
 		}
-		if err := updateDocs(doc, text); err != nil {
+		if err := updateDocs(doc, rep.docsBlock()); err != nil {
 			fmt.Fprintln(os.Stderr, "docstream-bench:", err)
 			return 1
 		}
@@ -265,12 +271,12 @@ func bench(ctx context.Context, o options) (*report, error) {
 			}
 			for _, side := range []struct {
 				name string
-				rs   runs
+				rs   rounds
 			}{{"relay", out.Relay}, {"docstream", out.GW}} {
 				for _, r := range side.rs {
-					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream  CPU %v/event  heap %.0f B/event, %d GCs %v",
-						side.name, r.OK, r.Streams, r.Events, r.Lat.p(50), r.Lat.p(99), r.Lat.max(), r.TTH.p(99), r.TTFD.p(50), r.Rate,
-						r.RSSPerStream()/1024, r.CPUPerEvent(), r.AllocPerEvent(), r.GCs, r.Errors)
+					logf("  %-9s ok %d/%d  events %d  p50 %v p99 %v max %v  headers p99 %v  first delta p50 %v  %.0f ev/s  RSS %+.1f KB/stream, %.1f MiB at the end  CPU %v/event, %v/request  heap %.0f B/event, %d GCs %v",
+						side.name, r.OK, r.Requests, r.Events, r.Lat.p(50), r.Lat.p(99), r.Lat.max(), r.TTH.p(99), r.TTFD.p(50), r.Rate,
+						r.RSSPerStream()/1024, float64(r.RSSEnd)/(1<<20), r.CPUPerEvent(), r.CPUPerRequest(), r.AllocPerEvent(), r.GCs, r.Errors)
 				}
 			}
 		}
@@ -295,7 +301,7 @@ type e2eEnv struct {
 func (e *e2eEnv) agent(kind string) agentSetup {
 	switch {
 	case kind == "builtin":
-		return agentSetup{Binary: gateway.BuiltinBench, Workspace: e.ws}
+		return agentSetup{Binary: inProcess, Workspace: e.ws}
 	case strings.HasPrefix(kind, "child:"):
 		return agentSetup{Binary: e.bin, Prefix: []string{"agent-sim", "--sim-speed=" + strings.TrimPrefix(kind, "child:")}, Workspace: e.ws}
 	}
@@ -318,12 +324,21 @@ type e2eCase struct {
 	// SQLite gives each gateway of the case a fresh SQLite store, the
 	// default, instead of the in-memory one.
 	SQLite bool
+	// Defaults runs the real gateway with its default settings apart from
+	// the agent, its workspace and the per-client rate limit.
+	Defaults bool
 }
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives
 // 100 deltas/s (after a first-token delay of 350 ms / speed). The in-process
-// source takes its spacing from the prompt (every=…).
+// backend takes its spacing from the prompt (every=…).
 var fullCases = []e2eCase{
+	// The real binary as it is configured by default, SQLite store and
+	// spawn limit included: its memory after many runs, and its CPU per
+	// request.
+	{Key: "child-sequential", Title: "1,000 sequential runs, agent = simulator child (bench:20, no delays), default settings (SQLite store, spawn limit 20/s)",
+		Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
+		Spec: loadSpec{Streams: 1, Runs: 1000, Prompt: "bench:20", Events: 20, Timeout: 5 * time.Minute}},
 	{Key: "child-1", Title: "1 stream × 100 ev/s, agent = simulator child", Agent: "child:0.6", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	// With 100 simulator processes on the machine the rounds of each side
@@ -336,7 +351,7 @@ var fullCases = []e2eCase{
 		Rounds: 3, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "child-max", Title: "1 stream as fast as possible, agent = simulator child (no delays)", Agent: "child:0", Kind: "throughput",
 		Rounds: 3, Spec: loadSpec{Streams: 1, Prompt: "bench:50000", Events: 50000, Timeout: 60 * time.Second}},
-	{Key: "builtin-1", Title: "1 stream × 100 ev/s, no child (in-process source)", Agent: "builtin", Kind: "latency1", Rounds: 5,
+	{Key: "builtin-1", Title: "1 stream × 100 ev/s, no child (in-process backend)", Agent: "builtin", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "builtin-100", Title: "100 streams × 100 ev/s, no child, started over 1 s, lines at spread instants", Agent: "builtin", Kind: "latency100", Rounds: 3,
 		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
@@ -362,9 +377,11 @@ var fullCases = []e2eCase{
 }
 
 var smokeCases = []e2eCase{
+	{Key: "child-sequential", Title: "10 sequential runs, agent = simulator child (bench:20, no delays), default settings", Agent: "child:0", Kind: "sequential",
+		Defaults: true, Spawn: -1, Spec: loadSpec{Streams: 1, Runs: 10, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
 	{Key: "child-1", Title: "1 stream × 200 ev/s, agent = simulator child", Agent: "child:1.2", Kind: "latency1", Rounds: 3,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:100", Events: 100, Timeout: 60 * time.Second}},
-	{Key: "builtin-1", Title: "1 stream × 200 ev/s, no child (in-process source)", Agent: "builtin", Kind: "latency1", Rounds: 3,
+	{Key: "builtin-1", Title: "1 stream × 200 ev/s, no child (in-process backend)", Agent: "builtin", Kind: "latency1", Rounds: 3,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:100 every=5ms", Events: 100, Timeout: 60 * time.Second}},
 }
 
@@ -379,7 +396,7 @@ func spawnRate(c e2eCase) float64 {
 // e2eOutcome is one case measured on both servers.
 type e2eOutcome struct {
 	Case      e2eCase
-	GW, Relay runs
+	GW, Relay rounds
 	Err       error
 }
 
@@ -397,7 +414,11 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 	var rl *server
 	var err error
 	if env.against != "" {
-		rl, err = startGateway(env.against, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
+		if a.Binary == inProcess {
+			out.Err = errors.New("-against compares the cases with a child; the others run the bench's own gateway")
+			return out
+		}
+		rl, err = startGateway(env.against, env.dir, a, c)
 		if rl != nil {
 			rl.Name = "baseline"
 		}
@@ -409,7 +430,7 @@ func runCase(ctx context.Context, env *e2eEnv, c e2eCase) e2eOutcome {
 		return out
 	}
 	defer rl.Stop()
-	gw, err := startGateway(env.bin, env.dir, a, c.Spec.Streams, spawnRate(c), c.SQLite)
+	gw, err := startGateway(env.bin, env.dir, a, c)
 	if err != nil {
 		out.Err = fmt.Errorf("docstream: %w", err)
 		return out

@@ -26,6 +26,7 @@ import (
 // corpus is a set of transcripts, each decoded as one agent run.
 type corpus struct {
 	Name  string
+	Real  bool // the real agent transcripts
 	Files [][]byte
 	Bytes int
 	Lines int
@@ -66,7 +67,9 @@ func loadCorpus(dir string) (*corpus, error) {
 	if len(files) == 0 {
 		return nil, nil
 	}
-	return newCorpus(fmt.Sprintf("real corpus (%d files)", len(files)), files), nil
+	c := newCorpus(fmt.Sprintf("real corpus (%d files)", len(files)), files)
+	c.Real = true
+	return c, nil
 }
 
 // parseResult is one parsing benchmark on one corpus.

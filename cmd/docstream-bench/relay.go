@@ -10,18 +10,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
 	"syscall"
-
-	"github.com/docstream/docstream/gateway"
 )
 
 // relayConfig says what the bare relay runs for each request.
 type relayConfig struct {
-	Agent     string   // the agent binary, or gateway.BuiltinBench
+	Agent     string   // the agent binary, or inProcess
 	Prefix    []string // arguments before the agent's own, e.g. agent-sim,--sim-speed=0
 	Workspace string   // the agent's working directory
 }
@@ -137,9 +134,9 @@ func (rl *relay) start(ctx context.Context, prompt string) (io.ReadCloser, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	if rl.cfg.Agent == gateway.BuiltinBench {
-		stop, done := gateway.StartBenchSource(pw, prompt, rl.cfg.Workspace)
-		return pr, func() { stop(); pr.Close(); <-done }, nil
+	if rl.cfg.Agent == inProcess {
+		stop := startSource(pw, prompt, rl.cfg.Workspace)
+		return pr, func() { pr.Close(); stop() }, nil
 	}
 	cmd := exec.Command(rl.cfg.Agent, agentArgs(rl.cfg.Prefix, rl.cfg.Workspace, prompt)...)
 	cmd.Dir = rl.cfg.Workspace
@@ -178,13 +175,7 @@ func serveRelay(cfg relayConfig) error {
 	srv := &http.Server{Handler: &relay{cfg: cfg}}
 	fmt.Printf("relay listening on http://%s\n", ln.Addr())
 	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		srv.Close()
-	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		<-sigs
+		waitForEnd()
 		srv.Close()
 	}()
 	if err := srv.Serve(ln); err != http.ErrServerClosed {

@@ -41,61 +41,89 @@ type server struct {
 
 // agentSetup is what a server runs as its agent.
 type agentSetup struct {
-	Binary    string   // the agent binary or gateway.BuiltinBench
+	Binary    string   // the agent binary, or inProcess
 	Prefix    []string // e.g. agent-sim, --sim-speed=0.6
 	Workspace string
 }
 
-// gatewayEnv is the gateway's benchmark configuration: the given agent,
-// the SQLite store at storePath or else an in-memory one, auth and rate
-// limits off, room for every stream, and the given spawn rate (< 0: the
-// gateway's default).
-func gatewayEnv(a agentSetup, streams int, spawnPerSecond float64, storePath string) []string {
-	lim := strconv.Itoa(max(streams, 64) + 16)
+// gatewayEnv is the real gateway's benchmark configuration for case c: the
+// given agent, the SQLite store at storePath or else an in-memory one, auth
+// and rate limits off, room for every stream, and the case's spawn rate.
+// With c.Defaults only the agent and the rate limit are set.
+func gatewayEnv(a agentSetup, c e2eCase, storePath string) []string {
 	env := []string{
 		"DOCSTREAM_AGENT_BINARY=" + a.Binary,
 		"DOCSTREAM_AGENT_ARGS_PREFIX=" + strings.Join(a.Prefix, ","),
 		"DOCSTREAM_AGENT_WORKSPACES=main=" + a.Workspace,
 		"DOCSTREAM_AGENT_DEFAULT_WORKSPACE=main",
-		"DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=" + lim,
-		"DOCSTREAM_LIMITS_QUEUE_SIZE=" + lim,
+		// One client at a time: the per-client limit would hold it to
+		// 120 requests a minute.
 		"DOCSTREAM_AUTH_RATE_PER_MINUTE=0",
-		"DOCSTREAM_RUNS_DETACH_GRACE=0s",
-		"DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s",
-		"DOCSTREAM_AGENT_KILL_GRACE=1s",
-		"DOCSTREAM_LOG_FORMAT=json",
 	}
-	if storePath != "" {
-		env = append(env, "DOCSTREAM_STORE_DRIVER=sqlite", "DOCSTREAM_STORE_PATH="+storePath)
-	} else {
-		env = append(env, "DOCSTREAM_STORE_DRIVER=memory")
+	if !c.Defaults {
+		lim := strconv.Itoa(max(c.Spec.Streams, 64) + 16)
+		env = append(env,
+			"DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS="+lim,
+			"DOCSTREAM_LIMITS_QUEUE_SIZE="+lim,
+			"DOCSTREAM_RUNS_DETACH_GRACE=0s",
+			"DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=2s",
+			"DOCSTREAM_AGENT_KILL_GRACE=1s",
+			"DOCSTREAM_LOG_FORMAT=json",
+		)
+		if storePath != "" {
+			env = append(env, "DOCSTREAM_STORE_DRIVER=sqlite", "DOCSTREAM_STORE_PATH="+storePath)
+		} else {
+			env = append(env, "DOCSTREAM_STORE_DRIVER=memory")
+		}
+		if sp := spawnRate(c); sp >= 0 {
+			env = append(env, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND="+strconv.FormatFloat(sp, 'f', -1, 64))
+		}
 	}
-	if spawnPerSecond >= 0 {
-		env = append(env, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND="+strconv.FormatFloat(spawnPerSecond, 'f', -1, 64))
-	}
+	return append(cleanEnv(), env...)
+}
+
+// cleanEnv is this process's environment without Docstream's settings and
+// the agent's key.
+func cleanEnv() []string {
 	var keep []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DOCSTREAM_") && !strings.HasPrefix(kv, "CURSOR_API_KEY=") {
 			keep = append(keep, kv)
 		}
 	}
-	return append(keep, env...)
+	return keep
 }
 
-// startGateway starts the gateway binary with the benchmark configuration,
-// with a fresh SQLite store in dir when sqlite is set.
-func startGateway(bin, dir string, a agentSetup, streams int, spawnPerSecond float64, sqlite bool) (*server, error) {
-	storePath := ""
-	if sqlite {
+// startGateway starts a gateway for case c with agent a: the docstream
+// binary bin, or, for the in-process agent, this program in -gateway-serve
+// mode. A SQLite store, or with c.Defaults the working directory, is fresh,
+// in dir.
+func startGateway(bin, dir string, a agentSetup, c e2eCase) (*server, error) {
+	storePath, wd := "", dir
+	if c.SQLite || c.Defaults {
 		sd, err := os.MkdirTemp(dir, "store-*")
 		if err != nil {
 			return nil, err
 		}
-		storePath = filepath.Join(sd, "docstream.db")
+		if c.SQLite {
+			storePath = filepath.Join(sd, "docstream.db")
+		}
+		wd = sd // c.Defaults: the default store, ./data/docstream.db
 	}
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0")
-	cmd.Dir = dir
-	cmd.Env = gatewayEnv(a, streams, spawnPerSecond, storePath)
+	var cmd *exec.Cmd
+	if a.Binary == inProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(self, "-gateway-serve", "-gateway-workspace", a.Workspace, "-gateway-streams", strconv.Itoa(c.Spec.Streams),
+			"-gateway-spawn", strconv.FormatFloat(spawnRate(c), 'f', -1, 64), "-gateway-store", storePath)
+		cmd.Env = cleanEnv()
+	} else {
+		cmd = exec.Command(bin, "--addr", "127.0.0.1:0")
+		cmd.Env = gatewayEnv(a, c, storePath)
+	}
+	cmd.Dir = wd
 	return startServer("docstream", cmd, dir, "docstream listening on ")
 }
 
