@@ -7,7 +7,7 @@
 // already running instead. CHROMIUM overrides /usr/bin/chromium. Screenshots
 // go to ./artifacts.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,10 +32,23 @@ let tourPage = null;
 const demo = new DemoServer();
 let baseURL = '';
 const serverLog = demo.log;
+// Every start of the simulator appends a line {argv, prompt, …} here (empty
+// with DOCSTREAM_URL: that gateway's simulator logs elsewhere).
+let simLog = '';
 
 async function startServer() {
-  await demo.start({});
+  if (!process.env.DOCSTREAM_URL) simLog = path.join(await mkdtemp(path.join(os.tmpdir(), 'docstream-sim-')), 'sim.log');
+  await demo.start(simLog ? { DOCSTREAM_SIM_LOG: simLog } : {});
   baseURL = demo.url;
+}
+
+/** The simulator's starts so far: [{argv, prompt, …}]. */
+async function simStarts() {
+  const text = await readFile(simLog, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 const stopServer = () => demo.stop();
@@ -70,6 +83,7 @@ after(async () => {
   } finally {
     await stopServer();
     if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    if (simLog) await rm(path.dirname(simLog), { recursive: true, force: true });
   }
 });
 
@@ -322,32 +336,150 @@ test('tour: every document type renders live', { timeout: 120_000 }, async () =>
   );
 });
 
-test('clarification: an option answers in a new turn', { timeout: 120_000 }, async () => {
+test('clarification: one choice per question, every answer and the note sent in one turn', { timeout: 120_000 }, async () => {
   await withPage('clarification', async (page) => {
+    const posts = [];
+    page.on('request', (req) => {
+      if (req.method() === 'POST' && new URL(req.url()).pathname === '/v1/chat') posts.push(req);
+    });
     await sendPrompt(page, 'ask');
     assert.equal(await waitDone(page, 1), 'completed');
     const conversationId = await page.evaluate(() => window.__docstream.conversationId);
     assert.ok(conversationId, 'no conversation id after the first turn');
 
-    const option = turn(page, 1).locator('[data-doc-type="clarification"] button[data-question-id="q1"][data-option-id="jwt"]');
-    const label = (await option.textContent()).trim();
-    assert.ok(label.length > 0);
+    const clar = turn(page, 1).locator('[data-doc-type="clarification"]');
+    assert.equal(await clar.locator('fieldset.question').count(), 2, 'the ask scenario asks two questions');
+    const option = (q, o) => clar.locator(`button[data-action="answer"][data-question-id="${q}"][data-option-id="${o}"]`);
+    const send = clar.locator('button[data-action="send-answers"]');
+    const hint = clar.locator('[data-role="answer-hint"]');
+    assert.equal((await send.textContent()).trim(), 'Send answers');
+    assert.ok(await send.isDisabled(), 'Send answers is enabled before any choice');
+    assert.match(await hint.textContent(), /2 of 2 left/);
 
+    // the first choice sends nothing
+    await option('q1', 'jwt').click();
+    await page.waitForFunction(() => document.querySelector('[data-doc-type="clarification"] button[data-option-id="jwt"]').getAttribute('aria-pressed') === 'true');
+    await sleep(300);
+    assert.equal(posts.length, 1, 'a choice sent a turn');
+    assert.equal(await page.locator('article.turn').count(), 1);
+    assert.ok(await send.isDisabled(), 'Send answers is enabled with a question open');
+    assert.match(await hint.textContent(), /1 of 2 left/);
+
+    // a choice from the keyboard keeps the focus on its option
+    await option('q2', 'sqlite').focus();
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => {
+      const b = document.activeElement;
+      return b && b.dataset.optionId === 'sqlite' && b.getAttribute('aria-pressed') === 'true';
+    });
+    assert.ok(await send.isEnabled(), 'Send answers is disabled with every question answered');
+
+    // another option of the same question replaces the first choice
+    await option('q1', 'session').click();
+    await page.waitForFunction(() => document.querySelector('[data-doc-type="clarification"] button[data-option-id="session"]').getAttribute('aria-pressed') === 'true');
+    assert.equal(await option('q1', 'jwt').getAttribute('aria-pressed'), 'false');
+    assert.equal(await clar.locator('button[aria-pressed="true"]').count(), 2);
+
+    const marker = `note-${Date.now().toString(36)}`;
+    const note = `Keep sessions for 30 days (${marker}).`;
+    await clar.locator('textarea[data-action="note"]').fill(note);
+
+    const sessionLabel = (await option('q1', 'session').textContent()).trim();
+    const sqliteLabel = (await option('q2', 'sqlite').textContent()).trim();
     const posted = page.waitForRequest((req) => req.method() === 'POST' && new URL(req.url()).pathname === '/v1/chat');
-    await option.click();
+    await send.click();
     const body = JSON.parse((await posted).postData());
-    assert.deepEqual(body.answers, [{ questionId: 'q1', optionId: 'jwt' }]);
+    assert.deepEqual(body.answers, [
+      { questionId: 'q1', optionId: 'session' },
+      { questionId: 'q2', optionId: 'sqlite' },
+    ]);
+    assert.equal(body.prompt, note);
     assert.equal(body.conversationId, conversationId);
     assert.equal(body.stream, true);
 
     assert.equal(await waitDone(page, 2), 'completed');
+    assert.equal(posts.length, 2, 'the answers took more than one turn');
     const second = turn(page, 2);
-    assert.match(await second.locator('.user-msg .bubble').textContent(), new RegExp(escapeRegExp(label)));
+    const bubble = await second.locator('.user-msg .bubble').textContent();
+    for (const want of [sessionLabel, sqliteLabel, note]) assert.ok(bubble.includes(want), `the answer turn does not show "${want}":\n${bubble}`);
+    // the simulator quotes the prompt the gateway made of the answers and the note
     const answerText = (await second.locator('[data-doc-type="text"]').allTextContents()).join('\n');
-    assert.ok(answerText.includes(label), `the follow-up answer does not name "${label}":\n${answerText}`);
-    assert.equal(await option.getAttribute('aria-pressed'), 'true');
-    assert.ok(await option.isDisabled(), 'the answered option is still enabled');
+    for (const want of [sessionLabel, sqliteLabel, marker]) assert.ok(answerText.includes(want), `the follow-up does not name "${want}":\n${answerText}`);
+
+    // the form is answered and locked
+    assert.match(await clar.locator('.answered').textContent(), /Answered/);
+    assert.equal(await send.count(), 0);
+    assert.equal(await option('q1', 'session').getAttribute('aria-pressed'), 'true');
+    for (const [q, o] of [['q1', 'jwt'], ['q1', 'session'], ['q2', 'postgres'], ['q2', 'sqlite']]) {
+      assert.ok(await option(q, o).isDisabled(), `${q}/${o} is still enabled`);
+    }
+
+    // one agent run got both answers and the note
+    if (simLog) {
+      const runs = (await simStarts()).filter((e) => e.prompt.includes(marker));
+      assert.equal(runs.length, 1, `agent runs with the note: ${runs.length}`);
+      const { prompt, argv } = runs[0];
+      assert.ok(prompt.includes(`Which authentication method should the API use?: ${sessionLabel}`), prompt);
+      assert.ok(prompt.includes(`Where should user records be stored?: ${sqliteLabel}`), prompt);
+      assert.ok(argv.includes(conversationId), `the answers did not resume the conversation: ${argv.join(' ')}`);
+    }
   });
+});
+
+test('clarification: a single question uses the same form; a refused answer opens it again', { timeout: 60_000 }, async () => {
+  let chats = 0;
+  await withScript(
+    'clarification-single',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        chats++;
+        if (chats === 2) return jsonError(res, 409, 'conversation_busy', 'the previous turn still runs');
+        const send = sse(res, { responseId: `resp_s${chats}`, conversationId: 'conv_s1' });
+        await send('response_start', { id: `resp_s${chats}`, conversationId: 'conv_s1' });
+        if (chats === 1) {
+          const questions = [{ id: 'q1', text: 'Which auth?', options: [{ id: 'jwt', label: 'JWT' }, { id: 'session', label: 'Session' }] }];
+          await send('document_start', { id: 'doc_001', type: 'clarification', sequence: 1, metadata: { questions } });
+          await send('document_end', { documentId: 'doc_001', metadata: { questions } });
+        } else {
+          await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: {} });
+          await send('document_end', { documentId: 'doc_001', finalContent: 'JWT it is.' });
+        }
+        await send('done', { id: `resp_s${chats}`, conversationId: 'conv_s1', status: 'completed' });
+        res.end();
+      }),
+    async (page, gw) => {
+      await sendPrompt(page, 'ask one');
+      assert.equal(await waitDone(page, 1), 'completed');
+      const clar = turn(page, 1).locator('[data-doc-type="clarification"]');
+      const send = clar.locator('button[data-action="send-answers"]');
+      assert.equal((await send.textContent()).trim(), 'Send answer');
+      assert.ok(await send.isDisabled());
+
+      await clar.locator('button[data-option-id="jwt"]').click();
+      await page.waitForFunction(() => !document.querySelector('[data-doc-type="clarification"] button[data-action="send-answers"]').disabled);
+      await sleep(200);
+      assert.equal(gw.seen('POST', /^\/v1\/chat$/).length, 1, 'the choice sent a turn');
+
+      // refused: the form is open again with the choice kept and the reason shown
+      await send.click();
+      assert.equal(await waitDone(page, 2), 'error');
+      await clar.locator('.answer-problem').waitFor();
+      assert.match(await clar.locator('.answer-problem').textContent(), /the previous turn still runs/);
+      assert.equal(await clar.locator('button[data-option-id="jwt"]').getAttribute('aria-pressed'), 'true');
+
+      // Ctrl+Enter in the note sends the form too
+      await clar.locator('textarea[data-action="note"]').press('Control+Enter');
+      assert.equal(await waitDone(page, 3), 'completed');
+      const posts = gw.seen('POST', /^\/v1\/chat$/).map((r) => JSON.parse(r.body));
+      assert.equal(posts.length, 3);
+      for (const body of posts.slice(1)) {
+        assert.deepEqual(body.answers, [{ questionId: 'q1', optionId: 'jwt' }]);
+        assert.equal(body.prompt, undefined, 'an empty note was sent');
+        assert.equal(body.conversationId, 'conv_s1');
+      }
+      assert.match(await clar.locator('.answered').textContent(), /Answered/);
+    },
+  );
 });
 
 test('cancel: the stream ends with a CANCELLED error document', { timeout: 120_000 }, async () => {
@@ -432,10 +564,6 @@ test('screenshot of the tour', { timeout: 60_000 }, async () => {
   await fullPage('playground-dark.png');
   await page.close();
 });
-
-function escapeRegExp(s) {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
 
 // ---- defects found by an outside tester -----------------------------------
 

@@ -259,6 +259,8 @@ async function onStreamState(run, s, info) {
       setRunStatus('error', `Refused (${info.status})`);
       // the prompt never ran: give it back for another try
       if (run.request.kind === 'prompt' && !ui.prompt.value) ui.prompt.value = run.request.text;
+      // the answers never ran: their form opens again
+      if (run.request.kind === 'answer' && typeof run.request.onRefused === 'function') run.request.onRefused(info.message);
       break;
     }
     case 'complete-response':
@@ -338,15 +340,21 @@ function send() {
   startTurn({ kind: 'prompt', text: prompt, mode: settings.mode, model: settings.model, workspace: settings.workspace }, body);
 }
 
-/** Answers a clarification: a new turn in the same conversation. */
-function answer({ conversationId, answers, summary }) {
+/**
+ * Answers a clarification: every answer (and the note, as the prompt) in one
+ * new turn of the same conversation. onRefused gets the gateway's message
+ * when it refuses the turn.
+ */
+function answer({ conversationId, answers, prompt, summary, onRefused }) {
   if (state.active) return false;
   const settings = requestSettings();
-  const body = { conversationId, answers, stream: true, mode: settings.mode, thinking: settings.thinking };
+  const body = { conversationId, stream: true, mode: settings.mode, thinking: settings.thinking };
+  if (answers.length) body.answers = answers;
+  if (prompt) body.prompt = prompt;
   if (settings.model) body.model = settings.model;
   if (settings.workspace) body.workspace = settings.workspace;
   conversation.set(conversationId);
-  startTurn({ kind: 'answer', text: summary, mode: settings.mode }, body);
+  startTurn({ kind: 'answer', text: summary, mode: settings.mode, onRefused }, body);
   return true;
 }
 

@@ -3,6 +3,7 @@
 // Everything from the stream is escaped, highlighted by highlight.js (which
 // escapes) or sanitized by DOMPurify.
 import { stripAnsi } from './ansi.js';
+import { clarificationQuestions, emptyDraft, isChosen, readyToSend, unanswered } from './answers.js';
 import { countChanges, diffLines, parseUnifiedDiff } from './diff.js';
 import { escapeHTML as esc, highlight } from './highlight.js';
 import { renderMarkdown } from './markdown.js';
@@ -20,7 +21,9 @@ import { renderMarkdown } from './markdown.js';
  * @property {{status: string, data: any}|null} [result]
  * @property {boolean} ended
  * @property {boolean} [interrupted] the response ended without this document's document_end
- * @property {Record<string,string>} [answers] clarification: the option sent per question
+ * @property {import('./answers.js').Draft} [draft] clarification: the choices and note of its form
+ * @property {boolean} [sent] clarification: its answers were sent
+ * @property {string} [answerProblem] clarification: why its answers could not be sent
  * @property {Record<string,string>} [todoOverrides] plan: statuses set by later todo_update documents
  */
 
@@ -332,31 +335,50 @@ function renderTodoUpdate(doc, ctx) {
 }
 
 // ---- clarification ------------------------------------------------------
+// A form: one choice per question (several where the question allows them),
+// an optional note, and one button that sends it all as one turn.
 
 function renderClarification(doc) {
-  const m = doc.metadata;
   const args = doc.arguments || {};
-  const questions = Array.isArray(m.questions) ? m.questions : Array.isArray(args.questions) ? args.questions : [];
-  const answers = doc.answers || {};
+  const questions = clarificationQuestions(doc);
+  const draft = doc.draft || emptyDraft();
+  const sent = Boolean(doc.sent);
   const intro = doc.content || args.title || '';
-  const qs = questions.map((q, qi) => {
-    const qid = String(q.id ?? `q${qi + 1}`);
-    const answered = qid in answers;
-    const opts = (Array.isArray(q.options) ? q.options : []).map((o, oi) => {
-      const oid = String(o.id ?? `o${oi + 1}`);
-      const chosen = answers[qid] === oid;
-      return `<button type="button" class="option${chosen ? ' chosen' : ''}" data-action="answer" ${CONTROL_MARK} data-question-id="${esc(qid)}" data-option-id="${esc(oid)}" aria-pressed="${chosen}"${answered ? ' disabled' : ''}>${esc(o.label ?? oid)}</button>`;
+  const qs = questions.map((q) => {
+    const answered = isChosenAny(draft, q);
+    const opts = q.options.map((o) => {
+      const chosen = isChosen(draft, q.id, o.id);
+      return `<button type="button" class="option${chosen ? ' chosen' : ''}" data-action="answer" ${CONTROL_MARK} data-focus-key="${esc(`option ${q.id} ${o.id}`)}" data-question-id="${esc(q.id)}" data-option-id="${esc(o.id)}" aria-pressed="${chosen}"${sent ? ' disabled' : ''}>${esc(o.label)}</button>`;
     });
-    return `<fieldset class="question${answered ? ' is-answered' : ''}" data-question-id="${esc(qid)}"><legend>${esc(q.text ?? q.prompt ?? qid)}</legend><div class="options">${opts.join('')}</div></fieldset>`;
+    const how = q.options.length === 0 ? 'answer in the note below' : q.multiple ? 'choose any' : '';
+    return `<fieldset class="question${answered ? ' is-answered' : ''}${q.multiple ? ' is-multiple' : ''}" data-question-id="${esc(q.id)}"><legend>${esc(q.text)}${how ? ` <span class="muted how">(${how})</span>` : ''}</legend><div class="options">${opts.join('')}</div></fieldset>`;
   });
-  const open = questions.filter((q, qi) => !(String(q.id ?? `q${qi + 1}`) in answers)).length;
-  const skipped = m.rejected && open > 0 ? '<p class="muted hint-line">The agent went on without an answer; a choice continues the conversation.</p>' : '';
-  const footer = !questions.length
-    ? ''
-    : open === 0
-      ? '<p class="answered">Answered.</p>'
-      : skipped || `<p class="muted hint-line">${questions.length > 1 ? 'Each choice is sent as its own answer.' : 'Pick an option to answer.'}</p>`;
-  return `<header class="clar-head"><span class="kicker">Question ${streamingMark(doc)}</span>${intro ? `<div class="markdown">${renderMarkdown(intro)}</div>` : ''}</header>${qs.join('')}${footer}`;
+  const head = `<header class="clar-head"><span class="kicker">Question ${streamingMark(doc)}</span>${intro ? `<div class="markdown">${renderMarkdown(intro)}</div>` : ''}</header>`;
+  if (!questions.length) return head;
+  const note = sent && !draft.note.trim() ? '' : `<label class="answer-note"><span class="muted">${sent ? 'Sent with the answers:' : 'Anything to add? (optional, sent with the answers)'}</span><textarea rows="2" data-action="note" ${CONTROL_MARK} data-focus-key="note"${sent ? ' readonly' : ''}>${esc(draft.note)}</textarea></label>`;
+  let footer;
+  if (sent) {
+    footer = '<p class="answered">Answered.</p>';
+  } else {
+    const left = unanswered(questions, draft).length;
+    const ready = readyToSend(questions, draft);
+    const status = left
+      ? questions.length > 1
+        ? `Choose an answer for each question (${left} of ${questions.length} left).`
+        : 'Choose an answer.'
+      : ready
+        ? 'Ready to send.'
+        : 'Write your answer in the note.';
+    const skipped = doc.metadata && doc.metadata.rejected ? 'The agent went on without an answer; yours continue the conversation. ' : '';
+    const hint = doc.answerProblem ? `<span class="answer-problem" role="alert">${esc(doc.answerProblem)}</span>` : esc(skipped + status);
+    const label = questions.length > 1 ? 'Send answers' : 'Send answer';
+    footer = `<div class="answer-actions"><button type="button" class="primary small send-answers" data-action="send-answers" ${CONTROL_MARK} data-focus-key="send"${ready ? '' : ' disabled'}>${label}</button><p class="muted hint-line" data-role="answer-hint">${hint}</p></div>`;
+  }
+  return `${head}${qs.join('')}${note}${footer}`;
+}
+
+function isChosenAny(draft, q) {
+  return q.options.some((o) => isChosen(draft, q.id, o.id));
 }
 
 // ---- tool_call ----------------------------------------------------------
@@ -459,6 +481,9 @@ export function renderDocument(doc, ctx) {
   const el = doc.el;
   const open = new Map();
   for (const d of el.querySelectorAll('details[data-key]')) open.set(d.dataset.key, d.open);
+  // the control that has the focus keeps it (and a text field its selection) across the render
+  const active = document.activeElement;
+  const focus = active && el.contains(active) && active.dataset.focusKey ? { key: active.dataset.focusKey, start: active.selectionStart, end: active.selectionEnd } : null;
   const render = RENDERERS[doc.type];
   el.innerHTML = render
     ? render(doc, ctx)
@@ -469,6 +494,13 @@ export function renderDocument(doc, ctx) {
   for (const c of el.querySelectorAll(`[${CONTROL_MARK}]`)) {
     controls.add(c);
     c.removeAttribute('data-control');
+  }
+  if (focus) {
+    const again = [...el.querySelectorAll('[data-focus-key]')].find((c) => controls.has(c) && c.dataset.focusKey === focus.key);
+    if (again && !again.disabled) {
+      again.focus({ preventScroll: true });
+      if (typeof focus.start === 'number' && typeof again.setSelectionRange === 'function') again.setSelectionRange(focus.start, focus.end);
+    }
   }
   el.classList.toggle('is-streaming', !doc.ended);
   const m = doc.metadata || {};

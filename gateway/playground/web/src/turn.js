@@ -1,5 +1,6 @@
 // One turn of the conversation: the user's prompt (or answers) and the
 // response folded live from the document stream.
+import { answerTurn, choose, clarificationQuestions, emptyDraft, readyToSend } from './answers.js';
 import { browserPacer } from './pacer.js';
 import { createDocElement, formatDuration, isControl, planTodos, renderDocument, updateTodos } from './render.js';
 
@@ -91,7 +92,8 @@ export class Turn {
    * @param {HTMLElement} opts.container
    * @param {{kind: 'prompt'|'answer', text: string, mode?: string, model?: string, workspace?: string}} opts.request
    * @param {PlanRegistry} opts.plans
-   * @param {(answer: {conversationId: string, answers: {questionId: string, optionId: string}[], summary: string}) => void} opts.onAnswer
+   * @param {(answer: {conversationId: string, answers: {questionId: string, optionId: string}[], prompt?: string, summary: string, onRefused: (message: string) => void}) => boolean} opts.onAnswer
+   *   sends a clarification's answers as a new turn; false when it cannot now (a turn is running)
    */
   constructor({ container, request, plans, onAnswer }) {
     this.number = ++turnCounter;
@@ -133,6 +135,8 @@ export class Turn {
     );
     this.el = h('article', { class: 'turn', 'aria-labelledby': titleId, 'data-turn': String(this.number) }, this.userEl, this.responseEl);
     this.el.addEventListener('click', (e) => this.onClick(e));
+    this.el.addEventListener('input', (e) => this.onInput(e));
+    this.el.addEventListener('keydown', (e) => this.onKeyDown(e));
     container.append(this.el);
   }
 
@@ -393,30 +397,63 @@ export class Turn {
     if (action === 'copy' && doc) {
       copyText(doc.content || '', target);
     } else if (action === 'answer' && doc) {
-      this.sendAnswer(doc, target.dataset.questionId, target.dataset.optionId);
+      this.chooseOption(doc, target.dataset.questionId, target.dataset.optionId);
+    } else if (action === 'send-answers' && doc) {
+      this.sendAnswers(doc);
     }
   }
 
-  /** Sends one chosen option as the answer to its question, as a new turn. */
-  sendAnswer(doc, questionId, optionId) {
-    if (!questionId || !optionId || (doc.answers && questionId in doc.answers)) return;
-    const conversationId = this.conversationId;
-    if (!conversationId) return;
-    const q = questionsOf(doc).find((x) => String(x.id) === questionId);
-    const o = q && Array.isArray(q.options) ? q.options.find((x) => String(x.id) === optionId) : null;
-    const summary = `${q ? q.text ?? q.prompt ?? questionId : questionId}\n→ ${o ? o.label ?? optionId : optionId}`;
-    const accepted = this.onAnswer({ conversationId, answers: [{ questionId, optionId }], summary });
-    if (accepted === false) return;
-    doc.answers = { ...(doc.answers || {}), [questionId]: optionId };
+  /** Keeps a clarification's note as it is typed (without a render, which would move the caret). */
+  onInput(e) {
+    const target = e.target;
+    if (!(target instanceof HTMLTextAreaElement) || target.dataset.action !== 'note' || !isControl(target)) return;
+    const docEl = target.closest('[data-doc-id]');
+    const doc = docEl ? this.docs.get(docEl.dataset.docId) : null;
+    if (!doc || doc.sent) return;
+    doc.draft = { ...(doc.draft || emptyDraft()), note: target.value };
+    const send = docEl.querySelector('[data-action="send-answers"]');
+    if (send && isControl(send)) send.disabled = !readyToSend(clarificationQuestions(doc), doc.draft);
+  }
+
+  /** Ctrl+Enter (⌘+Enter) in a clarification's note sends its answers, as in the composer. */
+  onKeyDown(e) {
+    const target = e.target;
+    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || !(target instanceof HTMLTextAreaElement) || target.dataset.action !== 'note' || !isControl(target)) return;
+    const docEl = target.closest('[data-doc-id]');
+    const doc = docEl ? this.docs.get(docEl.dataset.docId) : null;
+    if (!doc) return;
+    e.preventDefault();
+    this.sendAnswers(doc);
+  }
+
+  /** Picks an option in a clarification's form; nothing is sent yet. */
+  chooseOption(doc, questionId, optionId) {
+    if (doc.sent || !questionId || !optionId) return;
+    const q = clarificationQuestions(doc).find((x) => x.id === questionId);
+    doc.draft = choose(doc.draft || emptyDraft(), q, optionId);
+    doc.answerProblem = '';
     schedule(doc, this.ctx);
   }
-}
 
-function questionsOf(doc) {
-  const m = doc.metadata || {};
-  if (Array.isArray(m.questions)) return m.questions;
-  if (doc.arguments && Array.isArray(doc.arguments.questions)) return doc.arguments.questions;
-  return [];
+  /** Sends every answer of a clarification's form (and its note) as one new turn. */
+  sendAnswers(doc) {
+    if (doc.sent) return;
+    const conversationId = this.conversationId;
+    const turn = answerTurn(clarificationQuestions(doc), doc.draft || emptyDraft());
+    if (!conversationId || !turn) return;
+    const onRefused = (message) => {
+      doc.sent = false;
+      doc.answerProblem = `The gateway refused the answers: ${message}`;
+      schedule(doc, this.ctx);
+    };
+    if (this.onAnswer({ conversationId, ...turn, onRefused }) === false) {
+      doc.answerProblem = 'A turn is still running: send the answers once it has ended.';
+    } else {
+      doc.sent = true;
+      doc.answerProblem = '';
+    }
+    schedule(doc, this.ctx);
+  }
 }
 
 async function copyText(text, button) {
