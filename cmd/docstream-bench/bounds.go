@@ -43,7 +43,7 @@ var (
 			rm, _, _ := r.stat(rssEnd)
 			return fmtMiB(gm), fmtMiB(rm), gm / (48 << 20)
 		}}
-	boundCPU = bound{"server CPU per request", "≤ 2.5× the relay's", []string{"sequential"},
+	boundCPU = bound{"server CPU per request, in-memory store", "≤ 2.5× the relay's", []string{"sequential-memory"},
 		func(g, r rounds) (string, string, float64) { return timesBy(g, r, cpuPerReq, 2.5) }}
 )
 

@@ -339,6 +339,11 @@ var fullCases = []e2eCase{
 	{Key: "child-sequential", Title: "1,000 sequential runs, agent = simulator child (bench:20, no delays), default settings (SQLite store, spawn limit 20/s)",
 		Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
 		Spec: loadSpec{Streams: 1, Runs: 1000, Prompt: "bench:20", Events: 20, Timeout: 5 * time.Minute}},
+	// The same runs with the in-memory store: the relay keeps nothing, so
+	// this is the CPU per request that compares with it.
+	{Key: "child-sequential-memory", Title: "1,000 sequential runs, agent = simulator child (bench:20, no delays), in-memory store",
+		Agent: "child:0", Kind: "sequential-memory",
+		Spec: loadSpec{Streams: 1, Runs: 1000, Prompt: "bench:20", Events: 20, Timeout: 5 * time.Minute}},
 	{Key: "child-1", Title: "1 stream × 100 ev/s, agent = simulator child", Agent: "child:0.6", Kind: "latency1", Rounds: 5,
 		Spec: loadSpec{Streams: 1, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	// With 100 simulator processes on the machine the rounds of each side

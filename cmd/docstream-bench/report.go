@@ -190,7 +190,7 @@ func e2eRows(o e2eOutcome) []row {
 		mem := memRow("RSS per idle stream (server process only)")
 		mem.Target, mem.Met = boundIdle.cell(g, r)
 		rows = append(rows, mem)
-	case "sequential":
+	case "sequential", "sequential-memory":
 		gm, _, _ := g.stat(rssEnd)
 		rm, _, _ := r.stat(rssEnd)
 		gb, _, _ := g.stat(func(x *loadResult) float64 { return float64(x.RSSBase) })
