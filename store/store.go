@@ -34,6 +34,10 @@ type Conversation struct {
 	Model     string    `json:"model"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
+	// Owner is the id of the API key that started the conversation ("" when
+	// auth was off): a digest prefix, never the key. It is set when the
+	// conversation is first put and kept by later puts.
+	Owner string `json:"-"`
 }
 
 // Turn is one response of a conversation.
@@ -44,6 +48,9 @@ type Turn struct {
 	Status         string
 	Created        time.Time
 	Response       []byte // the ChatResponse JSON
+	// Owner is the id of the API key that sent the turn ("" when auth was
+	// off): a digest prefix, never the key.
+	Owner string
 }
 
 // Store keeps conversations, responses and OpenAI history fingerprints.
@@ -170,7 +177,7 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	now := time.Now().UTC()
 	c.Created, c.Updated = now, now
 	if old, ok := m.convs[c.ID]; ok {
-		c.Created = old.Created
+		c.Created, c.Owner = old.Created, old.Owner
 		*old = c
 		return nil
 	}
@@ -421,6 +428,9 @@ var migrations = []string{
 		created TEXT NOT NULL
 	);`,
 	`CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`,
+	// The id of the API key that made each conversation and turn.
+	`ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+	ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';`,
 }
 
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
@@ -525,8 +535,8 @@ func (s *SQLStore) wrote(err error) error {
 func (s *SQLStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
 	var c Conversation
 	var created, updated string
-	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated FROM conversations WHERE id = ?`, id).
-		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated)
+	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated, owner FROM conversations WHERE id = ?`, id).
+		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -543,7 +553,7 @@ func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, [
 	if err != nil {
 		return c, nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns
 		WHERE conversation_id = ? ORDER BY created`, id)
 	if err != nil {
 		return c, nil, fmt.Errorf("reading turns: %w", err)
@@ -562,39 +572,42 @@ func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, [
 
 type scanner interface{ Scan(dest ...any) error }
 
+// turnColumns are the columns scanTurn reads, in its order.
+const turnColumns = `response_id, conversation_id, prompt, status, created, response, owner`
+
 func scanTurn(r scanner) (Turn, error) {
 	var t Turn
 	var created string
-	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response); err != nil {
+	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response, &t.Owner); err != nil {
 		return t, err
 	}
 	t.Created = parseTS(created)
 	return t, nil
 }
 
-const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
-	VALUES (?, ?, ?, ?, ?, ?, ?)
+const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated, owner)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
 	workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
 
 // putConversation creates or updates a conversation row, updated at now,
 // with st, the prepared putConversationSQL (or its copy in a transaction).
 func putConversation(ctx context.Context, st *sql.Stmt, c Conversation, now string) error {
-	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
+	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now, c.Owner); err != nil {
 		return fmt.Errorf("saving conversation: %w", err)
 	}
 	return nil
 }
 
-const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
-	VALUES (?, ?, ?, ?, ?, ?)
+const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response, owner)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
 	response=excluded.response`
 
 // putTurn creates or replaces a turn row with st, the prepared putTurnSQL
 // (or its copy in a transaction).
 func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
-	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
+	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response, t.Owner); err != nil {
 		return fmt.Errorf("saving turn: %w", err)
 	}
 	return nil
@@ -667,7 +680,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // Turn returns a turn by its response id.
 func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
-	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE response_id = ?`, id))
+	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE response_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ErrNotFound
 	}
@@ -679,7 +692,7 @@ func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
 
 // MarkInterrupted marks streaming turns as interrupted.
 func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE status = ?`, string(documents.StatusStreaming))
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE status = ?`, string(documents.StatusStreaming))
 	if err != nil {
 		return 0, fmt.Errorf("finding interrupted runs: %w", err)
 	}
