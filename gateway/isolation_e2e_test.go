@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/docstream/docstream/cloud/cloudtest"
 	"github.com/docstream/docstream/documents"
 )
 
@@ -284,5 +285,76 @@ func TestKeysShared(t *testing.T) {
 	startB := s.e2eSimStart(t, func(p string) bool { return strings.Contains(p, b) })
 	if r := e2eResume(e2eArgv(startB)); r != *first.ConversationID {
 		t.Errorf("B resending A's history: --resume %q, want %s", r, *first.ConversationID)
+	}
+}
+
+// TestKeysAsTenantsCloud checks auth.isolate_keys on the cloud backend and
+// its pass-through routes: B is answered about A's cloud agent as about
+// one the API does not know, its follow-ups are refused as for an unknown
+// conversation, and the agent list B gets leaves A's agents out; A is
+// served.
+func TestKeysAsTenantsCloud(t *testing.T) {
+	t.Parallel()
+	keyA, keyB := e2eMarker("key-a"), e2eMarker("key-b")
+	fake, s := startCloud(t, "", "20ms", "DOCSTREAM_AUTH_API_KEYS="+keyA+","+keyB, "DOCSTREAM_AUTH_ISOLATE_KEYS=true", "DOCSTREAM_AUTH_RATE_PER_MINUTE=0")
+	tn := &tenants{s: s, keyA: keyA, keyB: keyB}
+	A, B := keyA, keyB
+	first := tn.chat(t, A, map[string]any{"backend": "cloud", "prompt": "add a README", "source": shop})
+	if first.ConversationID == nil {
+		t.Fatal("no conversation id")
+	}
+	agent := *first.ConversationID
+	const unknownAgent = "bc_no-such-agent"
+	fake.ResetCalls()
+	get := func(path string) func(key, id string) *http.Response {
+		return func(key, id string) *http.Response {
+			return tn.do(t, key, http.MethodGet, strings.ReplaceAll(path, "{id}", id), nil)
+		}
+	}
+	tn.sameAsUnknown(t, "GET /v1/cloud/agents/{id}", 404, get("/v1/cloud/agents/{id}"), agent, unknownAgent)
+	tn.sameAsUnknown(t, "GET /v1/cloud/agents/{id}/conversation", 404, get("/v1/cloud/agents/{id}/conversation"), agent, unknownAgent)
+	tn.sameAsUnknown(t, "POST /v1/cloud/agents/{id}/stop", 404, func(key, id string) *http.Response {
+		return tn.do(t, key, http.MethodPost, "/v1/cloud/agents/"+id+"/stop", nil)
+	}, agent, unknownAgent)
+	tn.sameAsUnknown(t, "DELETE /v1/cloud/agents/{id}", 404, func(key, id string) *http.Response {
+		return tn.do(t, key, http.MethodDelete, "/v1/cloud/agents/"+id, nil)
+	}, agent, unknownAgent)
+	tn.sameAsUnknown(t, "a cloud follow-up", 404, func(key, id string) *http.Response {
+		return tn.do(t, key, http.MethodPost, "/v1/chat", map[string]any{"backend": "cloud", "prompt": "more", "conversationId": id})
+	}, agent, unknownAgent)
+	for route, n := range fake.Calls() {
+		if n > 0 && route != cloudtest.RouteListAgents {
+			t.Errorf("B's refused requests reached the API: %s %d times", route, n)
+		}
+	}
+	listed := func(key string) []string {
+		var l struct {
+			Agents []struct {
+				ID string `json:"id"`
+			} `json:"agents"`
+		}
+		resp := tn.do(t, key, http.MethodGet, "/v1/cloud/agents", nil)
+		if b := readAll(t, resp); resp.StatusCode != 200 || json.Unmarshal(b, &l) != nil {
+			t.Fatalf("GET /v1/cloud/agents: %d %s", resp.StatusCode, b)
+		}
+		var ids []string
+		for _, a := range l.Agents {
+			ids = append(ids, a.ID)
+		}
+		return ids
+	}
+	if ids := listed(B); len(ids) != 0 {
+		t.Errorf("B's agent list: %v, want none of A's", ids)
+	}
+	if ids := listed(A); len(ids) != 1 || ids[0] != agent {
+		t.Errorf("A's agent list: %v, want [%s]", ids, agent)
+	}
+	for _, path := range []string{"/v1/cloud/agents/" + agent, "/v1/cloud/agents/" + agent + "/conversation"} {
+		if resp := tn.do(t, A, http.MethodGet, path, nil); readAll(t, resp) == nil || resp.StatusCode != 200 {
+			t.Errorf("A's GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	if follow := tn.chat(t, A, map[string]any{"backend": "cloud", "conversationId": agent, "prompt": "also add a licence"}); follow.Status != documents.StatusCompleted {
+		t.Errorf("A's follow-up: %s", follow.Status)
 	}
 }

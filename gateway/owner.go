@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/cloud"
 	"github.com/docstream/docstream/runs"
 	"github.com/docstream/docstream/store"
 )
@@ -100,4 +103,47 @@ func (s *Server) historyKey(ctx context.Context, fp string) string {
 	}
 	h := sha256.Sum256([]byte("docstream-owner\x00" + ownerOf(ctx) + "\x00" + fp))
 	return hex.EncodeToString(h[:])
+}
+
+// ownCloudAgent guards the pass-through routes about one cloud agent
+// (/v1/cloud/agents/{id}…): while keys are isolated, an agent that is not
+// a conversation the request's key made here is answered as the Cloud
+// Agents API answers an agent it does not know.
+func (s *Server) ownCloudAgent(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.isolating() && s.cloud != nil {
+			id := c.Param("id")
+			if !s.ownsCloudAgent(c.Request().Context(), id) {
+				return &HTTPError{Status: http.StatusNotFound, Code: cloud.CodeNotFound, Message: "no such agent: " + id}
+			}
+		}
+		return next(c)
+	}
+}
+
+// ownsCloudAgent reports whether the cloud agent id is a conversation the
+// request's key made.
+func (s *Server) ownsCloudAgent(ctx context.Context, id string) bool {
+	if s.store == nil || !idPattern.MatchString(id) {
+		return false
+	}
+	conv, err := s.store.ConversationInfo(ctx, id)
+	return err == nil && conv.Backend == "cloud" && s.sees(ctx, conv.Owner)
+}
+
+// ownCloudAgents keeps, while keys are isolated, the agents of a listed
+// page that the request's key made (a page may then hold fewer than its
+// limit; its nextCursor still leads on).
+func (s *Server) ownCloudAgents(ctx context.Context, l *cloud.AgentList) *cloud.AgentList {
+	if !s.isolating() || l == nil {
+		return l
+	}
+	own := *l
+	own.Agents = make([]cloud.Agent, 0, len(l.Agents))
+	for _, a := range l.Agents {
+		if s.ownsCloudAgent(ctx, a.ID) {
+			own.Agents = append(own.Agents, a)
+		}
+	}
+	return &own
 }
