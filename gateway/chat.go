@@ -123,8 +123,10 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	}
 	// Another key's conversation is unknown to this one, before anything
 	// (its answers, its backend) is looked at.
-	if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
-		return nil, err
+	if req.ConversationID != "" {
+		if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
+			return nil, err
+		}
 	}
 	prompt := ""
 	switch {

@@ -154,15 +154,17 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			}
 		}
 	}
-	unknown := &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
-		Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
-	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
-		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
-			return nil, unknown
+	if req.ConversationID != "" {
+		unknown := &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
+			Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
+		if s.store != nil && spec.Backend == "cli" {
+			if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
+				return nil, unknown
+			}
 		}
-	}
-	if err := s.checkOwnConversation(ctx, req.ConversationID, unknown); err != nil {
-		return nil, err
+		if err := s.checkOwnConversation(ctx, req.ConversationID, unknown); err != nil {
+			return nil, err
+		}
 	}
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
