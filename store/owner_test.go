@@ -55,7 +55,7 @@ func TestSQLiteOwnerMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, m := range migrations[:2] {
-		if _, err := db.Exec(m); err != nil {
+		if _, err := db.Exec(m.sql); err != nil {
 			t.Fatalf("migration %d: %v", i+1, err)
 		}
 	}
@@ -87,6 +87,39 @@ func TestSQLiteOwnerMigration(t *testing.T) {
 	if err := st.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != len(migrations) {
 		t.Fatalf("user_version %d, %v; want %d", v, err, len(migrations))
 	}
+}
+
+// TestSQLiteVersionSetBack opens a store whose version a gateway that
+// knew fewer migrations set back, after a newer one had added the owner
+// columns: it opens, and keeps its owners. A store of a version past the
+// migrations this gateway knows keeps its version.
+func TestSQLiteVersionSetBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutConversation(ctx, Conversation{ID: "c", Backend: "cli", Owner: "0123456789abcdef"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int{2, len(migrations) + 5} {
+		if _, err := st.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		if st, err = OpenSQLite(ctx, path); err != nil {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		if c, err := st.ConversationInfo(ctx, "c"); err != nil || c.Owner != "0123456789abcdef" {
+			t.Fatalf("version %d: owner %q, %v", v, c.Owner, err)
+		}
+		var got int
+		if err := st.db.QueryRow("PRAGMA user_version").Scan(&got); err != nil || got != max(v, len(migrations)) {
+			t.Errorf("version %d reopened as %d, %v", v, got, err)
+		}
+	}
+	st.Close()
 }
 
 // TestSQLiteOwnerBytes checks that the owner id reaches the database file

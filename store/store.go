@@ -402,9 +402,41 @@ type SQLStore struct {
 	ckpt             *checkpointer // copies the write-ahead log into the database
 }
 
+// migration is one step of the schema: SQL, and columns added unless their
+// table has them already (a gateway that knew fewer migrations may have
+// opened the store since, and set its version back).
+type migration struct {
+	sql     string
+	columns []column
+}
+
+// column is a column a migration adds to a table.
+type column struct{ table, name, decl string }
+
+// apply applies m in tx.
+func (m migration) apply(ctx context.Context, tx *sql.Tx) error {
+	if m.sql != "" {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return err
+		}
+	}
+	for _, c := range m.columns {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.name+" "+c.decl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // migrations are applied in order; the schema version is user_version.
-var migrations = []string{
-	`CREATE TABLE conversations (
+var migrations = []migration{
+	{sql: `CREATE TABLE conversations (
 		id TEXT PRIMARY KEY,
 		session_id TEXT NOT NULL,
 		backend TEXT NOT NULL,
@@ -427,11 +459,10 @@ var migrations = []string{
 		fingerprint TEXT PRIMARY KEY,
 		conversation_id TEXT NOT NULL,
 		created TEXT NOT NULL
-	);`,
-	`CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`,
+	);`},
+	{sql: `CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`},
 	// The id of the API key that made each conversation and turn.
-	`ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT '';
-	ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';`,
+	{columns: []column{{"conversations", "owner", "TEXT NOT NULL DEFAULT ''"}, {"turns", "owner", "TEXT NOT NULL DEFAULT ''"}}},
 }
 
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
@@ -457,13 +488,15 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 	}
 	db.SetMaxOpenConns(1)
 	s := &SQLStore{db: db}
-	if err := s.migrate(ctx); err != nil {
+	version, err := s.migrate(ctx)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	// A store the process cannot write to would open, and then lose every
-	// response: a write now finds out.
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+	// response: a write now finds out. It writes the version there is, so
+	// that a store a newer gateway migrated further keeps its version.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
 	}
@@ -489,29 +522,30 @@ func storePath(path string) string {
 	return path
 }
 
-func (s *SQLStore) migrate(ctx context.Context) error {
+// migrate applies the migrations the store lacks and returns its version.
+func (s *SQLStore) migrate(ctx context.Context) (int, error) {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("reading the store version: %w", err)
+		return 0, fmt.Errorf("reading the store version: %w", err)
 	}
 	for i := v; i < len(migrations); i++ {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("migrating the store: %w", err)
+			return 0, fmt.Errorf("migrating the store: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if err := migrations[i].apply(ctx, tx); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 	}
-	return nil
+	return max(v, len(migrations)), nil
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
