@@ -121,6 +121,13 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {
 		return nil, err
 	}
+	// Another key's conversation is unknown to this one, before anything
+	// (its answers, its backend) is looked at.
+	if req.ConversationID != "" {
+		if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
+			return nil, err
+		}
+	}
 	prompt := ""
 	switch {
 	case req.Prompt != nil && len(req.Messages) > 0:
@@ -180,7 +187,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
 		ConversationID: req.ConversationID, SessionID: req.ConversationID,
 		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"),
-		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw,
+		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
 	}
 	if backend == "cloud" {
 		return s.cloudSpec(ctx, spec, req)
@@ -202,8 +209,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if req.ConversationID != "" && s.store != nil {
 		conv, err := s.store.ConversationInfo(ctx, req.ConversationID)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
-				Message: fmt.Sprintf("conversation %q is not known here; start a new one without conversationId", req.ConversationID)}
+			return nil, errUnknownConversation(req.ConversationID)
 		}
 		if err == nil {
 			if conv.Backend == "cloud" {
@@ -517,17 +523,17 @@ func writeJSON(c echo.Context, status int, v any) error {
 
 // handleGetChat serves GET /v1/chat/{id}.
 func (s *Server) handleGetChat(c echo.Context) error {
-	id := c.Param("id")
-	if run := s.reg.Get(id); run != nil && !run.Released() {
+	id, ctx := c.Param("id"), c.Request().Context()
+	if run := s.visibleRun(ctx, id); run != nil && !run.Released() {
 		resp := run.Response()
 		return writeResponse(c, &resp)
 	}
 	if s.store != nil && idPattern.MatchString(id) {
-		t, err := s.store.Turn(c.Request().Context(), id)
-		if err == nil {
+		t, err := s.store.Turn(ctx, id)
+		switch {
+		case err == nil && s.sees(ctx, t.Owner):
 			return c.JSONBlob(http.StatusOK, t.Response)
-		}
-		if !errors.Is(err, store.ErrNotFound) {
+		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return err
 		}
 	}
@@ -535,9 +541,10 @@ func (s *Server) handleGetChat(c echo.Context) error {
 }
 
 // handleStream serves GET /v1/chat/{id}/stream: a replay from Last-Event-ID
-// (or ?lastEventId=), then the live stream; 204 when the run is unknown.
+// (or ?lastEventId=), then the live stream; 204 when the run is unknown
+// (or another key's).
 func (s *Server) handleStream(c echo.Context) error {
-	run := s.reg.Get(c.Param("id"))
+	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
 		return c.NoContent(http.StatusNoContent)
 	}
@@ -566,7 +573,7 @@ func (s *Server) handleStream(c echo.Context) error {
 
 // handleCancel serves POST /v1/chat/{id}/cancel.
 func (s *Server) handleCancel(c echo.Context) error {
-	run := s.reg.Get(c.Param("id"))
+	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
 	}
@@ -630,8 +637,9 @@ func (s *Server) handleConversation(c echo.Context) error {
 	if s.store == nil || !idPattern.MatchString(id) {
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 	}
-	conv, turns, err := s.store.Conversation(c.Request().Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	ctx := c.Request().Context()
+	conv, turns, err := s.store.Conversation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !s.sees(ctx, conv.Owner) {
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 	}
 	if err != nil {
@@ -639,6 +647,9 @@ func (s *Server) handleConversation(c echo.Context) error {
 	}
 	ans := conversationAnswer{Conversation: conv, Turns: []turnAnswer{}}
 	for _, t := range turns {
+		if !s.sees(ctx, t.Owner) {
+			continue // another key's turn, sent while keys were not isolated
+		}
 		resp := jsontext.Value(t.Response)
 		if run := s.reg.Get(t.ResponseID); run != nil && !run.Released() {
 			if b, err := json.Marshal(run.Response()); err == nil {

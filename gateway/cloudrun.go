@@ -144,7 +144,8 @@ func (s *Server) handleCloudList(c echo.Context) error {
 		limit = n
 	}
 	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		return s.cloud.ListAgents(ctx, cloud.ListOptions{Limit: limit, Cursor: c.QueryParam("cursor"), PRURL: c.QueryParam("prUrl")})
+		l, err := s.cloud.ListAgents(ctx, cloud.ListOptions{Limit: limit, Cursor: c.QueryParam("cursor"), PRURL: c.QueryParam("prUrl")})
+		return s.ownCloudAgents(ctx, l), err
 	})
 }
 

@@ -26,6 +26,10 @@ type AuthConfig struct {
 	APIKeys       []string `yaml:"api_keys"`
 	RatePerMinute float64  `yaml:"rate_per_minute"`
 	Burst         int      `yaml:"burst"`
+	// IsolateKeys makes each key a tenant: the responses, conversations
+	// and runs a key made are answered to it alone (to another key as if
+	// unknown). It needs API keys.
+	IsolateKeys bool `yaml:"isolate_keys"`
 }
 
 // HasKeys reports whether any API key is configured (blank ones are none).

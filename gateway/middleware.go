@@ -73,14 +73,16 @@ func newAuthenticator(cfg AuthConfig) *authenticator {
 // enabled reports whether any key is configured.
 func (a *authenticator) enabled() bool { return len(a.digests) > 0 }
 
-// check returns the key's identity (its digest prefix) when it is valid.
+// check returns the key's id when it is valid: the first 16 hex digits of
+// its SHA-256, the same for a key configured plain or as sha256:<hex>, and
+// not the key.
 func (a *authenticator) check(key string) (string, bool) {
 	d := sha256.Sum256([]byte(key))
 	ok := 0
 	for i := range a.digests {
 		ok |= subtle.ConstantTimeCompare(d[:], a.digests[i][:])
 	}
-	return hex.EncodeToString(d[:6]), ok == 1
+	return hex.EncodeToString(d[:8]), ok == 1
 }
 
 // allow applies the rate limit of one client identity.
@@ -175,6 +177,9 @@ func (s *Server) admitClient(c echo.Context) error {
 			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
 		}
 		id = "key:" + kid
+		// The handlers, and what runs on the request's context (a
+		// WebSocket's turns), know the key by its id.
+		c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
 	}
 	if err := s.rateLimit(id); err != nil {
 		return err
@@ -183,10 +188,9 @@ func (s *Server) admitClient(c echo.Context) error {
 }
 
 // clientOf returns the identity requireAuth gave a request it let through:
-// its key's digest prefix, or its address while auth is off.
+// its key's id, or its address while auth is off.
 func (s *Server) clientOf(c echo.Context) string {
-	if s.auth.enabled() {
-		kid, _ := s.auth.check(presentedKey(c.Request()))
+	if kid := ownerOf(c.Request().Context()); kid != "" {
 		return "key:" + kid
 	}
 	return "ip:" + c.RealIP()

@@ -139,7 +139,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	}
 	model := cmp.Or(req.Model, "auto")
 	spec := &runs.Spec{ResponseID: runs.NewResponseID(), Created: runs.Now(), Mode: cmp.Or(req.Mode, "agent"), Backend: "cli",
-		Thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, UserPrompt: last}
+		Thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, UserPrompt: last, Owner: ownerOf(ctx)}
 	alias, isAlias := s.cfg.OpenAI.Aliases[model]
 	spec.Model = model
 	if isAlias {
@@ -159,16 +159,22 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 		// A frontend that sends the same history twice at once (a reply and
 		// a title, say) gets the second in a session of its own: one
 		// session takes one turn at a time.
-		if id, err := s.store.Fingerprint(ctx, openai.Fingerprint(history, "", model)); err == nil {
+		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", model))); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
 			}
 		}
 	}
-	if req.ConversationID != "" && s.store != nil && spec.Backend == "cli" {
-		if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
-			return nil, &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
-				Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
+	if req.ConversationID != "" {
+		unknown := &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
+			Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
+		if s.store != nil && spec.Backend == "cli" {
+			if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
+				return nil, unknown
+			}
+		}
+		if err := s.checkOwnConversation(ctx, req.ConversationID, unknown); err != nil {
+			return nil, err
 		}
 	}
 	if conv != "" {
@@ -203,7 +209,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			// message edited, a title asked for while it runs).
 			from := conv
 			if from == "" && hasAssistant(history) {
-				from, _ = s.store.HistoryConversation(ctx, openai.Fingerprint(history, "", model))
+				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", model)))
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
@@ -231,7 +237,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	remember := func(ev documents.Event) {
 		reply.Event(ev)
 		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
-			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), openai.Fingerprint(thread, reply.Content(), model), *d.ConversationID))
+			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), s.historyKey(ctx, openai.Fingerprint(thread, reply.Content(), model)), *d.ConversationID))
 		}
 	}
 	run, err := s.prepare(spec)

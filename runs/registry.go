@@ -400,7 +400,7 @@ func (g *Registry) awaitSpawn(ctx context.Context) (translate.End, bool) {
 func (g *Registry) conversationOf(r *Run) (store.Conversation, bool) {
 	conv := r.ConversationID()
 	s := r.Spec
-	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model}, conv != ""
+	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner}, conv != ""
 }
 
 // turnOf encodes r's turn with its response as it is now, and says whether
@@ -425,7 +425,7 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 		conv = *resp.ConversationID
 	}
 	return store.Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
-		Created: r.started, Response: b}, final, true
+		Created: r.started, Response: b, Owner: r.Spec.Owner}, final, true
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,

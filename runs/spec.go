@@ -28,6 +28,10 @@ type Spec struct {
 	Backend        string // the backend's name: "cli" or "cloud"
 	Thinking       bool
 	IncludeRaw     bool
+	// Owner is the id of the API key that asked for the run ("" when auth
+	// is off): a digest prefix, never the key. It is stored with the turn
+	// and, for a new conversation, with the conversation.
+	Owner string
 	// Cloud is what the cloud backend needs beyond the fields above (a
 	// *cloud.RunSpec).
 	Cloud any

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,10 @@ type Conversation struct {
 	Model     string    `json:"model"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
+	// Owner is the id of the API key that started the conversation ("" when
+	// auth was off): a digest prefix, never the key. It is set when the
+	// conversation is first put and kept by later puts.
+	Owner string `json:"-"`
 }
 
 // Turn is one response of a conversation.
@@ -44,6 +49,9 @@ type Turn struct {
 	Status         string
 	Created        time.Time
 	Response       []byte // the ChatResponse JSON
+	// Owner is the id of the API key that sent the turn ("" when auth was
+	// off): a digest prefix, never the key.
+	Owner string
 }
 
 // Store keeps conversations, responses and OpenAI history fingerprints.
@@ -170,7 +178,7 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	now := time.Now().UTC()
 	c.Created, c.Updated = now, now
 	if old, ok := m.convs[c.ID]; ok {
-		c.Created = old.Created
+		c.Created, c.Owner = old.Created, old.Owner
 		*old = c
 		return nil
 	}
@@ -394,9 +402,41 @@ type SQLStore struct {
 	ckpt             *checkpointer // copies the write-ahead log into the database
 }
 
+// migration is one step of the schema: SQL, and columns added unless their
+// table has them already (a gateway that knew fewer migrations may have
+// opened the store since, and set its version back).
+type migration struct {
+	sql     string
+	columns []column
+}
+
+// column is a column a migration adds to a table.
+type column struct{ table, name, decl string }
+
+// apply applies m in tx.
+func (m migration) apply(ctx context.Context, tx *sql.Tx) error {
+	if m.sql != "" {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return err
+		}
+	}
+	for _, c := range m.columns {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.name+" "+c.decl); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // migrations are applied in order; the schema version is user_version.
-var migrations = []string{
-	`CREATE TABLE conversations (
+var migrations = []migration{
+	{sql: `CREATE TABLE conversations (
 		id TEXT PRIMARY KEY,
 		session_id TEXT NOT NULL,
 		backend TEXT NOT NULL,
@@ -419,8 +459,10 @@ var migrations = []string{
 		fingerprint TEXT PRIMARY KEY,
 		conversation_id TEXT NOT NULL,
 		created TEXT NOT NULL
-	);`,
-	`CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`,
+	);`},
+	{sql: `CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`},
+	// The id of the API key that made each conversation and turn.
+	{columns: []column{{"conversations", "owner", "TEXT NOT NULL DEFAULT ''"}, {"turns", "owner", "TEXT NOT NULL DEFAULT ''"}}},
 }
 
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
@@ -436,7 +478,9 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the store folder: %w", err)
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	// The path is escaped in the URI: a '#' in it would start a fragment
+	// (and SQLite open the file named by what precedes it), a '?' the query.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 	// The checkpointer, not the commits, copies the log (see checkpointer).
 	db, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
@@ -444,13 +488,15 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 	}
 	db.SetMaxOpenConns(1)
 	s := &SQLStore{db: db}
-	if err := s.migrate(ctx); err != nil {
+	version, err := s.migrate(ctx)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	// A store the process cannot write to would open, and then lose every
-	// response: a write now finds out.
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+	// response: a write now finds out. It writes the version there is, so
+	// that a store a newer gateway migrated further keeps its version.
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
 	}
@@ -476,29 +522,30 @@ func storePath(path string) string {
 	return path
 }
 
-func (s *SQLStore) migrate(ctx context.Context) error {
+// migrate applies the migrations the store lacks and returns its version.
+func (s *SQLStore) migrate(ctx context.Context) (int, error) {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("reading the store version: %w", err)
+		return 0, fmt.Errorf("reading the store version: %w", err)
 	}
 	for i := v; i < len(migrations); i++ {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("migrating the store: %w", err)
+			return 0, fmt.Errorf("migrating the store: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if err := migrations[i].apply(ctx, tx); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
+			return 0, fmt.Errorf("migration %d: %w", i+1, err)
 		}
 	}
-	return nil
+	return max(v, len(migrations)), nil
 }
 
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -525,8 +572,8 @@ func (s *SQLStore) wrote(err error) error {
 func (s *SQLStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
 	var c Conversation
 	var created, updated string
-	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated FROM conversations WHERE id = ?`, id).
-		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated)
+	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated, owner FROM conversations WHERE id = ?`, id).
+		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -543,7 +590,7 @@ func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, [
 	if err != nil {
 		return c, nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns
 		WHERE conversation_id = ? ORDER BY created`, id)
 	if err != nil {
 		return c, nil, fmt.Errorf("reading turns: %w", err)
@@ -562,39 +609,42 @@ func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, [
 
 type scanner interface{ Scan(dest ...any) error }
 
+// turnColumns are the columns scanTurn reads, in its order.
+const turnColumns = `response_id, conversation_id, prompt, status, created, response, owner`
+
 func scanTurn(r scanner) (Turn, error) {
 	var t Turn
 	var created string
-	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response); err != nil {
+	if err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &created, &t.Response, &t.Owner); err != nil {
 		return t, err
 	}
 	t.Created = parseTS(created)
 	return t, nil
 }
 
-const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated)
-	VALUES (?, ?, ?, ?, ?, ?, ?)
+const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated, owner)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id, backend=excluded.backend,
 	workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
 
 // putConversation creates or updates a conversation row, updated at now,
 // with st, the prepared putConversationSQL (or its copy in a transaction).
 func putConversation(ctx context.Context, st *sql.Stmt, c Conversation, now string) error {
-	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now); err != nil {
+	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now, c.Owner); err != nil {
 		return fmt.Errorf("saving conversation: %w", err)
 	}
 	return nil
 }
 
-const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response)
-	VALUES (?, ?, ?, ?, ?, ?)
+const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response, owner)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
 	response=excluded.response`
 
 // putTurn creates or replaces a turn row with st, the prepared putTurnSQL
 // (or its copy in a transaction).
 func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
-	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response); err != nil {
+	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response, t.Owner); err != nil {
 		return fmt.Errorf("saving turn: %w", err)
 	}
 	return nil
@@ -667,7 +717,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // Turn returns a turn by its response id.
 func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
-	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE response_id = ?`, id))
+	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE response_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ErrNotFound
 	}
@@ -679,7 +729,7 @@ func (s *SQLStore) Turn(ctx context.Context, id string) (Turn, error) {
 
 // MarkInterrupted marks streaming turns as interrupted.
 func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT response_id, conversation_id, prompt, status, created, response FROM turns WHERE status = ?`, string(documents.StatusStreaming))
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE status = ?`, string(documents.StatusStreaming))
 	if err != nil {
 		return 0, fmt.Errorf("finding interrupted runs: %w", err)
 	}

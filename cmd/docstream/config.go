@@ -152,6 +152,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.Auth.IsolateKeys && !c.Auth.HasKeys() {
+		// Without keys every client is the same one: there would be no
+		// tenants to keep apart, and the operator would believe there were.
+		return errors.New("auth.isolate_keys needs API keys: set auth.api_keys (DOCSTREAM_AUTH_API_KEYS), or turn isolate_keys off")
+	}
 	switch c.OpenAI.Render {
 	case "markdown", "text-only":
 	case "tool_calls":

@@ -80,6 +80,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{"DOCSTREAM_AGENT_MAX_LINE_BYTES", "2147483648", "agent.max_line_bytes must be at most"},
 		{"DOCSTREAM_LOG_LEVEL", "verbose", "log.level"},
 		{"DOCSTREAM_LOG_FORMAT", "xml", "log.format"},
+		{"DOCSTREAM_AUTH_ISOLATE_KEYS", "true", "auth.isolate_keys needs API keys"},
 	} {
 		_, err := LoadConfig("", func(k string) string {
 			if k == c.env {
@@ -98,6 +99,8 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{"server:\n  heartbeat: 5s\n  bogus: 1\n", "bogus"},
 		{"limits:\n  max_concurrent_runs: 1.9\n", "limits.max_concurrent_runs: 1.9 is not a whole number"},
 		{"server:\n  max_body_bytes: 1e6\n", ""},
+		{"auth:\n  isolate_keys: true\n  api_keys: [\"  \"]\n", "auth.isolate_keys needs API keys"},
+		{"auth:\n  isolate_keys: true\n  api_keys: [k1, k2]\n", ""},
 	} {
 		if err := os.WriteFile(path, []byte(f.yaml), 0o644); err != nil {
 			t.Fatal(err)
