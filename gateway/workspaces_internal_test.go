@@ -15,4 +15,3 @@ func TestWorkspaceEmptyDirectory(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
-
