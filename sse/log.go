@@ -94,29 +94,20 @@ func NewLog(maxEvents, maxBytes int) *Log {
 // the sink, if any, is offered the frame. It returns the id, or 0 when the
 // log is closed or ev cannot be encoded.
 func (l *Log) Append(ev documents.Event) int {
-	size, fast := fastSize(ev)
-	var data []byte
-	if !fast {
-		var err error
-		if data, err = Encode(ev); err != nil {
-			return 0
-		}
-		size = len(data)
+	data, err := Encode(ev)
+	if err != nil {
+		return 0
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return 0
 	}
-	if cap(l.tail)-len(l.tail) < size {
-		l.newChunk(size)
+	if cap(l.tail)-len(l.tail) < len(data) {
+		l.newChunk(len(data))
 	}
 	off := len(l.tail)
-	if fast {
-		l.tail = appendFast(l.tail, ev)
-	} else {
-		l.tail = append(l.tail, data...)
-	}
+	l.tail = append(l.tail, data...)
 	end := len(l.tail)
 	name := ev.Name()
 	e := entry{chunk: int32(l.chunk0 + len(l.chunks)), off: int32(off), end: int32(end), name: l.nameIndex(name)}
