@@ -129,10 +129,11 @@ type Decoder struct {
 	cut     bool // a line is being assembled in parts
 	line    int
 	bufSize int
-	// A line is decoded into w by dec, reading from in.
-	w   agentLine
-	dec jsontext.Decoder
-	in  bytes.Buffer
+	// A line is decoded into w by dec, reading from in; last is the line
+	// before.
+	w, last agentLine
+	dec     jsontext.Decoder
+	in      bytes.Buffer
 }
 
 // readBufSize is the size of a Decoder's read buffer; longer lines are

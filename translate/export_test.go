@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -51,9 +52,10 @@ func (r *lexRecorder) endMessage()        { r.add("end", "") }
 // ReadJSON runs the readers of tool calls and their arguments and results
 // over b, which may be anything: they must not panic.
 func ReadJSON(b []byte) {
-	var o toolObject
-	if err := unmarshal(b, &o); err == nil {
-		o.read(&ToolCall{})
+	if jsontext.Value(b).Kind() == '{' && jsontext.Value(b).IsValid(decodeOpts) {
+		readTool(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts))
+		readInner(b, &ToolCall{})
+		readFunction(b, &ToolCall{})
 	}
 	classifyResult(b)
 	stripToolCallID(b)

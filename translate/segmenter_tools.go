@@ -268,7 +268,7 @@ func errText(v jsontext.Value) string {
 	case '{':
 		// The members are read in order, which no Go type keeps.
 		first, message := "", ""
-		dec := jsontext.NewDecoder(bytes.NewReader(v), decodeOpts)
+		dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts)
 		if _, err := dec.ReadToken(); err != nil {
 			break
 		}

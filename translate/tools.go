@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode"
@@ -296,22 +297,37 @@ func todoStatus(s string) string {
 	return t
 }
 
-// stripToolCallID removes the toolCallId member from the arguments object.
+// stripToolCallID removes the toolCallId member from the arguments object;
+// the other members are copied as they are written.
 func stripToolCallID(args jsontext.Value) jsontext.Value {
 	if args.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
-	var a struct {
-		ToolCallID jsontext.Value `json:"toolCallId"`
-		Rest       jsontext.Value `json:",embed"`
-	}
-	if err := unmarshal(args, &a); err != nil || a.ToolCallID == nil {
+	out := append(make(jsontext.Value, 0, len(args)), '{')
+	dec := jsontext.NewDecoder(bytes.NewBuffer(args), decodeOpts)
+	prev := int64(bytes.IndexByte(args, '{') + 1)
+	found := false
+	err := eachMember(dec, func(name []byte) error {
+		id := string(name) == "toolCallId"
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+		member := bytes.TrimLeft(args[prev:dec.InputOffset()], " \t\r\n,")
+		prev = dec.InputOffset()
+		switch {
+		case id:
+			found = true
+		case len(out) > 1:
+			out = append(append(out, ','), member...)
+		default:
+			out = append(out, member...)
+		}
+		return nil
+	})
+	if err != nil || !found {
 		return args
 	}
-	if a.Rest == nil {
-		return jsontext.Value("{}")
-	}
-	return a.Rest
+	return append(out, '}')
 }
 
 // hunk is the first hunk of a unified diff.

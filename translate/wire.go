@@ -5,9 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"io"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,7 +26,8 @@ type agentLine struct {
 	ModelCallID    string
 	TimestampMs    number
 	CallID         string
-	ToolCall       *toolObject // "tool_call" or "toolCall"
+	Tool           *ToolCall // from "tool_call" or "toolCall"
+	ToolID         string    // the id the tool call object names
 	ToolName       string
 	ToolCallID     string
 	Parameters     jsontext.Value // an object
@@ -45,6 +44,9 @@ type agentLine struct {
 	Model          string
 	PermissionMode string
 	APIKeySource   string
+	// last is the line before, whose type, subtype and ids the line
+	// mostly repeats: they are then taken from it, not copied.
+	last *agentLine
 }
 
 // UnmarshalJSONFrom reads a line token by token: lines are mostly short
@@ -64,6 +66,12 @@ func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) e
 		}
 	case "message":
 		return w.Message.readFrom(dec)
+	case "tool_call", "toolCall":
+		if dec.PeekKind() == '{' {
+			var err error
+			w.Tool, w.ToolID, err = readTool(dec)
+			return err
+		}
 	}
 	v, err := dec.ReadValue()
 	if err != nil {
@@ -71,11 +79,11 @@ func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) e
 	}
 	switch string(name) {
 	case "type":
-		w.Type = str(v)
+		w.Type = same(v, w.last.Type)
 	case "subtype":
-		w.Subtype = str(v)
+		w.Subtype = same(v, w.last.Subtype)
 	case "session_id":
-		w.SessionID = str(v)
+		w.SessionID = same(v, w.last.SessionID)
 	case "text":
 		w.Text.read(v)
 	case "content":
@@ -83,16 +91,11 @@ func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) e
 			w.Text.read(v)
 		}
 	case "model_call_id":
-		w.ModelCallID = str(v)
+		w.ModelCallID = same(v, w.last.ModelCallID)
 	case "timestamp_ms":
 		w.TimestampMs.read(v)
 	case "call_id":
 		w.CallID = str(v)
-	case "tool_call", "toolCall":
-		if v.Kind() == '{' {
-			w.ToolCall = new(toolObject)
-			return unmarshal(v, w.ToolCall)
-		}
 	case "tool_name":
 		w.ToolName = str(v)
 	case "tool_call_id":
@@ -167,20 +170,6 @@ type agentUsage struct {
 	OutputTokens     *float64 `json:"outputTokens"`
 	CacheReadTokens  *float64 `json:"cacheReadTokens"`
 	CacheWriteTokens *float64 `json:"cacheWriteTokens"`
-}
-
-// toolObject is a tool call as the agent writes it: its kind's object
-// ({"shellToolCall": {"args": …, "result": …}}), a function call, or an
-// object of another kind, with its id and times.
-type toolObject struct {
-	ToolCallID    string         `json:"toolCallId"`
-	ID            string         `json:"id"`
-	StartedAtMs   number         `json:"startedAtMs"`
-	CompletedAtMs number         `json:"completedAtMs"`
-	Result        jsontext.Value `json:"result"`
-	Function      *functionCall  `json:"function"`
-	// Kinds holds the other members, among them the kind's object.
-	Kinds map[string]jsontext.Value `json:",embed"`
 }
 
 // toolInner is the object of a tool call's kind. An object with neither
@@ -283,18 +272,23 @@ type number struct {
 	set bool // the member is present
 }
 
-// read takes a number member; what holds no number reads as 0.
+// read takes a number member.
 func (n *number) read(v jsontext.Value) {
+	n.n, n.set = num(v), true
+}
+
+// num returns the integer v holds, as a number or a string; else 0.
+func num(v jsontext.Value) int64 {
 	s := string(v)
 	if v.Kind() == '"' {
 		s = str(v)
 	}
-	n.n, n.set = 0, true
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		n.n = i
+		return i
 	} else if f, err := strconv.ParseFloat(s, 64); err == nil {
-		n.n = int64(f)
+		return int64(f)
 	}
+	return 0
 }
 
 // UnmarshalJSONFrom reads a number member.
@@ -337,15 +331,10 @@ func (d *Decoder) decode(line []byte) Event {
 	if line[0] != '{' {
 		return ev
 	}
-	d.w = agentLine{}
+	d.last = d.w
 	w := &d.w
-	d.in = *bytes.NewBuffer(line)
-	d.dec.Reset(&d.in, decodeOpts)
-	if w.UnmarshalJSONFrom(&d.dec) != nil {
+	if d.read(line) != nil {
 		return ev
-	}
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return ev // more than one value
 	}
 	ev.Type, ev.Subtype = w.Type, w.Subtype
 	ev.SessionID = w.SessionID
@@ -405,6 +394,21 @@ func (d *Decoder) decode(line []byte) Event {
 	return ev
 }
 
+// read decodes line into d.w, and reports an error when it is not exactly
+// one JSON object.
+func (d *Decoder) read(line []byte) error {
+	d.w = agentLine{last: &d.last}
+	d.in = *bytes.NewBuffer(line)
+	d.dec.Reset(&d.in, decodeOpts)
+	if err := d.w.UnmarshalJSONFrom(&d.dec); err != nil {
+		return err
+	}
+	if _, err := d.dec.ReadToken(); err != io.EOF {
+		return cmp.Or(err, errNotObject) // more than one value
+	}
+	return nil
+}
+
 // toolEvent fills in a tool_call event (or a hyphenated tool-call-started
 // or -completed one).
 func toolEvent(ev *Event, w *agentLine) {
@@ -423,8 +427,8 @@ func toolEvent(ev *Event, w *agentLine) {
 	if w.Result.Kind() == '{' {
 		result = w.Result
 	}
-	if w.ToolCall != nil {
-		id = w.ToolCall.read(tc)
+	if w.Tool != nil {
+		tc, id = w.Tool, w.ToolID
 	} else {
 		tc.Kind, tc.Args, tc.Result, tc.DurationMs = w.ToolName, w.Parameters, result, w.DurationMs.n
 		id = w.ToolCallID
@@ -438,50 +442,64 @@ func toolEvent(ev *Event, w *agentLine) {
 	ev.CallID = cmp.Or(w.CallID, id)
 }
 
-// read fills in tc from a tool call object in any of its layouts and
-// returns the call id it names, if any.
-func (o *toolObject) read(tc *ToolCall) (id string) {
-	tc.StartedAtMs, tc.CompletedAtMs, tc.Result = o.StartedAtMs.n, o.CompletedAtMs.n, o.Result
-	// The kind's object is named …ToolCall; else it is the first other
-	// object with args or a result.
-	names := slices.Sorted(maps.Keys(o.Kinds))
-	kind := slices.IndexFunc(names, func(n string) bool {
-		return strings.HasSuffix(n, "ToolCall") && o.Kinds[n].Kind() == '{'
-	})
-	var inner toolInner
-	switch {
-	case kind >= 0:
-		tc.Kind = names[kind]
-		inner.read(o.Kinds[tc.Kind], tc)
-	case o.Function != nil:
-		tc.Kind = "function"
-		o.Function.read(tc)
-	default:
-		for _, n := range names {
-			if v := o.Kinds[n]; v.Kind() == '{' {
-				if err := unmarshal(v, &inner); err == nil && (inner.Args != nil || inner.Result != nil) {
-					tc.Kind = n
-					inner.read(v, tc)
-					break
+// readTool reads a tool call object: its kind's object ({"shellToolCall":
+// {"args": …, "result": …}}), a function call, or the first object of
+// another kind with args or a result; and its id and times.
+func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
+	tc = &ToolCall{}
+	var other ToolCall
+	err = eachMember(dec, func(name []byte) error {
+		v, err := dec.ReadValue()
+		switch string(name) {
+		case "toolCallId", "id":
+			id = cmp.Or(id, str(v))
+		case "startedAtMs":
+			tc.StartedAtMs = num(v)
+		case "completedAtMs":
+			tc.CompletedAtMs = num(v)
+		case "result":
+			tc.Result = v.Clone()
+		case "function":
+			if v.Kind() == '{' {
+				tc.Kind = "function"
+				readFunction(v, tc)
+			}
+		default:
+			switch {
+			case v.Kind() != '{':
+			case bytes.HasSuffix(name, []byte("ToolCall")):
+				tc.Kind = string(name)
+				readInner(v, tc)
+			case other.Kind == "":
+				if readInner(v, &other); other.Args == nil && other.Result == nil {
+					other = ToolCall{}
+				} else {
+					other.Kind = string(name)
 				}
 			}
 		}
+		return err
+	})
+	if tc.Kind == "" && other.Kind != "" {
+		tc.Kind, tc.Args, tc.Result, tc.Description, tc.Name = other.Kind, other.Args, other.Result, other.Description, other.Name
 	}
-	return cmp.Or(o.ToolCallID, o.ID)
+	return tc, id, err
 }
 
-// read fills in tc from v, the object of a tool call's kind.
-func (in *toolInner) read(v jsontext.Value, tc *ToolCall) {
-	*in = toolInner{}
-	unmarshal(v, in)
+// readInner fills in tc from v, the object of a tool call's kind.
+func readInner(v jsontext.Value, tc *ToolCall) {
+	var in toolInner
+	unmarshal(v, &in)
 	tc.Args, tc.Result, tc.Description, tc.Name = in.Args, in.Result, in.Description, in.Name
 	if in.Args == nil && in.Result == nil {
-		tc.Args = v // the legacy layout: {"path": …, "contents": …}
+		tc.Args = v.Clone() // the legacy layout: {"path": …, "contents": …}
 	}
 }
 
-// read fills in tc from a function call.
-func (f *functionCall) read(tc *ToolCall) {
+// readFunction fills in tc from a function call.
+func readFunction(v jsontext.Value, tc *ToolCall) {
+	var f functionCall
+	unmarshal(v, &f)
 	tc.Name = f.Name
 	if f.Result != nil {
 		tc.Result = f.Result
@@ -552,6 +570,14 @@ func scalarText(v jsontext.Value) string {
 	return ""
 }
 
+// same returns old when v holds it, else the string v holds.
+func same(v jsontext.Value, old string) string {
+	if len(v) == len(old)+2 && v.Kind() == '"' && string(v[1:len(v)-1]) == old {
+		return old
+	}
+	return str(v)
+}
+
 // str returns the string a JSON value holds, or "" when it is no string.
 // Invalid UTF-8 becomes U+FFFD.
 func str(v jsontext.Value) string {
@@ -574,7 +600,7 @@ func dedupe(v jsontext.Value) jsontext.Value {
 	}
 	var b bytes.Buffer
 	enc := jsontext.NewEncoder(&b, jsontext.AllowInvalidUTF8(true))
-	dedupeTo(enc, jsontext.NewDecoder(bytes.NewReader(v), decodeOpts))
+	dedupeTo(enc, jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts))
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
@@ -601,7 +627,7 @@ func dedupeTo(enc *jsontext.Encoder, dec *jsontext.Decoder) {
 		for i, m := range ms {
 			if last[m.name] == i {
 				enc.WriteToken(jsontext.String(m.name))
-				dedupeTo(enc, jsontext.NewDecoder(bytes.NewReader(m.value), decodeOpts))
+				dedupeTo(enc, jsontext.NewDecoder(bytes.NewBuffer(m.value), decodeOpts))
 			}
 		}
 		enc.WriteToken(jsontext.EndObject)
