@@ -108,8 +108,8 @@ type AgentUsage struct {
 type ToolCall struct {
 	Kind          string
 	Name          string
-	Args          jsontext.Value // nil when the event carried none
-	Result        jsontext.Value // nil on started events
+	Args          jsontext.Value // nil when the event carried none; as written, repeated names and all
+	Result        jsontext.Value // nil on started events; as written
 	Description   string
 	StartedAtMs   int64
 	CompletedAtMs int64

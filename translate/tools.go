@@ -142,17 +142,19 @@ type resultLayout struct {
 }
 
 // classifyResult reads a tool result: how the call ended, the object that
-// tells more, and whether the command went on in the background.
+// tells more, and whether the command went on in the background. The
+// objects it returns repeat no member name.
 func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 	if raw.Kind() != '{' {
 		if len(raw) == 0 {
 			return outcomePending, nil, false
 		}
-		return outcomeSuccess, raw, false
+		return outcomeSuccess, dedupe(raw), false
 	}
 	var r resultLayout
-	if err := unmarshal(raw, &r); err != nil {
-		return outcomeSuccess, raw, false
+	if unmarshalNames(raw, &r) {
+		raw, r = dedupe(raw), resultLayout{}
+		unmarshal(raw, &r)
 	}
 	switch {
 	case r.Success.Kind() == '{':
@@ -475,9 +477,13 @@ func firstNonEmpty(ss ...string) string {
 }
 
 // decodeArgs reads the argument members Docstream uses from a tool's args
-// object. A member of an unexpected type is left out.
-func decodeArgs(raw jsontext.Value, a *toolArgs) {
-	unmarshal(raw, a)
+// object and returns the arguments without repeated member names. A
+// member of an unexpected type is left out.
+func decodeArgs(raw jsontext.Value, a *toolArgs) jsontext.Value {
+	if unmarshalNames(raw, a) {
+		return dedupe(raw)
+	}
+	return raw
 }
 
 // decodeBody reads the result members Docstream uses.

@@ -309,6 +309,17 @@ var (
 	legacyOpts = jsonv1.ReportErrorsWithLegacySemantics(true)
 )
 
+// unmarshalNames is unmarshal that also reports whether an object in v
+// repeats a member name, which jsontext refuses to encode.
+func unmarshalNames(v []byte, out any) (repeats bool) {
+	err := json.Unmarshal(v, out, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		repeats = errors.Is(err, jsontext.ErrDuplicateName)
+		unmarshal(v, out)
+	}
+	return repeats
+}
+
 // unmarshal decodes JSON that the agent wrote into out, leaving out a
 // member of an unexpected kind; it reports an error only when v is not
 // valid JSON. A second pass, when one is needed, reads the same members
@@ -436,8 +447,6 @@ func toolEvent(ev *Event, w *agentLine) {
 	if ev.Kind == KindToolCompleted && tc.Result == nil {
 		tc.Result = result
 	}
-	// Repeated names would make the events unencodable downstream.
-	tc.Args, tc.Result = dedupe(tc.Args), dedupe(tc.Result)
 	ev.Tool = tc
 	ev.CallID = cmp.Or(w.CallID, id)
 }
