@@ -300,7 +300,8 @@ func todoStatus(s string) string {
 }
 
 // stripToolCallID removes the toolCallId member from the arguments object;
-// the other members are copied as they are written.
+// the other members are copied as they are written, by tokens in one pass
+// (a struct with an embedded fallback copies them member by member).
 func stripToolCallID(args jsontext.Value) jsontext.Value {
 	if args.Kind() != '{' {
 		return jsontext.Value("{}")

@@ -216,7 +216,7 @@ func (t *text) read(v jsontext.Value) {
 // or the text itself.
 type message struct{ text }
 
-// readFrom reads a message member from dec.
+// readFrom reads a message member from dec, by tokens as its line is.
 func (m *message) readFrom(dec *jsontext.Decoder) error {
 	if dec.PeekKind() != '{' {
 		v, err := dec.ReadValue()
@@ -453,7 +453,8 @@ func toolEvent(ev *Event, w *agentLine) {
 
 // readTool reads a tool call object: its kind's object ({"shellToolCall":
 // {"args": …, "result": …}}), a function call, or the first object of
-// another kind with args or a result; and its id and times.
+// another kind with args or a result; and its id and times. It reads by
+// tokens, in its line's pass; the objects in it are decoded typed.
 func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 	tc = &ToolCall{}
 	var other ToolCall
