@@ -111,18 +111,3 @@ func ExampleBuilder_Response() {
 	// doc_001 text "Half a sen" {}
 	// doc_002 tool_call null {}
 }
-
-func ExampleOpenObject() {
-	o := documents.OpenObject(nil)
-	o.Str("command", "go test")
-	o.StrOmit("signal", "")
-	exit := 0
-	o.IntPtr("exitCode", &exit)
-	o.Strs("permissions", []string{"shell"})
-	o.Key("result")
-	r := documents.OpenObject(o.B)
-	r.Raw("data", nil)
-	o.B = r.Close()
-	fmt.Println(string(o.Close()))
-	// Output: {"command":"go test","exitCode":0,"permissions":["shell"],"result":{"data":null}}
-}

@@ -71,10 +71,6 @@ type Event struct {
 
 	Raw  []byte // the whole line, without its newline
 	Size int    // the line's length in bytes (also for oversize lines)
-
-	// unique is set by a Decoder that found no object in Raw repeating a
-	// member name.
-	unique bool
 }
 
 // Init is the content of a system/init event.
@@ -112,8 +108,8 @@ type AgentUsage struct {
 type ToolCall struct {
 	Kind          string
 	Name          string
-	Args          jsontext.Value // nil when the event carried none
-	Result        jsontext.Value // nil on started events
+	Args          jsontext.Value // nil when the event carried none; as written, repeated names and all
+	Result        jsontext.Value // nil on started events; as written
 	Description   string
 	StartedAtMs   int64
 	CompletedAtMs int64
@@ -122,59 +118,36 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	r       *lineReader // nil once the input has ended
-	long    bool        // a line longer than the buffer is being read
-	size    int         // its length so far
-	over    bool        // it is longer than max
-	max     int
-	buf     []byte   // a long line, assembled
-	parts   [][]byte // the pieces of a long line being read
+	src  io.Reader
+	br   *bufio.Reader // nil while idle and at the end
+	done bool          // the input has ended
+	max  int
+	// parts holds the pieces of a line longer than the read buffer, or cut
+	// by ErrPending; size is that line's length so far.
+	parts   [][]byte
+	size    int
+	cut     bool // a line is being assembled in parts
 	line    int
-	names   nameSet
-	sessRaw []byte
-	session string
-	w       *wire             // scratch for one line, dropped while idle
-	mcid    map[string]string // interned model_call_id values
+	bufSize int
+	// A line is decoded into w by dec, reading from in; last is the line
+	// before.
+	w, last agentLine
+	dec     jsontext.Decoder
+	in      bytes.Buffer
 }
+
+// readBufSize is the size of a Decoder's read buffer; longer lines are
+// assembled from its pieces.
+const readBufSize = 16 << 10
 
 // NewDecoder returns a Decoder reading from r. maxLine bounds the length of
 // one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported
 // as a KindOversize event.
 func NewDecoder(r io.Reader, maxLine int) *Decoder {
-	return newDecoder(r, maxLine, firstBufSize, readBufSize)
-}
-
-// A Decoder's read buffer starts at firstBufSize bytes, enough for most
-// agent lines, so that a quiet run holds little memory, and grows to
-// readBufSize when lines or bursts need it. Lines longer than the buffer
-// are assembled in Decoder.buf.
-const (
-	firstBufSize = 2 << 10
-	readBufSize  = 64 << 10
-)
-
-// newDecoder is NewDecoder with a read buffer of size bytes growing to max.
-// It is not inlined, so that the Decoder is on the heap and not in the
-// frame of the goroutine that reads with it, whose stack a quiet run keeps.
-//
-//go:noinline
-func newDecoder(r io.Reader, maxLine, size, max int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &Decoder{max: maxLine, r: newLineReader(r, size, max)}
-}
-
-// release gives the read buffer and the decoding scratch back at the end of
-// the input.
-func (d *Decoder) release() {
-	d.r.release()
-	d.r = nil
-	if d.w != nil {
-		d.w.reset()
-		wires.Put(d.w)
-		d.w = nil
-	}
+	return &Decoder{src: r, max: maxLine, bufSize: readBufSize}
 }
 
 // ErrPending is what a reader returns when it has no input for now but may
@@ -182,14 +155,12 @@ func (d *Decoder) release() {
 // as it is, keeps the line read so far, and may be called again.
 var ErrPending = errors.New("translate: no input for now")
 
-// Idle gives the read buffer back while no input is buffered (after Next
-// returned ErrPending), so that a quiet reader holds no buffer; the next
-// call to Next takes one again.
+// Idle drops the read buffer while no input is buffered (after Next
+// returned ErrPending), so that a quiet reader holds none; the next call
+// to Next takes a new one.
 func (d *Decoder) Idle() {
-	if d.r != nil && !d.long && d.r.idle() && d.w != nil {
-		d.w.reset()
-		wires.Put(d.w)
-		d.w = nil
+	if d.br != nil && d.br.Buffered() == 0 {
+		d.br = nil
 	}
 }
 
@@ -199,28 +170,32 @@ func (d *Decoder) Line() int { return d.line }
 // Buffered reports how many bytes are read from the source but not yet
 // decoded, so a caller can flush its output when nothing more is waiting.
 func (d *Decoder) Buffered() int {
-	if d.r == nil {
+	if d.br == nil {
 		return 0
 	}
-	return d.r.Buffered()
+	return d.br.Buffered()
 }
 
 // HasLine reports whether a whole line is read and waiting, so that Next
 // returns without reading.
 func (d *Decoder) HasLine() bool {
-	return d.r != nil && !d.long && d.r.hasLine()
+	if d.br == nil {
+		return false
+	}
+	b, _ := d.br.Peek(d.br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
 // are skipped. Other read errors are returned as they are.
 func (d *Decoder) Next() (Event, error) {
 	for {
-		if d.r == nil {
+		if d.done {
 			return Event{}, io.EOF
 		}
 		line, size, err := d.readLine()
 		if errors.Is(err, io.EOF) {
-			d.release()
+			d.done, d.br = true, nil
 		}
 		if err != nil {
 			return Event{}, err
@@ -229,7 +204,7 @@ func (d *Decoder) Next() (Event, error) {
 		if size > d.max {
 			return Event{Kind: KindOversize, Size: size}, nil
 		}
-		line = trimSpace(line)
+		line = bytes.Trim(line, " \t\r")
 		if len(line) == 0 {
 			continue
 		}
@@ -237,96 +212,42 @@ func (d *Decoder) Next() (Event, error) {
 	}
 }
 
-// readLine returns the next line without its newline and its full length.
-// An over-long line is consumed but not kept. ErrPending in the middle of
-// a long line keeps what was read of it.
+// readLine returns the next line without its newline and its full length;
+// a line longer than the maximum is read but not kept.
 func (d *Decoder) readLine() ([]byte, int, error) {
-	if !d.long {
-		if cap(d.buf) > keepLongBuf {
-			d.buf = nil // the last line was long: its buffer is not kept for the rest of the run
-		}
-		chunk, err := d.r.ReadSlice('\n')
-		if err == nil {
-			return chunk[:len(chunk)-1], len(chunk) - 1, nil
-		}
-		if err != bufio.ErrBufferFull {
-			if err == io.EOF && len(chunk) > 0 {
-				return chunk, len(chunk), nil
-			}
-			return nil, 0, err
-		}
-		d.parts = append(d.parts[:0], bytes.Clone(chunk))
-		d.long, d.size, d.over = true, len(chunk), false
+	if d.br == nil {
+		d.br = bufio.NewReaderSize(d.src, d.bufSize)
 	}
 	for {
-		chunk, err := d.r.ReadSlice('\n')
-		if err == ErrPending {
-			return nil, 0, err
+		chunk, err := d.br.ReadSlice('\n')
+		if err == nil && !d.cut {
+			return chunk[:len(chunk)-1], len(chunk) - 1, nil
 		}
-		n := len(chunk)
 		if err == nil {
-			n--
-			chunk = chunk[:n]
+			chunk = chunk[:len(chunk)-1]
 		}
-		d.size += n
-		if !d.over {
-			if d.size > d.max {
-				d.over = true
-				d.dropParts()
-			} else if n > 0 {
+		if len(chunk) > 0 {
+			d.cut = true
+			d.size += len(chunk)
+			if d.size <= d.max {
 				d.parts = append(d.parts, bytes.Clone(chunk))
+			} else {
+				d.parts = nil
 			}
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
-			continue
-		case err == nil || errors.Is(err, io.EOF):
-			d.long = false
-			return d.joinParts(), d.size, nil
+		case errors.Is(err, ErrPending):
+			return nil, 0, err
+		case err == nil || errors.Is(err, io.EOF) && d.cut:
+			// Copied as they came, the parts are joined once: a line of
+			// megabytes costs about twice its size.
+			line, size := bytes.Join(d.parts, nil), d.size
+			d.parts, d.size, d.cut = nil, 0, false
+			return line, size, nil
 		default:
-			d.long = false
-			d.dropParts()
+			d.parts, d.size, d.cut = nil, 0, false
 			return nil, 0, err
 		}
 	}
-}
-
-// keepLongBuf is the largest buffer of a long line a Decoder keeps for the
-// next one.
-const keepLongBuf = 4 * readBufSize
-
-// joinParts assembles a long line from its parts into d.buf (empty for a
-// line over the maximum). The parts are copied as they come and joined
-// once the line's size is known, so that a line of megabytes costs about
-// twice its size, not the five times that growing one slice by append
-// would allocate.
-func (d *Decoder) joinParts() []byte {
-	d.buf = d.buf[:0]
-	if d.over {
-		return d.buf
-	}
-	if cap(d.buf) < d.size {
-		d.buf = make([]byte, 0, d.size)
-	}
-	for _, p := range d.parts {
-		d.buf = append(d.buf, p...)
-	}
-	d.dropParts()
-	return d.buf
-}
-
-// dropParts lets the collector have the parts of a long line.
-func (d *Decoder) dropParts() {
-	clear(d.parts)
-	d.parts = d.parts[:0]
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

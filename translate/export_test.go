@@ -1,15 +1,20 @@
 package translate
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // NewDecoderSize is NewDecoder with a read buffer of bufSize bytes (at least
 // 16), so that tests can send short lines through the long-line path.
 func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
-	return newDecoder(r, maxLine, bufSize, bufSize)
+	d := NewDecoder(r, maxLine)
+	d.bufSize = bufSize
+	return d
 }
 
 // LexChunks feeds one message to the lexer in the given chunks and returns
@@ -44,46 +49,25 @@ func (r *lexRecorder) fenceText(s string) { r.add("code:", s) }
 func (r *lexRecorder) closeFence()        { r.add("close", "") }
 func (r *lexRecorder) endMessage()        { r.add("end", "") }
 
-// WalkJSON runs the walkers that read values cut from validated lines over
-// b, which may be anything: they must stop, without panicking. It returns
-// how many members and elements they reported.
-func WalkJSON(b []byte) int {
-	n := 0
-	var walk func(v []byte, depth int)
-	walk = func(v []byte, depth int) {
-		if depth > 64 || len(v) == 0 {
-			return
-		}
-		switch v[0] {
-		case '{':
-			eachMember(v, func(name, val []byte, start, end int) {
-				n++
-				_ = nameIs(name, "toolCallId")
-				_ = v[start:end]
-				walk(val, depth+1)
-			})
-		case '[':
-			eachElement(v, func(elem []byte) {
-				n++
-				walk(elem, depth+1)
-			})
-		}
+// ReadJSON runs the readers of tool calls and their arguments and results
+// over b, which may be anything: they must not panic.
+func ReadJSON(b []byte) {
+	if jsontext.Value(b).Kind() == '{' && jsontext.Value(b).IsValid(decodeOpts) {
+		readTool(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts))
+		readInner(b, &ToolCall{})
+		readFunction(b, &ToolCall{})
 	}
-	walk(b, 0)
-	var tc ToolCall
-	parseToolObject(b, &tc)
 	classifyResult(b)
 	stripToolCallID(b)
 	var a toolArgs
 	decodeArgs(b, &a)
 	var body toolBody
-	decodeBody(b, classShell, &body)
-	decodeBody(b, classEdit, &body)
-	_ = messageText(b)
-	_ = contentText(b)
-	var ns nameSet
-	_ = ns.dedupe(b)
-	return n
+	decodeBody(b, &body)
+	_ = errText(b)
+	_, _ = errorText(b)
+	if jsontext.Value(b).IsValid(decodeOpts) {
+		_ = dedupe(b)
+	}
 }
 
 // PairSurrogates is pairSurrogates: what the Segmenter makes of surrogates
@@ -113,14 +97,3 @@ func (l ListState) FenceAt(indent int) bool { return l.s.fenceAt(indent) }
 
 // FenceOpened is listState.fenceOpened.
 func (l ListState) FenceOpened(indent int) ListState { return ListState{l.s.fenceOpened(indent)} }
-
-// ScanLine is the validating scan of a line: whether it is one JSON object,
-// and whether the scan saw that an object in it may repeat a name.
-func ScanLine(line []byte) (object, mayRepeat bool) {
-	var ls lineScan
-	object = isObjectLine(line, func([]byte, []byte, bool) {}, &ls)
-	return object, ls.repeats
-}
-
-// LongBufCap is the capacity of the buffer a Decoder keeps for long lines.
-func (d *Decoder) LongBufCap() int { return cap(d.buf) }

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -22,7 +21,7 @@ import (
 // UTF-8 sequence cut at either end are kept as they are (unquoting would
 // make them U+FFFD).
 func textStr(v jsontext.Value) string {
-	if len(v) < 2 || bytes.IndexByte(v, '\\') < 0 {
+	if len(v) < 2 {
 		return str(v)
 	}
 	var lead, trail []byte

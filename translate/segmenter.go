@@ -88,9 +88,8 @@ type Segmenter struct {
 	turnCount int // set by SetTurnCount when > 0: the done's turnCount
 
 	init       *Init
-	names      nameSet // finds repeated names in agent_event payloads
-	rawLines   int     // agent lines seen, for agent_event ids
-	rawTS      int64   // the latest timestamp_ms, for lines without one
+	rawLines   int   // agent lines seen, for agent_event ids
+	rawTS      int64 // the latest timestamp_ms, for lines without one
 	stats      Stats
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
@@ -270,10 +269,7 @@ func (s *Segmenter) rawEvent(ev Event) {
 		s.emit(documents.AgentEvent{ID: id, ChatID: s.opts.ResponseID, Timestamp: s.rawTS, Type: "raw", Data: string(ev.Raw)})
 		return
 	}
-	payload := jsontext.Value(ev.Raw)
-	if !ev.unique {
-		payload = s.names.dedupe(ev.Raw)
-	}
+	payload := dedupe(ev.Raw)
 	if len(payload) > 0 && &payload[0] == &ev.Raw[0] {
 		payload = jsontext.Value(ev.Raw).Clone()
 	}
@@ -484,9 +480,9 @@ func (s *Segmenter) fenceText(t string) {
 		typ := documents.TypeCodeBlock
 		if kind == blockRef {
 			typ = documents.TypeCodeReference
-			meta = codeReferenceMetaJSON(&documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang})
+			meta = marshal(documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang})
 		} else {
-			meta = codeBlockMetaJSON(&documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
+			meta = marshal(documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
 		}
 		s.codeID = s.openDoc(typ, meta)
 		s.textBuf.Reset()

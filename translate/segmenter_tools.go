@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -23,16 +24,17 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	class, toolName := classify(tc.Kind, tc.Name)
 	st := &toolState{rawArgs: tc.Args}
 	args := &st.decoded
-	if tc.Args != nil {
-		decodeArgs(tc.Args, args)
+	callArgs := tc.Args
+	if callArgs != nil {
+		callArgs = decodeArgs(callArgs, args)
 	}
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
 	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
-	st.callID, st.args, st.startedAt, st.startTS = ev.CallID, stripToolCallID(tc.Args), tc.StartedAtMs, ev.TimestampMs
+	st.callID, st.args, st.startedAt, st.startTS = ev.CallID, stripToolCallID(callArgs), tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
-	st.docID = s.openDoc(st.docType, startMetaJSON(st, args, s.workspaceDir()))
+	st.docID = s.openDoc(st.docType, marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
@@ -43,6 +45,49 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: toolName, ToolCallID: st.callID})
 	s.emit(documents.ToolCallArguments{DocumentID: st.docID, Arguments: st.args})
 	return st
+}
+
+// startMeta is the metadata known when a tool call starts: what its
+// started event tells, in the field order of the full metadata. workspace
+// is the directory a command runs in when it names none.
+func startMeta(st *toolState, a *toolArgs, workspace string) any {
+	switch st.class {
+	case classShell:
+		return struct {
+			Command          string `json:"command"`
+			WorkingDirectory string `json:"workingDirectory"`
+		}{a.Command, firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace)}
+	case classEdit, classWrite, classDelete, classPatch:
+		// An edit or a write may turn out to create the file: only its
+		// result tells, and only a delete or a patch's header says it now.
+		p, op := a.path(), ""
+		switch st.class {
+		case classPatch:
+			p, op, _ = patchTarget(firstNonEmpty(a.Patch, a.Input))
+		case classDelete:
+			op = fileOperation(st.class)
+		}
+		return struct {
+			FilePath  string `json:"filePath"`
+			Operation string `json:"operation,omitzero"`
+			Language  string `json:"language"`
+		}{p, op, LanguageOf(p)}
+	case classPlan:
+		return struct {
+			Title    string `json:"title"`
+			Overview string `json:"overview"`
+		}{firstNonEmpty(a.Name, a.Title), a.Overview}
+	case classAsk:
+		return struct {
+			Title string `json:"title,omitzero"`
+		}{a.Title}
+	case classTodos:
+		return struct{}{}
+	}
+	return struct {
+		ToolName   string `json:"toolName"`
+		ToolCallID string `json:"toolCallId"`
+	}{st.toolName, st.callID}
 }
 
 // fileOperation is the file_edit operation a class implies before its result.
@@ -92,9 +137,8 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	var dur int64
 	if tc != nil {
 		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
-			args = stripToolCallID(tc.Args)
 			a = &toolArgs{}
-			decodeArgs(tc.Args, a)
+			args = stripToolCallID(decodeArgs(tc.Args, a))
 		}
 		res = tc.Result
 		start := st.startedAt
@@ -122,7 +166,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	}
 	var b toolBody
 	if body.Kind() == '{' {
-		decodeBody(body, st.class, &b)
+		decodeBody(body, &b)
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
@@ -155,13 +199,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	var meta any
 	switch st.class {
 	case classShell:
-		m := s.shellMeta(st, a, &b, out, reason, dur, background)
-		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: terminalMetaJSON(&m)})
-		return
+		meta = s.shellMeta(st, a, &b, out, reason, dur, background)
 	case classEdit, classWrite, classDelete, classPatch:
-		c, m := fileEditMeta(st, a, &b, out, reason, dur)
-		s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: c, Metadata: fileEditMetaJSON(&m)})
-		return
+		content, meta = fileEditMeta(st, a, &b, out, reason, dur)
 	case classPlan:
 		todos := make([]documents.PlanTodo, 0, len(a.Todos))
 		for _, t := range a.Todos {
@@ -212,10 +252,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		if out == outcomeFailed || out == outcomePending {
 			m.Reason = reason
 		}
-		// The metadata holds the raw arguments and result, possibly whole
-		// files: they are copied as they are, not encoded again.
-		s.emit(documents.DocumentEnd{DocumentID: st.docID, Metadata: toolCallMetaJSON(&m)})
-		return
+		meta = m
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
 }
@@ -229,18 +266,24 @@ func errText(v jsontext.Value) string {
 	case '"':
 		return str(v)
 	case '{':
+		// The members are read in order, which no Go type keeps.
 		first, message := "", ""
-		eachMember(v, func(name, val []byte, _, _ int) {
-			if len(val) < 2 || val[0] != '"' || strings.TrimSpace(str(val)) == "" {
-				return
+		dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts)
+		if _, err := dec.ReadToken(); err != nil {
+			break
+		}
+		for dec.PeekKind() == '"' {
+			tok, _ := dec.ReadToken()
+			name := tok.String()
+			val, err := dec.ReadValue()
+			if err != nil || val.Kind() != '"' || strings.TrimSpace(str(val)) == "" {
+				continue
 			}
-			if first == "" {
-				first = str(val)
-			}
-			if message == "" && strings.Contains(strings.ToLower(string(unquoteName(name))), "message") {
+			first = cmp.Or(first, str(val))
+			if message == "" && strings.Contains(strings.ToLower(name), "message") {
 				message = str(val)
 			}
-		})
+		}
 		if t := firstNonEmpty(message, first); t != "" {
 			return t
 		}
@@ -296,7 +339,7 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 	case outcomePending:
 		m.Reason = reason
 	}
-	m.DurationMs = b.ExecutionTime
+	m.DurationMs = b.ExecutionTime.n
 	if m.DurationMs == 0 {
 		m.DurationMs = dur
 	}
@@ -315,7 +358,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		m.Operation = "create"
 		text := firstNonEmpty(a.FileText, a.Contents, str(a.Content))
 		if b.AfterFullContent != nil && text == "" {
-			text = str(b.AfterFullContent)
+			text = *b.AfterFullContent
 		}
 		set(text)
 	case classPatch:
@@ -337,7 +380,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			switch {
 			case create:
 				m.Operation = "create"
-				set(firstNonEmpty(str(b.AfterFullContent), a.StreamContent, h.newText))
+				set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent, h.newText))
 			case del:
 				m.Operation = "delete"
 			case h.found:
@@ -349,12 +392,12 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 				set(h.newText)
 			}
 		} else if oldS != "" || newS != "" {
-			start, end := lineRange(str(b.BeforeFullContent), oldS)
+			start, end := lineRange(deref(b.BeforeFullContent), oldS)
 			m.Diff = &documents.Diff{OldString: oldS, NewString: newS, StartLine: start, EndLine: end}
 			set(newS)
 		} else if b.BeforeFullContent == nil && (b.AfterFullContent != nil || a.StreamContent != "") && out == outcomeSuccess {
 			m.Operation = "create"
-			set(firstNonEmpty(str(b.AfterFullContent), a.StreamContent))
+			set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent))
 		} else if t := firstNonEmpty(a.StreamContent, a.CodeEdit); t != "" {
 			set(t)
 		}
@@ -368,6 +411,13 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		m.Error, m.Reason = reason, reason
 	}
 	return content, m
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // lineRange finds the lines old occupies in before (1-based), or 0, 0.

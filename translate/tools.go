@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
@@ -82,26 +81,26 @@ func (a *toolArgs) path() string {
 // toolBody is the union of result fields Docstream reads. decodeBody fills
 // it; the tags name the members.
 type toolBody struct {
-	Path              string         `json:"path"`
-	Command           string         `json:"command"`
-	WorkingDirectory  string         `json:"workingDirectory"`
-	ExitCode          *int           `json:"exitCode"`
-	ExitCodeSnake     *int           `json:"exit_code"`
-	Signal            string         `json:"signal"`
-	Stdout            string         `json:"stdout"`
-	Stderr            string         `json:"stderr"`
-	Interleaved       string         `json:"interleavedOutput"`
-	Output            string         `json:"output"`
-	ExecutionTime     int64          `json:"executionTime"`
-	Reason            string         `json:"reason"`
-	Error             string         `json:"error"`
-	Message           string         `json:"message"`
-	DiffString        string         `json:"diffString"`
-	LinesAdded        *int           `json:"linesAdded"`
-	LinesRemoved      *int           `json:"linesRemoved"`
-	BeforeFullContent jsontext.Value `json:"beforeFullFileContent"` // raw: whole files, read only where used
-	AfterFullContent  jsontext.Value `json:"afterFullFileContent"`
-	IsError           bool           `json:"isError"`
+	Path              string  `json:"path"`
+	Command           string  `json:"command"`
+	WorkingDirectory  string  `json:"workingDirectory"`
+	ExitCode          *int    `json:"exitCode"`
+	ExitCodeSnake     *int    `json:"exit_code"`
+	Signal            string  `json:"signal"`
+	Stdout            string  `json:"stdout"`
+	Stderr            string  `json:"stderr"`
+	Interleaved       string  `json:"interleavedOutput"`
+	Output            string  `json:"output"`
+	ExecutionTime     number  `json:"executionTime"`
+	Reason            string  `json:"reason"`
+	Error             string  `json:"error"`
+	Message           string  `json:"message"`
+	DiffString        string  `json:"diffString"`
+	LinesAdded        *int    `json:"linesAdded"`
+	LinesRemoved      *int    `json:"linesRemoved"`
+	BeforeFullContent *string `json:"beforeFullFileContent"`
+	AfterFullContent  *string `json:"afterFullFileContent"`
+	IsError           bool    `json:"isError"`
 }
 
 // exitCode is the exit code the result names, or nil.
@@ -128,63 +127,58 @@ const (
 	outcomeFailed
 )
 
-// classifyResult reads a tool result in any layout: {"success":{…}},
+// resultLayout is a tool result in any of its layouts: {"success":{…}},
 // {"rejected":{…}}, {"error":{…}}, {"spawnError":{…}}, a legacy
 // {"success":true,…}, or a bare result object.
+type resultLayout struct {
+	Success    jsontext.Value `json:"success"`
+	Rejected   jsontext.Value `json:"rejected"`
+	Error      jsontext.Value `json:"error"`
+	SpawnError jsontext.Value `json:"spawnError"`
+	Failure    jsontext.Value `json:"failure"`
+	Timeout    jsontext.Value `json:"timeout"`
+	Denied     jsontext.Value `json:"permissionDenied"`
+	Background bool           `json:"isBackground"`
+}
+
+// classifyResult reads a tool result: how the call ended, the object that
+// tells more, and whether the command went on in the background. The
+// objects it returns repeat no member name.
 func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 	if raw.Kind() != '{' {
 		if len(raw) == 0 {
 			return outcomePending, nil, false
 		}
-		return outcomeSuccess, raw, false
+		return outcomeSuccess, dedupe(raw), false
 	}
-	var success, rejected, failed, spawnError, failure, timeout, denied jsontext.Value
-	background := false
-	if !eachMember(raw, func(name, v []byte, _, _ int) {
-		switch string(unquoteName(name)) {
-		case "success":
-			success = v
-		case "rejected":
-			rejected = v
-		case "error":
-			failed = v
-		case "spawnError":
-			spawnError = v
-		case "failure":
-			failure = v
-		case "timeout":
-			timeout = v
-		case "permissionDenied":
-			denied = v
-		case "isBackground":
-			background = string(v) == "true"
-		}
-	}) {
-		return outcomeSuccess, raw, false
+	var r resultLayout
+	if unmarshalNames(raw, &r) {
+		raw, r = dedupe(raw), resultLayout{}
+		unmarshal(raw, &r)
 	}
 	switch {
-	case success.Kind() == '{':
-		return outcomeSuccess, success, background
-	case rejected != nil:
-		return outcomeRejected, rejected, false
-	case denied != nil:
-		return outcomeRejected, denied, false
-	case spawnError != nil:
-		return outcomeFailed, spawnError, false
-	case failure != nil:
-		return outcomeFailed, failure, false
-	case timeout != nil:
-		return outcomeFailed, timeout, false
-	case success.Kind() == 'f':
+	case r.Success.Kind() == '{':
+		return outcomeSuccess, r.Success, r.Background
+	case r.Rejected != nil:
+		return outcomeRejected, r.Rejected, false
+	case r.Denied != nil:
+		return outcomeRejected, r.Denied, false
+	case r.SpawnError != nil:
+		return outcomeFailed, r.SpawnError, false
+	case r.Failure != nil:
+		return outcomeFailed, r.Failure, false
+	case r.Timeout != nil:
+		return outcomeFailed, r.Timeout, false
+	case r.Success.Kind() == 'f':
 		return outcomeFailed, raw, false
-	case success.Kind() == 't':
-		return outcomeSuccess, raw, background
-	case failed.Kind() == '{':
-		return outcomeFailed, failed, false
-	case failed != nil && failed.Kind() != 'n':
+	case r.Success.Kind() == 't':
+		return outcomeSuccess, raw, r.Background
+	case r.Error.Kind() == '{':
+		return outcomeFailed, r.Error, false
+	case r.Error != nil && r.Error.Kind() != 'n':
 		return outcomeFailed, raw, false
 	}
-	return outcomeSuccess, raw, background
+	return outcomeSuccess, raw, r.Background
 }
 
 // toolClass is what a tool call becomes.
@@ -305,27 +299,35 @@ func todoStatus(s string) string {
 	return t
 }
 
-// stripToolCallID removes the toolCallId member from the arguments object.
+// stripToolCallID removes the toolCallId member from the arguments object;
+// the other members are copied as they are written, by tokens in one pass
+// (a struct with an embedded fallback copies them member by member).
 func stripToolCallID(args jsontext.Value) jsontext.Value {
 	if args.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
-	// A name can hide its letters only in \u00XX escapes.
-	if !bytes.Contains(args, []byte(`"toolCallId"`)) && !bytes.Contains(args, []byte(`\u00`)) {
-		return args
-	}
-	out := make([]byte, 0, len(args))
-	out = append(out, '{')
-	ok := eachMember(args, func(name, _ []byte, start, end int) {
-		if nameIs(name, "toolCallId") {
-			return
+	out := append(make(jsontext.Value, 0, len(args)), '{')
+	dec := jsontext.NewDecoder(bytes.NewBuffer(args), decodeOpts)
+	prev := int64(bytes.IndexByte(args, '{') + 1)
+	found := false
+	err := eachMember(dec, func(name []byte) error {
+		id := string(name) == "toolCallId"
+		if err := dec.SkipValue(); err != nil {
+			return err
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
+		member := bytes.TrimLeft(args[prev:dec.InputOffset()], " \t\r\n,")
+		prev = dec.InputOffset()
+		switch {
+		case id:
+			found = true
+		case len(out) > 1:
+			out = append(append(out, ','), member...)
+		default:
+			out = append(out, member...)
 		}
-		out = append(out, args[start:end]...)
+		return nil
 	})
-	if !ok {
+	if err != nil || !found {
 		return args
 	}
 	return append(out, '}')
@@ -476,164 +478,16 @@ func firstNonEmpty(ss ...string) string {
 }
 
 // decodeArgs reads the argument members Docstream uses from a tool's args
-// object. A member of an unexpected type is left out.
-func decodeArgs(raw jsontext.Value, a *toolArgs) {
-	eachMember(raw, func(name, v []byte, _, _ int) {
-		switch string(unquoteName(name)) {
-		case "path":
-			a.Path = str(v)
-		case "file_path":
-			a.FilePath = str(v)
-		case "filePath":
-			a.FilePathCamel = str(v)
-		case "target_file":
-			a.TargetFile = str(v)
-		case "command":
-			a.Command = str(v)
-		case "workingDirectory":
-			a.WorkingDirectory = str(v)
-		case "working_directory":
-			a.WorkingDirSnake = str(v)
-		case "cwd":
-			a.Cwd = str(v)
-		case "isBackground":
-			a.IsBackground = string(v) == "true"
-		case "requestedSandboxPolicy":
-			a.Sandbox = nil
-			var p sandboxPolicy
-			if v[0] == '{' && json.Unmarshal(v, &p, decodeOpts) == nil {
-				a.Sandbox = &p
-			}
-		case "streamContent":
-			a.StreamContent = str(v)
-		case "code_edit":
-			a.CodeEdit = str(v)
-		case "old_string":
-			a.OldString = str(v)
-		case "new_string":
-			a.NewString = str(v)
-		case "oldString":
-			a.OldStringCamel = str(v)
-		case "newString":
-			a.NewStringCamel = str(v)
-		case "patch":
-			a.Patch = str(v)
-		case "input":
-			a.Input = str(v)
-		case "fileText":
-			a.FileText = str(v)
-		case "contents":
-			a.Contents = str(v)
-		case "content":
-			a.Content = v
-		case "name":
-			a.Name = str(v)
-		case "title":
-			a.Title = str(v)
-		case "overview":
-			a.Overview = str(v)
-		case "plan":
-			a.Plan = str(v)
-		case "todos":
-			a.Todos = nil
-			if v[0] == '[' {
-				_ = json.Unmarshal(v, &a.Todos, decodeOpts)
-			}
-		case "merge":
-			a.Merge = string(v) == "true"
-		case "questions":
-			a.Questions = nil
-			if v[0] == '[' {
-				_ = json.Unmarshal(v, &a.Questions, decodeOpts)
-			}
-		case "toolName":
-			a.ToolName = str(v)
-		case "providerIdentifier":
-			a.Provider = str(v)
-		case "server":
-			a.Server = str(v)
-		}
-	})
-}
-
-// decodeBody reads the result members Docstream uses for a tool of class c;
-// the large ones (output, file contents, diffs) only where c needs them.
-func decodeBody(raw jsontext.Value, c toolClass, b *toolBody) {
-	shell := c == classShell
-	edit := c == classEdit || c == classWrite || c == classDelete || c == classPatch
-	eachMember(raw, func(name, v []byte, _, _ int) {
-		switch string(unquoteName(name)) {
-		case "path":
-			b.Path = str(v)
-		case "command":
-			b.Command = str(v)
-		case "workingDirectory":
-			b.WorkingDirectory = str(v)
-		case "exitCode":
-			b.ExitCode = intOf(v)
-		case "exit_code":
-			b.ExitCodeSnake = intOf(v)
-		case "signal":
-			b.Signal = str(v)
-		case "stdout":
-			if shell {
-				b.Stdout = str(v)
-			}
-		case "stderr":
-			if shell {
-				b.Stderr = str(v)
-			}
-		case "interleavedOutput":
-			if shell {
-				b.Interleaved = str(v)
-			}
-		case "output":
-			if shell {
-				b.Output = str(v)
-			}
-		case "executionTime":
-			b.ExecutionTime = num(v)
-		case "reason":
-			b.Reason = str(v)
-		case "error":
-			b.Error = str(v)
-		case "message":
-			b.Message = str(v)
-		case "diffString":
-			if edit {
-				b.DiffString = str(v)
-			}
-		case "linesAdded":
-			b.LinesAdded = intOf(v)
-		case "linesRemoved":
-			b.LinesRemoved = intOf(v)
-		case "beforeFullFileContent":
-			if edit {
-				b.BeforeFullContent = stringValue(v)
-			}
-		case "afterFullFileContent":
-			if edit {
-				b.AfterFullContent = stringValue(v)
-			}
-		case "isError":
-			b.IsError = string(v) == "true"
-		}
-	})
-}
-
-// intOf returns the integer a JSON number holds, or nil.
-func intOf(v []byte) *int {
-	n, err := strconv.Atoi(string(v))
-	if err != nil {
-		return nil
+// object and returns the arguments without repeated member names. A
+// member of an unexpected type is left out.
+func decodeArgs(raw jsontext.Value, a *toolArgs) jsontext.Value {
+	if unmarshalNames(raw, a) {
+		return dedupe(raw)
 	}
-	return &n
+	return raw
 }
 
-// stringValue returns v when it is a JSON string, else nil.
-func stringValue(v []byte) jsontext.Value {
-	if len(v) == 0 || v[0] != '"' {
-		return nil
-	}
-	return v
+// decodeBody reads the result members Docstream uses.
+func decodeBody(raw jsontext.Value, b *toolBody) {
+	unmarshal(raw, b)
 }

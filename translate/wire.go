@@ -2,125 +2,400 @@ package translate
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
+	"io"
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
-// wire collects the members of one agent line, from the top level and from
-// a "payload" object, before the line is classified.
-type wire struct {
-	typ, sub        string
-	session         string
-	text            string
-	hasText         bool
-	msgText         string
-	hasMsg          bool
-	modelCallID     string
-	ts              int64
-	hasTS           bool
-	callID          string
-	tool            jsontext.Value
-	toolName        string
-	toolCallID      string
-	params          jsontext.Value
-	resultText      string
-	resultObj       jsontext.Value
-	errText         string
-	errDetails      string // an error's code or details
-	isError         bool
-	durationMs      int64
-	durationAPIMs   int64
-	requestID       string
-	usage           *AgentUsage
-	cwd, model      string
-	permissionMode  string
-	apiKeySource    string
-	payloadIsObject bool
-	// scan is what validating the line learnt; its buffer is kept from
-	// line to line.
-	scan lineScan
+// agentLine holds the members of an agent line that Docstream reads, in
+// any dialect; the members of a "payload" object count as the line's own.
+type agentLine struct {
+	Type           string
+	Subtype        string
+	SessionID      string
+	Text           text // or a payload's "content"
+	Message        message
+	ModelCallID    string
+	TimestampMs    number
+	CallID         string
+	Tool           *ToolCall // from "tool_call" or "toolCall"
+	ToolID         string    // the id the tool call object names
+	ToolName       string
+	ToolCallID     string
+	Parameters     jsontext.Value // an object
+	Result         jsontext.Value // a string, or a tool's result object
+	Error          jsontext.Value // a string or an object
+	Details        jsontext.Value
+	IsError        bool
+	DurationMs     number
+	DurationAPIMs  number
+	RequestID      string
+	Usage          *agentUsage
+	Cwd            string
+	Workspace      string // the Python API's name for cwd
+	Model          string
+	PermissionMode string
+	APIKeySource   string
+	// last is the line before, whose type, subtype and ids the line
+	// mostly repeats: they are then taken from it, not copied.
+	last *agentLine
 }
 
-// reset clears w for the next line, keeping its buffers.
-func (w *wire) reset() {
-	names := w.scan.names
-	*w = wire{scan: lineScan{names: names[:0]}}
+// UnmarshalJSONFrom reads a line token by token: lines are mostly short
+// pieces of text, and decoding their members by reflection took about
+// twice the time the parse bound allows. Nested objects are decoded typed.
+func (w *agentLine) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return eachMember(dec, func(name []byte) error { return w.member(dec, name, false) })
 }
 
-// decodeOpts tolerates what agents emit: duplicate names and invalid UTF-8.
-var decodeOpts = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+// member reads one member; a value of an unexpected kind is left out. A
+// later member replaces an earlier one, also those of a payload.
+func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) error {
+	switch string(name) {
+	case "payload":
+		if !inPayload && dec.PeekKind() == '{' {
+			return eachMember(dec, func(name []byte) error { return w.member(dec, name, true) })
+		}
+	case "message":
+		return w.Message.readFrom(dec)
+	case "tool_call", "toolCall":
+		if dec.PeekKind() == '{' {
+			var err error
+			w.Tool, w.ToolID, err = readTool(dec)
+			return err
+		}
+	}
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	switch string(name) {
+	case "type":
+		w.Type = same(v, w.last.Type)
+	case "subtype":
+		w.Subtype = same(v, w.last.Subtype)
+	case "session_id":
+		w.SessionID = same(v, w.last.SessionID)
+	case "text":
+		w.Text.read(v)
+	case "content":
+		if inPayload && !w.Text.set {
+			w.Text.read(v)
+		}
+	case "model_call_id":
+		w.ModelCallID = same(v, w.last.ModelCallID)
+	case "timestamp_ms":
+		w.TimestampMs.read(v)
+	case "call_id":
+		w.CallID = str(v)
+	case "tool_name":
+		w.ToolName = str(v)
+	case "tool_call_id":
+		w.ToolCallID = str(v)
+	case "parameters":
+		if v.Kind() == '{' {
+			w.Parameters = v.Clone()
+		}
+	case "result":
+		w.Result = v.Clone()
+	case "error":
+		w.Error = v.Clone()
+	case "details":
+		w.Details = v.Clone()
+	case "is_error":
+		w.IsError = v.Kind() == 't'
+	case "duration_ms":
+		w.DurationMs.read(v)
+	case "duration_api_ms":
+		w.DurationAPIMs.read(v)
+	case "request_id":
+		w.RequestID = str(v)
+	case "usage":
+		if v.Kind() == '{' {
+			w.Usage = new(agentUsage)
+			return unmarshal(v, w.Usage)
+		}
+	case "cwd":
+		w.Cwd = str(v)
+	case "workspace":
+		w.Workspace = str(v)
+	case "model":
+		w.Model = str(v)
+	case "permissionMode":
+		w.PermissionMode = str(v)
+	case "apiKeySource":
+		w.APIKeySource = str(v)
+	}
+	return nil
+}
 
-// wires keeps the scratch of idle Decoders.
-var wires = sync.Pool{New: func() any { return new(wire) }}
+// eachMember reads the object that comes next from dec, calling fn with
+// each member's name, unquoted; fn reads the member's value.
+func eachMember(dec *jsontext.Decoder, fn func(name []byte) error) error {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return cmp.Or(err, errNotObject)
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if bytes.IndexByte(name, '\\') < 0 {
+			name = name[1 : len(name)-1]
+		} else {
+			name, _ = jsontext.AppendUnquote(nil, name)
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// agentUsage is the agent's usage object; a member that is not a number is
+// left out.
+type agentUsage struct {
+	InputTokens      *float64 `json:"inputTokens"`
+	OutputTokens     *float64 `json:"outputTokens"`
+	CacheReadTokens  *float64 `json:"cacheReadTokens"`
+	CacheWriteTokens *float64 `json:"cacheWriteTokens"`
+}
+
+// toolInner is the object of a tool call's kind. An object with neither
+// args nor result is the legacy layout, whose members are the arguments.
+type toolInner struct {
+	Args        jsontext.Value `json:"args"`
+	Result      jsontext.Value `json:"result"`
+	Description string         `json:"description"`
+	Name        string         `json:"name"`
+}
+
+// functionCall is a generic {name, arguments} call; arguments may be an
+// object or a string that holds one.
+type functionCall struct {
+	Name      string         `json:"name"`
+	Arguments jsontext.Value `json:"arguments"`
+	Result    jsontext.Value `json:"result"`
+}
+
+// errorObject is the object of an error member.
+type errorObject struct {
+	Message string         `json:"message"`
+	Error   string         `json:"error"`
+	Code    jsontext.Value `json:"code"`
+	Details jsontext.Value `json:"details"`
+}
+
+// text is agent text, read by textStr so that a character split between
+// two pieces of streamed text is kept whole (see join.go).
+type text struct {
+	s   string
+	set bool // the member is a string
+}
+
+// read takes a string; other kinds leave t as it is.
+func (t *text) read(v jsontext.Value) {
+	if v.Kind() == '"' {
+		t.s, t.set = textStr(v), true
+	}
+}
+
+// message is a message member: an object whose content holds the text (a
+// string, or blocks of which those of type "text", or of no type, count),
+// or the text itself.
+type message struct{ text }
+
+// readFrom reads a message member from dec, by tokens as its line is.
+func (m *message) readFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '{' {
+		v, err := dec.ReadValue()
+		m.read(v)
+		return err
+	}
+	m.s, m.set = "", true
+	return eachMember(dec, func(name []byte) error {
+		if string(name) != "content" || dec.PeekKind() != '[' {
+			v, err := dec.ReadValue()
+			if string(name) == "content" {
+				m.s = textStr(v)
+			}
+			return err
+		}
+		dec.ReadToken()
+		var texts []string
+		for dec.PeekKind() != ']' {
+			if dec.PeekKind() != '{' {
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			var typ string
+			var t text
+			if err := eachMember(dec, func(name []byte) error {
+				v, err := dec.ReadValue()
+				switch string(name) {
+				case "type":
+					typ = str(v)
+				case "text":
+					t.read(v)
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+			if t.set && (typ == "text" || typ == "") {
+				texts = append(texts, t.s)
+			}
+		}
+		m.s = strings.Join(texts, "")
+		_, err := dec.ReadToken()
+		return err
+	})
+}
+
+// number is an integer the agent writes as a number or as a string that
+// holds one; a fraction is cut off.
+type number struct {
+	n   int64
+	set bool // the member is present
+}
+
+// read takes a number member.
+func (n *number) read(v jsontext.Value) {
+	n.n, n.set = num(v), true
+}
+
+// num returns the integer v holds, as a number or a string; else 0.
+func num(v jsontext.Value) int64 {
+	s := string(v)
+	if v.Kind() == '"' {
+		s = str(v)
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	} else if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return int64(f)
+	}
+	return 0
+}
+
+// UnmarshalJSONFrom reads a number member.
+func (n *number) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err == nil {
+		n.read(v)
+	}
+	return err
+}
+
+var (
+	// decodeOpts tolerate what agents emit: repeated member names (the
+	// last one counts) and invalid UTF-8.
+	decodeOpts = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// legacyOpts leave out a member of an unexpected kind and read the
+	// rest, as json v1 does, rather than stopping at it.
+	legacyOpts = jsonv1.ReportErrorsWithLegacySemantics(true)
+)
+
+// unmarshalNames is unmarshal that also reports whether an object in v
+// repeats a member name, which jsontext refuses to encode.
+func unmarshalNames(v []byte, out any) (repeats bool) {
+	err := json.Unmarshal(v, out, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		repeats = errors.Is(err, jsontext.ErrDuplicateName)
+		unmarshal(v, out)
+	}
+	return repeats
+}
+
+// unmarshal decodes JSON that the agent wrote into out, leaving out a
+// member of an unexpected kind; it reports an error only when v is not
+// valid JSON. A second pass, when one is needed, reads the same members
+// again into out.
+func unmarshal(v []byte, out any) error {
+	err := json.Unmarshal(v, out, decodeOpts)
+	if _, ok := errors.AsType[*json.SemanticError](err); ok {
+		if !jsontext.Value(v).IsValid(decodeOpts) {
+			return err
+		}
+		_ = json.Unmarshal(v, out, decodeOpts, legacyOpts)
+		return nil
+	}
+	return err
+}
 
 // decode classifies one non-empty line.
 func (d *Decoder) decode(line []byte) Event {
-	ev := Event{Raw: line, Size: len(line)}
+	ev := Event{Raw: line, Size: len(line), Kind: KindNotJSON}
 	if line[0] != '{' {
-		ev.Kind = KindNotJSON
 		return ev
 	}
-	if d.w == nil {
-		d.w = wires.Get().(*wire)
-	}
-	d.w.reset()
-	if !d.members(line, 0) {
-		ev.Kind = KindNotJSON
+	d.last = d.w
+	w := &d.w
+	if d.read(line) != nil {
 		return ev
 	}
-	w := d.w
-	ev.unique = !w.scan.repeats
-	ev.Type, ev.Subtype = w.typ, w.sub
-	ev.SessionID = w.session
-	ev.ModelCallID = w.modelCallID
-	ev.TimestampMs, ev.HasTimestamp = w.ts, w.hasTS
-	switch w.typ {
+	ev.Type, ev.Subtype = w.Type, w.Subtype
+	ev.SessionID = w.SessionID
+	ev.ModelCallID = w.ModelCallID
+	ev.TimestampMs, ev.HasTimestamp = w.TimestampMs.n, w.TimestampMs.set
+	switch w.Type {
 	case "system":
-		if w.sub == "init" {
+		if w.Subtype == "init" {
 			ev.Kind = KindInit
-			ev.Init = &Init{SessionID: w.session, Cwd: w.cwd, Model: w.model, PermissionMode: w.permissionMode, APIKeySource: w.apiKeySource}
+			ev.Init = &Init{SessionID: w.SessionID, Cwd: cmp.Or(w.Cwd, w.Workspace), Model: w.Model,
+				PermissionMode: w.PermissionMode, APIKeySource: w.APIKeySource}
 		} else {
 			ev.Kind = KindInfo
 		}
 	case "user":
 		ev.Kind = KindUser
 	case "thinking":
-		if w.sub == "completed" {
+		if w.Subtype == "completed" {
 			ev.Kind = KindThinkingDone
 		} else {
 			ev.Kind = KindThinkingDelta
-			ev.Text = w.text
+			ev.Text = w.Text.s
 		}
 	case "assistant":
 		ev.Kind = KindAssistant
-		if w.hasText {
-			ev.Text = w.text
-		} else {
-			ev.Text = w.msgText
+		ev.Text = w.Message.s
+		if w.Text.set {
+			ev.Text = w.Text.s
 		}
 	case "tool_call", "tool-call-started", "tool-call-completed":
-		d.toolEvent(&ev)
+		toolEvent(&ev, w)
 	case "result":
 		ev.Kind = KindResult
-		ev.Result = &Result{Subtype: w.sub, IsError: w.isError || w.sub == "error", DurationMs: w.durationMs,
-			DurationAPIMs: w.durationAPIMs, Text: w.resultText, Error: w.errText, RequestID: w.requestID, Usage: w.usage}
+		ev.Result = &Result{Subtype: w.Subtype, IsError: w.IsError || w.Subtype == "error", DurationMs: w.DurationMs.n,
+			DurationAPIMs: w.DurationAPIMs.n, Text: str(w.Result), Error: str(w.Error), RequestID: w.RequestID,
+			Usage: w.Usage.counts()}
 	case "error":
 		ev.Kind = KindError
-		ev.Details = w.errDetails
+		msg, details := errorText(w.Error)
+		if d := scalarText(w.Details); d != "" {
+			details = d
+		}
+		ev.Details = details
 		switch {
-		case w.errText != "":
-			ev.Text = w.errText
-		case w.hasMsg:
-			ev.Text = w.msgText
+		case msg != "":
+			ev.Text = msg
+		case w.Message.set:
+			ev.Text = w.Message.s
 		default:
-			ev.Text = w.text
+			ev.Text = w.Text.s
 		}
 	case "interaction_query", "connection", "retry":
 		ev.Kind = KindInfo
@@ -130,12 +405,28 @@ func (d *Decoder) decode(line []byte) Event {
 	return ev
 }
 
-func (d *Decoder) toolEvent(ev *Event) {
-	w := d.w
+// read decodes line into d.w, and reports an error when it is not exactly
+// one JSON object.
+func (d *Decoder) read(line []byte) error {
+	d.w = agentLine{last: &d.last}
+	d.in = *bytes.NewBuffer(line)
+	d.dec.Reset(&d.in, decodeOpts)
+	if err := d.w.UnmarshalJSONFrom(&d.dec); err != nil {
+		return err
+	}
+	if _, err := d.dec.ReadToken(); err != io.EOF {
+		return cmp.Or(err, errNotObject) // more than one value
+	}
+	return nil
+}
+
+// toolEvent fills in a tool_call event (or a hyphenated tool-call-started
+// or -completed one).
+func toolEvent(ev *Event, w *agentLine) {
 	switch {
-	case w.typ == "tool-call-started" || (w.typ == "tool_call" && w.sub == "started"):
+	case w.Type == "tool-call-started" || (w.Type == "tool_call" && w.Subtype == "started"):
 		ev.Kind = KindToolStarted
-	case w.typ == "tool-call-completed" || (w.typ == "tool_call" && w.sub == "completed"):
+	case w.Type == "tool-call-completed" || (w.Type == "tool_call" && w.Subtype == "completed"):
 		ev.Kind = KindToolCompleted
 	default:
 		ev.Kind = KindUnknown
@@ -143,489 +434,139 @@ func (d *Decoder) toolEvent(ev *Event) {
 	}
 	tc := &ToolCall{}
 	var id string
-	if w.tool != nil {
-		id = parseToolObject(w.tool, tc)
+	var result jsontext.Value
+	if w.Result.Kind() == '{' {
+		result = w.Result
+	}
+	if w.Tool != nil {
+		tc, id = w.Tool, w.ToolID
 	} else {
-		tc.Kind = w.toolName
-		tc.Args = w.params
-		tc.Result = w.resultObj
-		tc.DurationMs = w.durationMs
-		id = w.toolCallID
+		tc.Kind, tc.Args, tc.Result, tc.DurationMs = w.ToolName, w.Parameters, result, w.DurationMs.n
+		id = w.ToolCallID
 	}
-	if ev.Kind == KindToolCompleted && tc.Result == nil && w.resultObj != nil {
-		tc.Result = w.resultObj
-	}
-	// Repeated names would make the events unencodable downstream.
-	if w.scan.repeats {
-		tc.Args, tc.Result = d.names.dedupe(tc.Args), d.names.dedupe(tc.Result)
+	if ev.Kind == KindToolCompleted && tc.Result == nil {
+		tc.Result = result
 	}
 	ev.Tool = tc
-	ev.CallID = w.callID
-	if ev.CallID == "" {
-		ev.CallID = id
-	}
+	ev.CallID = cmp.Or(w.CallID, id)
 }
 
-// members scans the members of the object in val, reporting whether val
-// is exactly one JSON object; depth 1 is a payload.
-func (d *Decoder) members(val []byte, depth int) bool {
-	if depth == 0 {
-		return isObjectLine(val, func(name, v []byte, escaped bool) {
-			if escaped {
-				name = unquoteName(name)
-			} else {
-				name = name[1 : len(name)-1]
+// readTool reads a tool call object: its kind's object ({"shellToolCall":
+// {"args": …, "result": …}}), a function call, or the first object of
+// another kind with args or a result; and its id and times. It reads by
+// tokens, in its line's pass; the objects in it are decoded typed.
+func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
+	tc = &ToolCall{}
+	var other ToolCall
+	err = eachMember(dec, func(name []byte) error {
+		v, err := dec.ReadValue()
+		switch string(name) {
+		case "toolCallId", "id":
+			id = cmp.Or(id, str(v))
+		case "startedAtMs":
+			tc.StartedAtMs = num(v)
+		case "completedAtMs":
+			tc.CompletedAtMs = num(v)
+		case "result":
+			tc.Result = v.Clone()
+		case "function":
+			if v.Kind() == '{' {
+				tc.Kind = "function"
+				readFunction(v, tc)
 			}
-			d.member(name, v, depth)
-		}, &d.w.scan)
+		default:
+			switch {
+			case v.Kind() != '{':
+			case bytes.HasSuffix(name, []byte("ToolCall")):
+				tc.Kind = string(name)
+				readInner(v, tc)
+			case other.Kind == "":
+				if readInner(v, &other); other.Args == nil && other.Result == nil {
+					other = ToolCall{}
+				} else {
+					other.Kind = string(name)
+				}
+			}
+		}
+		return err
+	})
+	if tc.Kind == "" && other.Kind != "" {
+		tc.Kind, tc.Args, tc.Result, tc.Description, tc.Name = other.Kind, other.Args, other.Result, other.Description, other.Name
 	}
-	return eachMember(val, func(name, v []byte, _, _ int) { d.member(unquoteName(name), v, depth) })
+	return tc, id, err
 }
 
-// member records one member of the line or of its payload.
-func (d *Decoder) member(name []byte, v jsontext.Value, depth int) {
-	w := d.w
-	switch string(name) {
-	case "type":
-		w.typ = internType(v)
-	case "subtype":
-		w.sub = internType(v)
-	case "session_id":
-		if !bytes.Equal(v, d.sessRaw) {
-			d.sessRaw = append(d.sessRaw[:0], v...)
-			d.session = str(v)
-		}
-		w.session = d.session
-	case "text":
-		if v.Kind() == '"' {
-			w.text, w.hasText = textStr(v), true
-		}
-	case "content":
-		if depth > 0 && v.Kind() == '"' && !w.hasText {
-			w.text, w.hasText = textStr(v), true
-		}
-	case "message":
-		switch v.Kind() {
-		case '{':
-			w.msgText, w.hasMsg = messageText(v), true
-		case '"':
-			w.msgText, w.hasMsg = textStr(v), true
-		}
-	case "model_call_id":
-		w.modelCallID = d.intern(v)
-	case "timestamp_ms":
-		w.ts, w.hasTS = num(v), true
-	case "call_id":
-		w.callID = str(v)
-	case "tool_call", "toolCall":
-		if v.Kind() == '{' {
-			w.tool = v.Clone()
-		}
-	case "tool_name":
-		w.toolName = str(v)
-	case "tool_call_id":
-		w.toolCallID = str(v)
-	case "parameters":
-		if v.Kind() == '{' {
-			w.params = v.Clone()
-		}
-	case "result":
-		switch v.Kind() {
-		case '"':
-			w.resultText = str(v)
-		case '{':
-			w.resultObj = v.Clone()
-		}
-	case "error":
-		switch v.Kind() {
-		case '"':
-			w.errText = str(v)
-		case '{':
-			w.errText, w.errDetails = errorText(v)
-		}
-	case "details":
-		if d := scalarText(v); d != "" {
-			w.errDetails = d
-		}
-	case "is_error":
-		w.isError = v.Kind() == 't'
-	case "duration_ms":
-		w.durationMs = num(v)
-	case "duration_api_ms":
-		w.durationAPIMs = num(v)
-	case "request_id":
-		w.requestID = str(v)
-	case "usage":
-		if v.Kind() == '{' {
-			w.usage = usageOf(v)
-		}
-	case "cwd":
-		w.cwd = str(v)
-	case "workspace":
-		// The Python API's init names the working directory "workspace".
-		if w.cwd == "" {
-			w.cwd = str(v)
-		}
-	case "model":
-		w.model = str(v)
-	case "permissionMode":
-		w.permissionMode = str(v)
-	case "apiKeySource":
-		w.apiKeySource = str(v)
-	case "payload":
-		if depth == 0 && v.Kind() == '{' {
-			w.payloadIsObject = true
-			d.members(v, 1)
-		}
+// readInner fills in tc from v, the object of a tool call's kind.
+func readInner(v jsontext.Value, tc *ToolCall) {
+	var in toolInner
+	unmarshal(v, &in)
+	tc.Args, tc.Result, tc.Description, tc.Name = in.Args, in.Result, in.Description, in.Name
+	if in.Args == nil && in.Result == nil {
+		tc.Args = v.Clone() // the legacy layout: {"path": …, "contents": …}
 	}
 }
 
-// intern returns a shared string for a repeated model_call_id.
-func (d *Decoder) intern(v jsontext.Value) string {
-	if v.Kind() != '"' {
-		return ""
+// readFunction fills in tc from a function call.
+func readFunction(v jsontext.Value, tc *ToolCall) {
+	var f functionCall
+	unmarshal(v, &f)
+	tc.Name = f.Name
+	if f.Result != nil {
+		tc.Result = f.Result
 	}
-	if s, ok := d.mcid[string(v)]; ok {
-		return s
-	}
-	if d.mcid == nil {
-		d.mcid = make(map[string]string)
-	}
-	s := str(v)
-	if len(d.mcid) < 1024 {
-		d.mcid[string(v)] = s
-	}
-	return s
-}
-
-// internType maps the common type and subtype values to constants.
-func internType(v jsontext.Value) string {
-	switch string(v) {
-	case `"assistant"`:
-		return "assistant"
-	case `"thinking"`:
-		return "thinking"
-	case `"delta"`:
-		return "delta"
-	case `"completed"`:
-		return "completed"
-	case `"started"`:
-		return "started"
-	case `"tool_call"`:
-		return "tool_call"
-	case `"system"`:
-		return "system"
-	case `"init"`:
-		return "init"
-	case `"user"`:
-		return "user"
-	case `"result"`:
-		return "result"
-	case `"success"`:
-		return "success"
-	case `"error"`:
-		return "error"
-	case `"connection"`:
-		return "connection"
-	case `"retry"`:
-		return "retry"
-	case `"interaction_query"`:
-		return "interaction_query"
-	case `"request"`:
-		return "request"
-	case `"response"`:
-		return "response"
-	}
-	return str(v)
-}
-
-// unquoteName returns a member name without quotes, unescaping if needed.
-// Invalid UTF-8 becomes U+FFFD, byte by byte, as jsontext compares names.
-func unquoteName(name jsontext.Value) []byte {
-	if len(name) >= 2 && plainName(name) {
-		return name[1 : len(name)-1]
-	}
-	b, _ := jsontext.AppendUnquote(nil, name)
-	return b
-}
-
-// plainName reports whether a name has neither escapes nor bytes beyond
-// ASCII, so that it reads as it is written.
-func plainName(name []byte) bool {
-	return asciiName(name) && bytes.IndexByte(name, '\\') < 0
-}
-
-// str returns the string a JSON value holds, or "" when it is no string.
-func str(v jsontext.Value) string {
-	if len(v) < 2 || v[0] != '"' {
-		return ""
-	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1])
-	}
-	// Unquoted, a string is seldom longer than quoted (only invalid UTF-8
-	// grows, into U+FFFD), and the buffer is the string's own: one
-	// allocation rather than a grown buffer and its copy.
-	b := appendUnquote(make([]byte, 0, len(v)), v)
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// appendUnquote appends the string that v, a valid JSON string, holds, as
-// jsontext.AppendUnquote does. Text between escapes is copied in runs, and
-// the one-character escapes are read here; a string with a \u escape or
-// with invalid UTF-8 is left to jsontext, which replaces what is invalid
-// with U+FFFD.
-func appendUnquote(dst []byte, v []byte) []byte {
-	n := len(dst)
-	s := v[1 : len(v)-1]
-	if !utf8.Valid(s) {
-		return appendUnquoteSlow(dst, v)
-	}
-	for len(s) > 0 {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			i = len(s)
+	switch f.Arguments.Kind() {
+	case '{':
+		tc.Args = f.Arguments
+	case '"':
+		s := str(f.Arguments)
+		if v := jsontext.Value(s); v.IsValid() && v.Kind() == '{' {
+			tc.Args = v
+		} else {
+			tc.Args, _ = json.Marshal(map[string]string{"input": s})
 		}
-		dst = append(dst, s[:i]...)
-		if i == len(s) {
-			return dst
-		}
-		if i+1 >= len(s) {
-			break
-		}
-		c := byte(0)
-		switch s[i+1] {
-		case '"', '\\', '/':
-			c = s[i+1]
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		}
-		if c == 0 {
-			break // \u, or not valid
-		}
-		dst = append(dst, c)
-		s = s[i+2:]
 	}
-	if len(s) == 0 {
-		return dst
-	}
-	return appendUnquoteSlow(dst[:n], v)
-}
-
-func appendUnquoteSlow(dst []byte, v []byte) []byte {
-	b, _ := jsontext.AppendUnquote(dst, v)
-	return b
 }
 
 // maxTokens is the largest token count taken from the agent.
 const maxTokens = 1 << 50
 
-// usageOf reads the agent's usage object. A member that is not a token
-// count (a whole number from 0 to maxTokens) counts as 0; the usage is nil
-// when no member is one.
-func usageOf(obj jsontext.Value) *AgentUsage {
-	var u AgentUsage
+// counts returns the agent's usage: a member that is not a token count (a
+// whole number from 0 to maxTokens) counts as 0; the usage is nil when no
+// member is one.
+func (u *agentUsage) counts() *AgentUsage {
+	if u == nil {
+		return nil
+	}
+	var a AgentUsage
 	found := false
-	eachMember(obj, func(name, v []byte, _, _ int) {
-		n, ok := tokenCount(v)
-		if !ok {
-			return
+	for _, c := range []struct {
+		dst *int64
+		v   *float64
+	}{{&a.InputTokens, u.InputTokens}, {&a.OutputTokens, u.OutputTokens},
+		{&a.CacheReadTokens, u.CacheReadTokens}, {&a.CacheWriteTokens, u.CacheWriteTokens}} {
+		if f := c.v; f != nil && *f >= 0 && *f <= maxTokens && *f == math.Trunc(*f) {
+			*c.dst, found = int64(*f), true
 		}
-		switch {
-		case nameIs(name, "inputTokens"):
-			u.InputTokens = n
-		case nameIs(name, "outputTokens"):
-			u.OutputTokens = n
-		case nameIs(name, "cacheReadTokens"):
-			u.CacheReadTokens = n
-		case nameIs(name, "cacheWriteTokens"):
-			u.CacheWriteTokens = n
-		default:
-			return
-		}
-		found = true
-	})
+	}
 	if !found {
 		return nil
 	}
-	return &u
+	return &a
 }
 
-// tokenCount returns the token count a JSON number holds: a whole number
-// from 0 to maxTokens, written as an integer or not (5.0, 1e3).
-func tokenCount(v []byte) (int64, bool) {
-	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || f < 0 || f > maxTokens || f != math.Trunc(f) {
-		return 0, false
-	}
-	return int64(f), true
-}
-
-// num returns the integer a JSON number or numeric string holds.
-func num(v jsontext.Value) int64 {
-	s := v
-	if len(s) >= 2 && s[0] == '"' {
-		s = s[1 : len(s)-1]
-	}
-	// Timestamps and durations are plain digits: read them directly.
-	if len(s) > 0 && len(s) <= 18 {
-		n := int64(0)
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				goto general
-			}
-			n = n*10 + int64(c-'0')
-		}
-		return n
-	}
-general:
-	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
-		return n
-	}
-	if f, err := strconv.ParseFloat(string(s), 64); err == nil {
-		return int64(f)
-	}
-	return 0
-}
-
-// messageText extracts the text of a message object: its content as a
-// string, or its text blocks in order.
-func messageText(v jsontext.Value) string {
-	text := ""
-	walkObject(v, 0, func(name []byte, vs int) int {
-		if nameIs(name, "content") {
-			t, end := contentAt(v, vs)
-			text = t
-			return end
-		}
-		return skipFast(v, vs)
-	})
-	return text
-}
-
-// contentText reads a message content: a string, or an array of blocks of
-// which those of type "text" (or of no type) count.
-func contentText(c jsontext.Value) string {
-	if len(c) == 0 {
-		return ""
-	}
-	t, _ := contentAt(c, 0)
-	return t
-}
-
-// contentAt reads the message content whose value starts at b[i] (see
-// contentText) and returns its text and where the value ends, or -1.
-func contentAt(b []byte, i int) (string, int) {
-	if i >= len(b) {
-		return "", -1
-	}
-	switch b[i] {
-	case '"':
-		end := skipStringFast(b, i)
-		if end < 0 {
-			return "", -1
-		}
-		return textStr(b[i:end]), end
-	case '[':
-	default:
-		return "", skipFast(b, i)
-	}
-	// Usually one text block: its string is the text, with no joining.
-	var first []byte
-	var joined *strings.Builder
-	text := func() string {
-		if joined != nil {
-			return joined.String()
-		}
-		return textStr(first)
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return "", i + 1
-	}
-	for i < len(b) {
-		start := i
-		var end int
-		if b[i] != '{' {
-			end = skipFast(b, i)
-		} else {
-			var typ, txt []byte
-			end = walkObject(b, i, func(name []byte, vs int) int {
-				e := skipFast(b, vs)
-				if e > vs {
-					switch {
-					case nameIs(name, "type"):
-						typ = b[vs:e]
-					case nameIs(name, "text"):
-						txt = b[vs:e]
-					}
-				}
-				return e
-			})
-			if end > start && (typ == nil || string(typ) == `"text"` || string(typ) == `""`) && len(txt) > 0 && txt[0] == '"' {
-				switch {
-				case first == nil:
-					first = txt
-				case joined == nil:
-					joined = &strings.Builder{}
-					joined.WriteString(textStr(first))
-					fallthrough
-				default:
-					joined.WriteString(textStr(txt))
-				}
-			}
-		}
-		if end <= start {
-			return text(), -1
-		}
-		if i = skipWS(b, end); i >= len(b) {
-			return text(), -1
-		}
-		switch b[i] {
-		case ']':
-			return text(), i + 1
-		case ',':
-			i = skipWS(b, i+1)
-		default:
-			return text(), -1
-		}
-	}
-	return text(), -1
-}
-
-// errorText extracts a message from an error object.
-// errorText extracts a message from an error object, and its code or
-// details, if it gives any.
+// errorText extracts a message from an error member, a string or an
+// object, and its code or details, if it gives any.
 func errorText(v jsontext.Value) (text, details string) {
-	var e struct {
-		Message string         `json:"message"`
-		Error   string         `json:"error"`
-		Code    jsontext.Value `json:"code"`
-		Details jsontext.Value `json:"details"`
+	if v.Kind() != '{' {
+		return str(v), ""
 	}
-	_ = json.Unmarshal(v, &e, decodeOpts)
+	var e errorObject
+	unmarshal(v, &e)
 	details = scalarText(e.Details)
 	if c := scalarText(e.Code); c != "" {
 		details = strings.TrimSpace(c + " " + details)
 	}
-	switch {
-	case e.Message != "":
-		return e.Message, details
-	case e.Error != "":
-		return e.Error, details
-	}
-	return string(v), details
+	return cmp.Or(e.Message, e.Error, string(v)), details
 }
 
 // scalarText is a string's text or a number as written, else "".
@@ -639,140 +580,77 @@ func scalarText(v jsontext.Value) string {
 	return ""
 }
 
-// parseToolObject reads a tool_call (or payload toolCall) object in any of
-// its layouts into tc and returns the call id it names, if any. raw is owned
-// by tc afterwards: its parts are kept without copies.
-func parseToolObject(raw jsontext.Value, tc *ToolCall) (id string) {
-	var otherName, other []byte // an object of a kind not named …ToolCall
-	walkObject(raw, 0, func(nameQ []byte, vs int) int {
-		name := unquoteName(nameQ)
-		if raw[vs] == '{' && bytes.HasSuffix(name, []byte("ToolCall")) {
-			tc.Kind = toolKind(name)
-			return parseToolInnerAt(raw, vs, tc)
-		}
-		end := skipFast(raw, vs)
-		if end <= vs {
-			return end
-		}
-		v := raw[vs:end]
-		switch {
-		case string(name) == "function" && v[0] == '{':
-			tc.Kind = "function"
-			parseFunction(v, tc)
-		case string(name) == "toolCallId" || string(name) == "id":
-			if id == "" {
-				id = str(v)
-			}
-		case string(name) == "startedAtMs":
-			tc.StartedAtMs = num(v)
-		case string(name) == "completedAtMs":
-			tc.CompletedAtMs = num(v)
-		case string(name) == "result":
-			tc.Result = v
-		case other == nil && v[0] == '{' && hasArgsOrResult(v):
-			otherName, other = name, v
-		}
-		return end
-	})
-	if tc.Kind == "" && other != nil {
-		tc.Kind = string(otherName)
-		parseToolInner(other, tc)
+// same returns old when v holds it, else the string v holds.
+func same(v jsontext.Value, old string) string {
+	if len(v) == len(old)+2 && v.Kind() == '"' && string(v[1:len(v)-1]) == old {
+		return old
 	}
-	return id
+	return str(v)
 }
 
-// hasArgsOrResult reports whether the object v has an args or a result
-// member, as a tool call's inner object does.
-func hasArgsOrResult(v []byte) bool {
-	found := false
-	eachMember(v, func(name, _ []byte, _, _ int) {
-		found = found || nameIs(name, "args") || nameIs(name, "result")
-	})
-	return found
-}
-
-// toolKind returns the kind key of a tool call, without allocating for the
-// common ones.
-func toolKind(name []byte) string {
-	switch string(name) {
-	case "shellToolCall":
-		return "shellToolCall"
-	case "readToolCall":
-		return "readToolCall"
-	case "editToolCall":
-		return "editToolCall"
-	case "grepToolCall":
-		return "grepToolCall"
-	case "globToolCall":
-		return "globToolCall"
-	case "lsToolCall":
-		return "lsToolCall"
+// str returns the string a JSON value holds, or "" when it is no string.
+// Invalid UTF-8 becomes U+FFFD.
+func str(v jsontext.Value) string {
+	switch {
+	case v.Kind() != '"':
+		return ""
+	case bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+		return string(v[1 : len(v)-1])
 	}
-	return string(name)
+	b, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
+	return string(b)
 }
 
-// parseToolInner reads {args, result, description, name} or a legacy inner
-// object whose members are the arguments themselves.
-func parseToolInner(raw jsontext.Value, tc *ToolCall) {
-	if len(raw) > 0 {
-		parseToolInnerAt(raw, 0, tc)
+// dedupe returns v without repeated member names, keeping the last member
+// of each name where it stands; json/v2 either refuses repeated names or
+// keeps them all. v is valid JSON; without repeats it is returned as is.
+func dedupe(v jsontext.Value) jsontext.Value {
+	if v == nil || v.IsValid(jsontext.AllowInvalidUTF8(true)) {
+		return v
 	}
+	var b bytes.Buffer
+	enc := jsontext.NewEncoder(&b, jsontext.AllowInvalidUTF8(true))
+	dedupeTo(enc, jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts))
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// parseToolInnerAt is parseToolInner for the object whose '{' is b[i]; it
-// returns where the object ends, or -1.
-func parseToolInnerAt(b []byte, i int, tc *ToolCall) int {
-	var args, result jsontext.Value
-	end := walkObject(b, i, func(name []byte, vs int) int {
-		e := skipFast(b, vs)
-		if e <= vs {
-			return e
-		}
-		v := b[vs:e]
-		switch {
-		case nameIs(name, "args"):
-			args = v
-		case nameIs(name, "result"):
-			result = v
-		case nameIs(name, "description"):
-			tc.Description = str(v)
-		case nameIs(name, "name"):
-			tc.Name = str(v)
-		}
-		return e
-	})
-	tc.Args, tc.Result = args, result
-	if tc.Args == nil && tc.Result == nil && end > i {
-		// Legacy layout: {"path": …, "contents": …} carries the arguments directly.
-		tc.Args = b[i:end]
-	}
-	return end
-}
-
-// parseFunction reads a generic {name, arguments} call; arguments may be an
-// object or a string holding JSON.
-func parseFunction(raw jsontext.Value, tc *ToolCall) {
-	var arguments jsontext.Value
-	eachMember(raw, func(name, v []byte, _, _ int) {
-		switch {
-		case nameIs(name, "name"):
-			tc.Name = str(v)
-		case nameIs(name, "arguments"):
-			arguments = v
-		case nameIs(name, "result"):
-			tc.Result = v
-		}
-	})
-	switch arguments.Kind() {
+// dedupeTo copies the next value from dec to enc, without repeated names.
+func dedupeTo(enc *jsontext.Encoder, dec *jsontext.Decoder) {
+	switch dec.PeekKind() {
 	case '{':
-		tc.Args = arguments
-	case '"':
-		s := str(arguments)
-		if v := jsontext.Value(s); v.IsValid() && v.Kind() == '{' {
-			tc.Args = v
-		} else {
-			b, _ := json.Marshal(map[string]string{"input": s})
-			tc.Args = b
+		dec.ReadToken()
+		type member struct {
+			name  string
+			value jsontext.Value
 		}
+		var ms []member
+		last := map[string]int{}
+		for dec.PeekKind() == '"' {
+			tok, _ := dec.ReadToken()
+			name := tok.String()
+			value, _ := dec.ReadValue()
+			last[name] = len(ms)
+			ms = append(ms, member{name, value.Clone()})
+		}
+		dec.ReadToken()
+		enc.WriteToken(jsontext.BeginObject)
+		for i, m := range ms {
+			if last[m.name] == i {
+				enc.WriteToken(jsontext.String(m.name))
+				dedupeTo(enc, jsontext.NewDecoder(bytes.NewBuffer(m.value), decodeOpts))
+			}
+		}
+		enc.WriteToken(jsontext.EndObject)
+	case '[':
+		dec.ReadToken()
+		enc.WriteToken(jsontext.BeginArray)
+		for dec.PeekKind() != ']' && dec.PeekKind() != 0 {
+			dedupeTo(enc, dec)
+		}
+		dec.ReadToken()
+		enc.WriteToken(jsontext.EndArray)
+	default:
+		v, _ := dec.ReadValue()
+		enc.WriteValue(v)
 	}
 }
