@@ -1,0 +1,138 @@
+package gateway_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docstream/docstream/documents"
+)
+
+// slowRate is how fast the slow readers of these tests read: about 1 MB/s.
+const slowRate = 1 << 20
+
+// smallReadBuffer is the socket receive buffer of the slow readers, so that
+// the kernel on their side does not read the stream for them.
+const smallReadBuffer = 32 << 10
+
+// slowConn reads its connection at most rate bytes a second on average.
+type slowConn struct {
+	net.Conn
+	rate  int64
+	mu    sync.Mutex
+	start time.Time
+	n     int64
+}
+
+func (c *slowConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p) > 16<<10 {
+		p = p[:16<<10]
+	}
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	time.Sleep(time.Until(c.start.Add(time.Duration(c.n * int64(time.Second) / c.rate))))
+	return n, err
+}
+
+// smallBufferDialer dials TCP with a small receive buffer.
+var smallBufferDialer = &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, smallReadBuffer)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}}
+
+// slowTransport dials connections with a small receive buffer that read at
+// rate bytes a second (rate 0: as fast as the caller reads).
+func slowTransport(rate int64) *http.Transport {
+	return &http.Transport{DisableKeepAlives: true, DisableCompression: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := smallBufferDialer.DialContext(ctx, network, addr)
+			if err != nil || rate == 0 {
+				return c, err
+			}
+			return &slowConn{Conn: c, rate: rate, start: time.Now()}, nil
+		}}
+}
+
+// largestMetadata is the size of the largest document metadata of a
+// response: the tool result of fault:oversize is 10 MiB.
+func largestMetadata(cr documents.ChatResponse) int {
+	n := 0
+	for _, d := range cr.Documents {
+		n = max(n, len(d.Metadata))
+	}
+	return n
+}
+
+// TestSlowReaderGetsLargeEvent: a client reading at about 1 MB/s receives
+// the 10.5 MB event of a 10 MiB tool result whole, with a write timeout of
+// 2s: the timeout measures a stall, not the time one event takes to send.
+func TestSlowReaderGetsLargeEvent(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=2s")
+	client := &http.Client{Transport: slowTransport(slowRate), Timeout: 2 * time.Minute}
+	req := newRequest(t, http.MethodPost, s.URL+"/v1/chat", map[string]any{"prompt": "fault:oversize", "stream": true})
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
+	}
+	cr := fold(t, readEvents(t, resp.Body))
+	if cr.Status != documents.StatusCompleted {
+		t.Fatalf("status %s, want completed", cr.Status)
+	}
+	if n := largestMetadata(cr); n < 10<<20 {
+		t.Fatalf("the 10 MiB tool result did not arrive whole (largest metadata %d bytes)", n)
+	}
+}
+
+// TestStalledReaderReattaches: a client that stops reading in front of a
+// large event is still dropped after the write timeout; it re-attaches
+// with Last-Event-ID and gets the rest of the run.
+func TestStalledReaderReattaches(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=1s")
+	client := &http.Client{Transport: slowTransport(0)}
+	req := newRequest(t, http.MethodPost, s.URL+"/v1/chat", map[string]any{"prompt": "fault:oversize", "stream": true})
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e2eNewStream(t, resp)
+	defer st.Close()
+	id := resp.Header.Get("X-Docstream-Response-Id")
+	first := st.Until(documents.EventToolCallStart)
+	// The next event is the 10 MiB result: stop reading. The gateway gives
+	// up on this client after its write timeout while the run goes on.
+	if !waitFor(30*time.Second, func() bool { return s.e2eMetrics(t)["docstream_stream_subscribers"] == 0 }) {
+		t.Fatalf("the gateway still writes to a client that has read nothing for 30 s, with a write timeout of 1s")
+	}
+	st.Close()
+	last, err := strconv.Atoi(first[len(first)-1].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := s.e2eReattach(t, id, last, false).Rest()
+	cr := fold(t, append(first, rest...))
+	if cr.Status != documents.StatusCompleted {
+		t.Fatalf("status %s, want completed", cr.Status)
+	}
+	if n := largestMetadata(cr); n < 10<<20 {
+		t.Fatalf("the re-attached stream lacks the 10 MiB tool result (largest metadata %d bytes)", n)
+	}
+}
