@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/go-json-experiment/json"
+
 	"github.com/docstream/docstream/documents"
 )
 
@@ -134,5 +137,55 @@ func TestStalledReaderReattaches(t *testing.T) {
 	}
 	if n := largestMetadata(cr); n < 10<<20 {
 		t.Fatalf("the re-attached stream lacks the 10 MiB tool result (largest metadata %d bytes)", n)
+	}
+}
+
+// TestWSSlowReaderGetsLargeMessage: a WebSocket client reading at about
+// 1 MB/s receives the 10.5 MB message of a 10 MiB tool result whole, with a
+// write timeout of 2s; one that then stops reading is dropped.
+func TestWSSlowReaderGetsLargeMessage(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=2s")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws",
+		&websocket.DialOptions{HTTPClient: &http.Client{Transport: slowTransport(slowRate)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(64 << 20)
+	c := &wsClient{t: t, conn: conn, ctx: ctx, pings: make(chan struct{}, 16)}
+	c.send(map[string]any{"type": "chat", "prompt": "fault:oversize"})
+	cr := wsFold(t, c.turn())
+	if cr.Status != documents.StatusCompleted {
+		t.Fatalf("status %s, want completed", cr.Status)
+	}
+	if n := largestMetadata(cr); n < 10<<20 {
+		t.Fatalf("the 10 MiB tool result did not arrive whole (largest metadata %d bytes)", n)
+	}
+
+	// The next turn's reader stops in front of the large message.
+	c.send(map[string]any{"type": "chat", "prompt": "fault:oversize"})
+	c.accepted()
+	for m := c.read(); m.Type != documents.EventToolCallStart; m = c.read() {
+	}
+	if !waitFor(30*time.Second, func() bool { return s.e2eMetrics(t)["docstream_stream_subscribers"] == 0 }) {
+		t.Fatalf("the gateway still writes to a socket that has read nothing for 30 s, with a write timeout of 2s")
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	for {
+		_, b, err := conn.Read(rctx)
+		if err != nil {
+			if rctx.Err() != nil {
+				t.Fatalf("the gateway kept the stalled socket open")
+			}
+			break
+		}
+		var m wsMsg
+		if json.Unmarshal(b, &m) == nil && m.Type == documents.EventDone {
+			t.Fatalf("the stalled socket got the whole turn; it was not dropped")
+		}
 	}
 }
