@@ -69,22 +69,36 @@ func slowTransport(rate int64) *http.Transport {
 		}}
 }
 
-// largestMetadata is the size of the largest document metadata of a
-// response: the tool result of fault:oversize is 10 MiB.
-func largestMetadata(cr documents.ChatResponse) int {
+// wantLargeResult checks a run of fault:oversize completed with its 10 MiB
+// tool result whole.
+func wantLargeResult(t *testing.T, cr documents.ChatResponse) {
+	t.Helper()
 	n := 0
 	for _, d := range cr.Documents {
 		n = max(n, len(d.Metadata))
+		if d.Type == documents.TypeError {
+			t.Errorf("error document: %.300s", d.Metadata)
+		}
 	}
-	return n
+	if cr.Status != documents.StatusCompleted {
+		t.Fatalf("status %s, want completed", cr.Status)
+	}
+	if n < 10<<20 {
+		t.Fatalf("the 10 MiB tool result did not arrive whole (largest metadata %d bytes)", n)
+	}
 }
+
+// slowEnv are the settings of these tests' servers: a short write timeout
+// and, as reading a 10 MiB line takes a while under load, a linger long
+// enough for the agent's output to be read after it exits.
+var slowEnv = []string{"DOCSTREAM_SERVER_WRITE_TIMEOUT=3s", "DOCSTREAM_AGENT_LINGER_AFTER_RESULT=5s"}
 
 // TestSlowReaderGetsLargeEvent: a client reading at about 1 MB/s receives
 // the 10.5 MB event of a 10 MiB tool result whole, with a write timeout of
-// 2s: the timeout measures a stall, not the time one event takes to send.
+// 3s: the timeout measures a stall, not the time one event takes to send.
 func TestSlowReaderGetsLargeEvent(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=2s")
+	s := startServer(t, slowEnv...)
 	client := &http.Client{Transport: slowTransport(slowRate), Timeout: 2 * time.Minute}
 	req := newRequest(t, http.MethodPost, s.URL+"/v1/chat", map[string]any{"prompt": "fault:oversize", "stream": true})
 	resp, err := client.Do(req)
@@ -96,12 +110,7 @@ func TestSlowReaderGetsLargeEvent(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
 	}
 	cr := fold(t, readEvents(t, resp.Body))
-	if cr.Status != documents.StatusCompleted {
-		t.Fatalf("status %s, want completed", cr.Status)
-	}
-	if n := largestMetadata(cr); n < 10<<20 {
-		t.Fatalf("the 10 MiB tool result did not arrive whole (largest metadata %d bytes)", n)
-	}
+	wantLargeResult(t, cr)
 }
 
 // TestStalledReaderReattaches: a client that stops reading in front of a
@@ -109,7 +118,7 @@ func TestSlowReaderGetsLargeEvent(t *testing.T) {
 // with Last-Event-ID and gets the rest of the run.
 func TestStalledReaderReattaches(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=1s")
+	s := startServer(t, slowEnv...)
 	client := &http.Client{Transport: slowTransport(0)}
 	req := newRequest(t, http.MethodPost, s.URL+"/v1/chat", map[string]any{"prompt": "fault:oversize", "stream": true})
 	resp, err := client.Do(req)
@@ -123,7 +132,7 @@ func TestStalledReaderReattaches(t *testing.T) {
 	// The next event is the 10 MiB result: stop reading. The gateway gives
 	// up on this client after its write timeout while the run goes on.
 	if !waitFor(30*time.Second, func() bool { return s.e2eMetrics(t)["docstream_stream_subscribers"] == 0 }) {
-		t.Fatalf("the gateway still writes to a client that has read nothing for 30 s, with a write timeout of 1s")
+		t.Fatalf("the gateway still writes to a client that has read nothing for 30 s, with a write timeout of 3s")
 	}
 	st.Close()
 	last, err := strconv.Atoi(first[len(first)-1].ID)
@@ -132,20 +141,15 @@ func TestStalledReaderReattaches(t *testing.T) {
 	}
 	rest := s.e2eReattach(t, id, last, false).Rest()
 	cr := fold(t, append(first, rest...))
-	if cr.Status != documents.StatusCompleted {
-		t.Fatalf("status %s, want completed", cr.Status)
-	}
-	if n := largestMetadata(cr); n < 10<<20 {
-		t.Fatalf("the re-attached stream lacks the 10 MiB tool result (largest metadata %d bytes)", n)
-	}
+	wantLargeResult(t, cr)
 }
 
 // TestWSSlowReaderGetsLargeMessage: a WebSocket client reading at about
 // 1 MB/s receives the 10.5 MB message of a 10 MiB tool result whole, with a
-// write timeout of 2s; one that then stops reading is dropped.
+// write timeout of 3s; one that then stops reading is dropped.
 func TestWSSlowReaderGetsLargeMessage(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_SERVER_WRITE_TIMEOUT=2s")
+	s := startServer(t, slowEnv...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws",
@@ -158,12 +162,7 @@ func TestWSSlowReaderGetsLargeMessage(t *testing.T) {
 	c := &wsClient{t: t, conn: conn, ctx: ctx, pings: make(chan struct{}, 16)}
 	c.send(map[string]any{"type": "chat", "prompt": "fault:oversize"})
 	cr := wsFold(t, c.turn())
-	if cr.Status != documents.StatusCompleted {
-		t.Fatalf("status %s, want completed", cr.Status)
-	}
-	if n := largestMetadata(cr); n < 10<<20 {
-		t.Fatalf("the 10 MiB tool result did not arrive whole (largest metadata %d bytes)", n)
-	}
+	wantLargeResult(t, cr)
 
 	// The next turn's reader stops in front of the large message.
 	c.send(map[string]any{"type": "chat", "prompt": "fault:oversize"})
@@ -171,7 +170,7 @@ func TestWSSlowReaderGetsLargeMessage(t *testing.T) {
 	for m := c.read(); m.Type != documents.EventToolCallStart; m = c.read() {
 	}
 	if !waitFor(30*time.Second, func() bool { return s.e2eMetrics(t)["docstream_stream_subscribers"] == 0 }) {
-		t.Fatalf("the gateway still writes to a socket that has read nothing for 30 s, with a write timeout of 2s")
+		t.Fatalf("the gateway still writes to a socket that has read nothing for 30 s, with a write timeout of 3s")
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer rcancel()
