@@ -18,6 +18,10 @@ type Config struct {
 	APIKey       string        `yaml:"api_key"`
 	PollInterval time.Duration `yaml:"poll_interval"`
 	Default      bool          `yaml:"default"`
+	// RequestTimeout bounds what a pass-through route, or a cloud run's
+	// launch or follow-up, waits for the API, retries included (0: no
+	// bound but the client's own).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
 // RunSpec is the cloud part of a run: the agent it watches.

@@ -235,6 +235,8 @@ func (r *call) retryable(e *Error) bool {
 }
 
 // do sends r, retrying as its policy allows, and decodes a 2xx body into out.
+// A deadline on ctx bounds every try and wait: a try ends with it whatever the
+// HTTP client's own timeout, and a wait that would pass it is not taken.
 func (c *Client) do(ctx context.Context, r *call, out any) error {
 	if c.apiKey == "" {
 		return &Error{Code: CodeUnauthorized, Message: "the Cloud API key is missing or invalid (none is configured)"}

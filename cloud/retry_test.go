@@ -202,6 +202,28 @@ func TestLaunchNotRetriedAfterContextDeadline(t *testing.T) {
 	}
 }
 
+// TestHungGETEndsAtDeadline: a GET, retried after transport errors, to an
+// API that never answers ends with ctx's deadline, not after every try has
+// waited out the HTTP client's 60 s.
+func TestHungGETEndsAtDeadline(t *testing.T) {
+	srv := newFake(t)
+	c, _ := newClient(t, srv)
+	srv.Fail(cloudtest.Fault{Method: http.MethodGet, Path: "/v0/me", Delay: time.Minute, Times: 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Me(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Me returned after %s, with a deadline of 200ms", took)
+	}
+	if n := srv.Calls()[cloudtest.RouteMe]; n != 1 {
+		t.Fatalf("calls = %d, want 1", n)
+	}
+}
+
 func TestLaunchNotRetriedAfterTransportError(t *testing.T) {
 	srv := newFake(t)
 	ft := &failingTransport{n: 1, next: http.DefaultTransport}

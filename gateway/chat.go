@@ -322,7 +322,8 @@ func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer
 }
 
 // streamer writes one SSE response: its headers, write deadlines that a
-// stalled reader runs into, flushes and heartbeats.
+// stalled reader runs into, flushes and heartbeats. Everything the stream
+// says goes through its Write.
 type streamer struct {
 	s     *Server
 	w     *echo.Response
@@ -358,6 +359,27 @@ func (s *Server) startStream(c echo.Context, run *runs.Run) *streamer {
 	return st
 }
 
+// writePiece is the most written to a client under one write deadline.
+const writePiece = 64 << 10
+
+// Write writes p in pieces of at most writePiece bytes, each with a fresh
+// write deadline: the write timeout measures a stalled reader, not the time
+// a slow one takes over a large event.
+func (st *streamer) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), writePiece)
+		st.deadline()
+		m, err := st.w.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
 // deadline gives the next writes the write timeout. Moving the deadline is a
 // timer update; one set less than 1/64 of the timeout ago is kept, so a busy
 // stream does not pay for it on every event.
@@ -385,7 +407,6 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 			return
 		}
 		if len(frames) > 0 {
-			st.deadline()
 			for _, f := range frames {
 				last = f.ID
 				complete, err := send(f)
@@ -408,8 +429,7 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		select {
 		case <-more:
 		case <-ticker.C:
-			st.deadline()
-			if sse.WriteComment(st.w, beat) != nil || st.rc.Flush() != nil {
+			if sse.WriteComment(st, beat) != nil || st.rc.Flush() != nil {
 				return
 			}
 		case <-ctx.Done():
@@ -439,7 +459,7 @@ func (s *Server) streamRun(c echo.Context, run *runs.Run, after int) error {
 // nil when the client is gone.
 func (s *Server) openStream(c echo.Context, run *runs.Run) *streamer {
 	st := s.startStream(c, run)
-	if sse.WriteComment(st.w, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
+	if sse.WriteComment(st, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
 		return nil
 	}
 	return st
@@ -447,7 +467,7 @@ func (s *Server) openStream(c echo.Context, run *runs.Run) *streamer {
 
 // sendFrame writes one frame of the document stream.
 func (st *streamer) sendFrame(f sse.Frame) (bool, error) {
-	_, err := f.WriteTo(st.w)
+	_, err := f.WriteTo(st)
 	return false, err
 }
 
@@ -459,7 +479,7 @@ func (st *streamer) sayLost(run *runs.Run) {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}{he.Code, he.Message})
-	if sse.WriteEvent(st.w, "error", b) == nil {
+	if sse.WriteEvent(st, "error", b) == nil {
 		_ = st.rc.Flush()
 	}
 }

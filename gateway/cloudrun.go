@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
@@ -45,14 +47,16 @@ func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatReques
 	spec.Mode = "agent"
 	cs := &cloud.RunSpec{}
 	prompt := cloud.Prompt{Text: spec.Prompt, Images: images}
+	ctx, cancel := s.cloudContext(ctx)
+	defer cancel()
 	if spec.ConversationID != "" {
 		conv, err := s.cloud.Conversation(ctx, spec.ConversationID)
 		if err != nil {
-			return nil, cloudHTTPError(err)
+			return nil, cloudFailure(ctx, err, "")
 		}
 		cs.Known = conv.Messages
 		if err := s.cloud.FollowUp(ctx, spec.ConversationID, prompt); err != nil {
-			return nil, cloudHTTPError(err)
+			return nil, cloudFailure(ctx, err, "; the follow-up may have been delivered: read the conversation before sending it again")
 		}
 		cs.AgentID, cs.FollowUp = spec.ConversationID, true
 	} else {
@@ -77,7 +81,7 @@ func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatReques
 		}
 		a, err := s.cloud.Launch(ctx, cloud.LaunchRequest{Prompt: prompt, Source: src, Target: tgt, Model: model})
 		if err != nil {
-			return nil, cloudHTTPError(err)
+			return nil, cloudFailure(ctx, err, "; an agent may have been started: list agents before launching again")
 		}
 		cs.AgentID, cs.Repository = a.ID, cmp.Or(src.Repository, src.PRURL)
 		spec.ConversationID = a.ID
@@ -85,6 +89,37 @@ func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatReques
 	spec.SessionID = cs.AgentID
 	spec.Backend, spec.Cloud = "cloud", cs
 	return spec, nil
+}
+
+// cloudTimeout is the cause of a cloud context that ran out of
+// cloud.request_timeout.
+type cloudTimeout struct{ d time.Duration }
+
+func (t cloudTimeout) Error() string {
+	return fmt.Sprintf("the Cloud Agents API did not answer within %s (cloud.request_timeout)", t.d)
+}
+
+// cloudContext bounds the upstream calls of one request by
+// cloud.request_timeout. The client's tries and its waits between them all
+// end with the context: no try outlives what remains of it, and no wait
+// that would pass it is taken.
+func (s *Server) cloudContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d := s.cfg.CloudRequestTimeout; d > 0 {
+		return context.WithTimeoutCause(ctx, d, cloudTimeout{d})
+	}
+	return context.WithCancel(ctx)
+}
+
+// cloudFailure maps the error of an upstream call made under ctx (from
+// cloudContext): a 504 cloud_timeout when cloud.request_timeout ran out,
+// with note saying what may have happened upstream, else as
+// cloudHTTPError does.
+func cloudFailure(ctx context.Context, err error, note string) error {
+	var t cloudTimeout
+	if errors.Is(err, context.DeadlineExceeded) && errors.As(context.Cause(ctx), &t) {
+		return &HTTPError{Status: http.StatusGatewayTimeout, Code: "cloud_timeout", Message: t.Error() + note, Err: err}
+	}
+	return cloudHTTPError(err)
 }
 
 // cloudHTTPError maps an upstream error to the gateway's answer. An upstream
@@ -124,9 +159,11 @@ func (s *Server) cloudCall(c echo.Context, f func(ctx context.Context) (any, err
 	if s.cloud == nil {
 		return errNoCloud
 	}
-	v, err := f(c.Request().Context())
+	ctx, cancel := s.cloudContext(c.Request().Context())
+	defer cancel()
+	v, err := f(ctx)
 	if err != nil {
-		return cloudHTTPError(err)
+		return cloudFailure(ctx, err, "")
 	}
 	if v == nil {
 		return c.NoContent(http.StatusNoContent)

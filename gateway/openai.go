@@ -370,7 +370,7 @@ func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
 	if err != nil {
 		return err
 	}
-	return sse.WriteData(cs.st.w, b)
+	return sse.WriteData(cs.st, b)
 }
 
 // send writes the chunks of one frame of the run, and the end of the
@@ -411,7 +411,7 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 func (cs *completionStream) sayLost() {
 	he := errEventsDropped(cs.cr.run)
 	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
-	if sse.WriteData(cs.st.w, b) == nil && sse.WriteData(cs.st.w, []byte("[DONE]")) == nil {
+	if sse.WriteData(cs.st, b) == nil && sse.WriteData(cs.st, []byte("[DONE]")) == nil {
 		_ = cs.st.rc.Flush()
 	}
 }
@@ -419,7 +419,7 @@ func (cs *completionStream) sayLost() {
 // finish ends the chunk stream: the stop chunk (or an error object when
 // the run failed), the usage chunk when asked for, and [DONE].
 func (cs *completionStream) finish(d documents.Done) {
-	cr, w := cs.cr, cs.st.w
+	cr, w := cs.cr, cs.st
 	if d.Status == documents.StatusCompleted {
 		stop := finishReason(cs.toolCalls)
 		if cs.chunk(openai.ChunkDelta{}, &stop) != nil {

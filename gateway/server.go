@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -33,6 +34,9 @@ type Config struct {
 	Agent  agent.Config // the workspaces requests may name
 	// CloudDefault sends requests that name no backend to the cloud.
 	CloudDefault bool
+	// CloudRequestTimeout bounds the upstream calls of a cloud route, or
+	// of a cloud run before it starts (cloud.request_timeout; 0: none).
+	CloudRequestTimeout time.Duration
 	// Demo is set by --demo: the built-in simulator is the agent.
 	Demo bool
 }

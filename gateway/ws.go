@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -54,8 +55,9 @@ func (s *Server) handleWS(c echo.Context) error {
 	conn.SetReadLimit(s.cfg.Server.MaxBodyBytes)
 	ctx, stop := context.WithCancel(c.Request().Context())
 	defer stop()
+	out := &wsWriter{s: s, conn: conn}
 	if hb := s.cfg.Server.Heartbeat; hb > 0 {
-		go s.pingWS(ctx, conn, hb)
+		go s.pingWS(ctx, out, hb)
 	}
 	chats := 0
 	var mu sync.Mutex
@@ -95,9 +97,7 @@ func (s *Server) handleWS(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		wctx, cancel := s.writeContext(ctx, time.Second)
-		defer cancel()
-		return conn.Write(wctx, websocket.MessageText, b)
+		return out.write(ctx, b)
 	}
 	sendErr := func(he *HTTPError) error {
 		b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
@@ -270,10 +270,73 @@ func (s *Server) writeContext(ctx context.Context, extra time.Duration) (context
 	return context.WithCancel(ctx)
 }
 
+// wsWriter writes the messages of one socket and knows when it last did.
+type wsWriter struct {
+	s    *Server
+	conn *websocket.Conn
+	busy atomic.Int32 // writes under way
+	last atomic.Int64 // when the last write ended, in Unix nanoseconds
+}
+
+// write sends one text message. One longer than writePiece goes out as
+// frames of that size, each given the write timeout (plus a second) anew:
+// the timeout measures a stalled reader, not the time a slow one takes over
+// a large message. A socket left with half a message is closed.
+func (w *wsWriter) write(ctx context.Context, b []byte) error {
+	w.busy.Add(1)
+	defer func() {
+		w.last.Store(time.Now().UnixNano())
+		w.busy.Add(-1)
+	}()
+	wt := w.s.cfg.Server.WriteTimeout
+	if len(b) <= writePiece || wt <= 0 {
+		wctx, cancel := w.s.writeContext(ctx, time.Second)
+		defer cancel()
+		return w.conn.Write(wctx, websocket.MessageText, b)
+	}
+	// The write's context ends once a piece has waited out the timeout,
+	// which each piece starts again.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.AfterFunc(wt+time.Second, cancel)
+	defer timer.Stop()
+	err := w.pieces(wctx, timer, wt+time.Second, b)
+	if err != nil {
+		w.conn.CloseNow()
+	}
+	return err
+}
+
+// pieces writes b as one message, resetting timer to limit before each
+// piece.
+func (w *wsWriter) pieces(ctx context.Context, timer *time.Timer, limit time.Duration, b []byte) error {
+	mw, err := w.conn.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		k := min(len(b), writePiece)
+		timer.Reset(limit)
+		if _, err := mw.Write(b[:k]); err != nil {
+			return err
+		}
+		b = b[k:]
+	}
+	timer.Reset(limit)
+	return mw.Close()
+}
+
+// quiet reports whether no message has been written for the interval.
+func (w *wsWriter) quiet(d time.Duration) bool {
+	return w.busy.Load() == 0 && time.Since(time.Unix(0, w.last.Load())) >= d
+}
+
 // pingWS pings the client every interval until ctx ends, so that proxies
 // see traffic while a run is quiet; a client that does not answer within
-// the write timeout is disconnected.
-func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Duration) {
+// the write timeout is disconnected. A socket written to within the
+// interval is not pinged: its messages are the traffic, and a slow reader
+// still busy with a large one could not answer in time.
+func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -282,12 +345,15 @@ func (s *Server) pingWS(ctx context.Context, conn *websocket.Conn, every time.Du
 			return
 		case <-t.C:
 		}
+		if !w.quiet(every) {
+			continue
+		}
 		pctx, cancel := s.writeContext(ctx, 0)
-		err := conn.Ping(pctx)
+		err := w.conn.Ping(pctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				conn.CloseNow()
+				w.conn.CloseNow()
 			}
 			return
 		}

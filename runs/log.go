@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/docstream/docstream/documents"
@@ -71,14 +72,15 @@ func (l *Log) Close() {
 
 // Since returns the events with ids greater than after, whether the log is
 // closed, and a channel that is closed when more arrive. ok is false when
-// some of the wanted events were already dropped.
+// some of the wanted events were already dropped. The frames are a copy: the
+// log clears the ones it drops, which a slow reader may still be sending.
 func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan struct{}, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	after = max(after, 0)
 	ok = after+1 >= l.first
 	if i := max(after+1-l.first, 0); i < len(l.frames) {
-		frames = l.frames[i:len(l.frames):len(l.frames)]
+		frames = slices.Clone(l.frames[i:])
 	}
 	return frames, l.closed, l.wake, ok
 }

@@ -37,6 +37,24 @@ func TestLogBoundsAndReplay(t *testing.T) {
 	}
 }
 
+// TestLogSinceKeepsDroppedFrames: the frames a reader took stay as they
+// were when the log drops them later; they used to be cleared under it.
+func TestLogSinceKeepsDroppedFrames(t *testing.T) {
+	l := NewLog(3, 0)
+	for i := 0; i < 3; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
+	}
+	frames, _, _, _ := l.Since(0)
+	for i := 0; i < 3; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "y"})
+	}
+	for i, f := range frames {
+		if f.ID != i+1 || f.Name != documents.EventContentDelta {
+			t.Fatalf("frame %d is now %d %q", i, f.ID, f.Name)
+		}
+	}
+}
+
 func TestLogByteBound(t *testing.T) {
 	l := NewLog(0, 100)
 	big := string(make([]byte, 60))

@@ -70,7 +70,7 @@ func DefaultConfig() Config {
 			LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
 		Store:  store.Config{Driver: "sqlite", Path: "./data/docstream.db", MaxAge: 30 * 24 * time.Hour, MemoryMaxBytes: 256 << 20},
 		OpenAI: openai.Config{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]openai.ModelAlias{}},
-		Cloud:  cloud.Config{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second},
+		Cloud:  cloud.Config{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second, RequestTimeout: 30 * time.Second},
 		Log:    LogConfig{Format: "auto", Level: "info"},
 	}
 }

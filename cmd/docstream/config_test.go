@@ -76,6 +76,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{"DOCSTREAM_AGENT_KILL_GRACE", "-2s", "agent.kill_grace must not be negative"},
 		{"DOCSTREAM_RUNS_LOG_MAX_EVENTS", "-1", "runs.log_max_events must not be negative"},
 		{"DOCSTREAM_CLOUD_POLL_INTERVAL", "-1s", "cloud.poll_interval must not be negative"},
+		{"DOCSTREAM_CLOUD_REQUEST_TIMEOUT", "-1s", "cloud.request_timeout must not be negative"},
 		{"DOCSTREAM_AGENT_STDERR_TAIL_BYTES", "4611686018427387904", "agent.stderr_tail_bytes must be at most"},
 		{"DOCSTREAM_AGENT_MAX_LINE_BYTES", "2147483648", "agent.max_line_bytes must be at most"},
 		{"DOCSTREAM_LOG_LEVEL", "verbose", "log.level"},

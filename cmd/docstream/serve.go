@@ -154,7 +154,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxLine: cfg.Agent.MaxLineBytes, Redactor: runs.NewRedactor(secrets(cfg)...)})
 	srv, err := gateway.NewServer(gateway.Deps{
 		Config: gateway.Config{Server: cfg.Server, Auth: cfg.Auth, OpenAI: cfg.OpenAI, Agent: cfg.Agent,
-			CloudDefault: cfg.Cloud.Default, Demo: cfg.Demo},
+			CloudDefault: cfg.Cloud.Default, CloudRequestTimeout: cfg.Cloud.RequestTimeout, Demo: cfg.Demo},
 		Logger: log, Registry: reg, Store: st, Metrics: m, Agent: cli, Cloud: cc})
 	if err != nil {
 		return configError(err)
