@@ -924,7 +924,6 @@ func TestOpenAIPromptFolding(t *testing.T) {
 	asst := map[string]any{"role": "assistant", "content": "Bonjour."}
 	parts := map[string]any{"role": "user", "content": []any{
 		map[string]any{"type": "text", "text": "echo the last"},
-		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}},
 		map[string]any{"type": "text", "text": "question"},
 	}}
 	tests := []struct {
