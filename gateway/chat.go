@@ -46,7 +46,7 @@ func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	// The answer streams when the body says so, unless the query says
 	// otherwise.
 	stream := req.Stream != nil && *req.Stream
-	if q := queryValue(c.Request().URL.RawQuery, "stream"); q != "" {
+	if q := c.QueryParam("stream"); q != "" {
 		v, err := strconv.ParseBool(q)
 		if err != nil {
 			err := errBadRequest("bad_query", "?stream=%q: use true or false", q)

@@ -7,8 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -269,43 +269,11 @@ func jsonKindOf(t reflect.Type) string {
 	return ""
 }
 
-// nameSyntax is the syntax of an id, a model or a workspace name: 1 to max
-// bytes, a letter or digit first, then letters, digits and the given
-// punctuation.
-type nameSyntax struct {
-	max  int
-	rest [256]bool
-}
-
-func newNameSyntax(max int, punct string) *nameSyntax {
-	n := &nameSyntax{max: max}
-	for c := 0; c < 256; c++ {
-		n.rest[c] = isAlnum(byte(c)) || strings.IndexByte(punct, byte(c)) >= 0
-	}
-	return n
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// MatchString reports whether s has the syntax.
-func (n *nameSyntax) MatchString(s string) bool {
-	if len(s) == 0 || len(s) > n.max || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !n.rest[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
+// The syntaxes of an id, a model and a workspace name.
 var (
-	idPattern    = newNameSyntax(128, "_.:-")
-	modelPattern = newNameSyntax(128, "_.:/=[],-")
-	namePattern  = newNameSyntax(64, "_.-")
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+	modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/=\[\],-]{0,127}$`)
+	namePattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
 // MaxArgBytes is the longest single argument execve takes on Linux:
@@ -348,22 +316,4 @@ func validateCommon(mode, model, conv string) error {
 		return errBadRequest("bad_conversation_id", "conversationId must be 1-128 letters, digits, '_', '.', ':' or '-', and may not start with '-'")
 	}
 	return nil
-}
-
-// queryValue returns the first value of name in a raw query string without
-// parsing the whole query into a map that the request would keep.
-func queryValue(raw, name string) string {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		k, v, _ := strings.Cut(pair, "=")
-		if k, err := url.QueryUnescape(k); err != nil || k != name {
-			continue
-		}
-		if v, err := url.QueryUnescape(v); err == nil {
-			return v
-		}
-		return ""
-	}
-	return ""
 }

@@ -346,17 +346,6 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	// Start counted the run as queued. It stops being queued when it takes
 	// a slot, which counts it from then on, also while it waits for a spawn
 	// token, or when it gives up.
-	// A free slot and a spawn token are taken without a timer or a wait on
-	// ctx, which would cost every run start a timer and a channel.
-	select {
-	case g.slots <- struct{}{}:
-		g.dequeue()
-		if ctx.Err() == nil && g.spawn.Allow() {
-			return translate.End{}, true
-		}
-		return g.awaitSpawn(ctx)
-	default:
-	}
 	var timeout <-chan time.Time
 	if g.limits.QueueTimeout > 0 {
 		t := time.NewTimer(g.limits.QueueTimeout)
@@ -375,24 +364,18 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 		r, msg, _ := StopCause(ctx)
 		return translate.End{Reason: r, Message: msg}, false
 	}
-	return g.awaitSpawn(ctx)
-}
-
-// dequeue takes a run off the queue count.
-func (g *Registry) dequeue() {
-	g.queued.Add(-1)
-	g.metrics.QueueLength.Dec()
-}
-
-// awaitSpawn waits for the spawn rate to allow a run that holds a slot; the
-// slot is given back when ctx ends first.
-func (g *Registry) awaitSpawn(ctx context.Context) (translate.End, bool) {
 	if err := g.spawn.Wait(ctx); err != nil {
 		<-g.slots
 		r, msg, _ := StopCause(ctx)
 		return translate.End{Reason: r, Message: msg}, false
 	}
 	return translate.End{}, true
+}
+
+// dequeue takes a run off the queue count.
+func (g *Registry) dequeue() {
+	g.queued.Add(-1)
+	g.metrics.QueueLength.Dec()
 }
 
 // conversationOf returns the conversation row of r, once the agent has
