@@ -510,16 +510,16 @@ func TestDockerBuildStaticBinary(t *testing.T) {
 		t.Errorf("the binary has a symbol table: -ldflags=\"-s -w\" did not apply")
 	}
 
-	// It starts: translate an empty transcript.
+	// It starts: translate a one-line transcript.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "translate")
-	cmd.Stdin = bytes.NewReader(nil)
+	cmd.Stdin = strings.NewReader(`{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}` + "\n")
 	cmd.Dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Errorf("docstream translate < /dev/null: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		t.Errorf("docstream translate: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
 }
 
