@@ -45,7 +45,9 @@ func (s *Server) routes() *echo.Echo {
 	get(api, "/chat/:id", s.handleGetChat)
 	api.GET("/chat/:id/stream", s.handleStream)
 	api.POST("/chat/:id/cancel", s.handleCancel)
+	get(api, "/conversations", s.handleConversations)
 	get(api, "/conversations/:id", s.handleConversation)
+	api.DELETE("/conversations/:id", s.handleDeleteConversation)
 	get(api, "/workspaces", s.handleWorkspaces)
 
 	// OpenAI-compatible surface.

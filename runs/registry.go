@@ -223,6 +223,60 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	return id, busy
 }
 
+// DeleteConversation has del delete the conversation conv while none of
+// its turns runs: a running turn is a *BusyError, and a turn of it that
+// would start before del returns is refused as busy. The store writes of
+// its finished runs still pending are made first (waiting storeWait at
+// most for each), so that none writes its turn back after del. Once del
+// has deleted the conversation, the registry lets go of those runs: a GET
+// or a re-attach no longer finds them, while clients still reading one
+// read on to its end.
+func (g *Registry) DeleteConversation(conv string, del func() error) error {
+	g.mu.Lock()
+	if running, busy := g.turns[conv]; busy {
+		g.mu.Unlock()
+		id := ""
+		if running != nil {
+			id = running.ID
+		}
+		return &BusyError{ID: id}
+	}
+	g.turns[conv] = nil // held until del returns
+	var ended []*Run
+	for _, r := range g.runs {
+		if r.Spec.ConversationID == conv || r.ConversationID() == conv {
+			ended = append(ended, r)
+		}
+	}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		if r, held := g.turns[conv]; held && r == nil {
+			delete(g.turns, conv)
+		}
+		g.mu.Unlock()
+	}()
+	if g.saver != nil {
+		for _, r := range ended {
+			g.saver.await(r, saveTurn|saveConversation, storeWait)
+		}
+	}
+	if err := del(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	for _, r := range ended {
+		switch {
+		case r.keptBytes > 0:
+			g.letGo(r)
+		case g.runs[r.ID] == r:
+			delete(g.runs, r.ID) // finishing: keep will hold it, but no longer here
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
 // claimTurn takes the conversation the agent named for r's turn, when r is
 // its first turn (or the agent started another session): the next turn
 // sent to it waits for r's done, as when r resumed it.

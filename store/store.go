@@ -3,6 +3,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,9 +87,59 @@ type Store interface {
 	// their turns and fingerprints, and the finished turns of no
 	// conversation from before then; it returns how many turns went.
 	Prune(ctx context.Context, before time.Time) (int, error)
+	// Conversations returns conversations without their turns, the most
+	// recently active first (by Updated, ties by id, greatest first), as
+	// q selects them.
+	Conversations(ctx context.Context, q ListQuery) ([]Conversation, error)
+	// DeleteConversation deletes a conversation with its turns and
+	// fingerprints; an unknown id is ErrNotFound.
+	DeleteConversation(ctx context.Context, id string) error
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// ListQuery selects a page of conversations.
+type ListQuery struct {
+	// Owner keeps the conversations of that key id alone; "" keeps every
+	// owner's.
+	Owner string
+	// Workspace keeps the conversations of that workspace alone; "" keeps
+	// every workspace's.
+	Workspace string
+	// After, when set, starts the page after that conversation of the
+	// listing order: with the ones less recently active.
+	After *Cursor
+	// Limit is the most conversations returned; 0 or less: no limit.
+	Limit int
+}
+
+// Cursor is a place in the listing order of conversations: the Updated
+// and ID of the conversation a page ended with.
+type Cursor struct {
+	Updated time.Time
+	ID      string
+}
+
+// precedes reports whether the place p comes before c in the listing
+// order: c is less recently active, or as recent with a lesser id.
+func (p Cursor) precedes(c *Conversation) bool {
+	if !c.Updated.Equal(p.Updated) {
+		return c.Updated.Before(p.Updated)
+	}
+	return c.ID < p.ID
+}
+
+// byActivity orders conversations as they are listed: the most recently
+// active first, ties by id, greatest first.
+func byActivity(a, b Conversation) int {
+	if c := b.Updated.Compare(a.Updated); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
+}
+
+// clock is the time conversations are put at; tests set it.
+var clock = time.Now
 
 // Config selects the conversation store.
 type Config struct {
@@ -175,7 +227,7 @@ func NewMemoryStore() *MemoryStore {
 func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now().UTC()
+	now := clock().UTC()
 	c.Created, c.Updated = now, now
 	if old, ok := m.convs[c.ID]; ok {
 		c.Created, c.Owner = old.Created, old.Owner
@@ -328,6 +380,36 @@ func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
 	return n - len(m.turns), nil
 }
 
+// Conversations returns a page of conversations, the most recently active
+// first.
+func (m *MemoryStore) Conversations(_ context.Context, q ListQuery) ([]Conversation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Conversation{}
+	for _, c := range m.convs {
+		if q.Owner != "" && c.Owner != q.Owner || q.Workspace != "" && c.Workspace != q.Workspace || q.After != nil && !q.After.precedes(c) {
+			continue
+		}
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, byActivity)
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// DeleteConversation deletes a conversation, its turns and fingerprints.
+func (m *MemoryStore) DeleteConversation(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.convs[id]; !ok {
+		return ErrNotFound
+	}
+	m.forgetConversation(id)
+	return nil
+}
+
 // Turn returns a turn by its response id.
 func (m *MemoryStore) Turn(_ context.Context, id string) (Turn, error) {
 	m.mu.Lock()
@@ -463,7 +545,18 @@ var migrations = []migration{
 	{sql: `CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`},
 	// The id of the API key that made each conversation and turn.
 	{columns: []column{{"conversations", "owner", "TEXT NOT NULL DEFAULT ''"}, {"turns", "owner", "TEXT NOT NULL DEFAULT ''"}}},
+	// The listing order of conversations (see activity), of all and of
+	// each owner's.
+	{sql: `CREATE INDEX IF NOT EXISTS conversations_activity ON conversations(rtrim(updated, 'Z'), id);
+	CREATE INDEX IF NOT EXISTS conversations_owner_activity ON conversations(owner, rtrim(updated, 'Z'), id);`},
 }
+
+// activity is the key of the listing order of conversation rows: updated
+// without its zone. The times are written in UTC, with the trailing zeros
+// of their fraction cut (RFC 3339 as Go writes it), so that this text
+// sorts as the times do: a time with no fraction, the shorter text, before
+// the same second with one. The indexes of the last migration are on it.
+const activity = `rtrim(updated, 'Z')`
 
 // OpenSQLite opens (creating it and its folder) the SQLite database at path,
 // in WAL mode, and applies the migrations.
@@ -557,7 +650,7 @@ func parseTS(s string) time.Time {
 
 // PutConversation creates or updates a conversation.
 func (s *SQLStore) PutConversation(ctx context.Context, c Conversation) error {
-	return s.wrote(putConversation(ctx, s.putConv, c, ts(time.Now())))
+	return s.wrote(putConversation(ctx, s.putConv, c, ts(clock())))
 }
 
 // wrote tells the checkpointer about a committed write; it returns err.
@@ -663,7 +756,7 @@ func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []T
 		return fmt.Errorf("saving responses: %w", err)
 	}
 	defer tx.Rollback()
-	now := ts(time.Now())
+	now := ts(clock())
 	putConv, putT := tx.StmtContext(ctx, s.putConv), tx.StmtContext(ctx, s.putTurn)
 	for _, c := range convs {
 		if err := putConversation(ctx, putConv, c, now); err != nil {
@@ -713,6 +806,79 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 		return 0, fmt.Errorf("pruning the store: %w", err)
 	}
 	return int(n), s.wrote(nil)
+}
+
+// Conversations returns a page of conversations, the most recently active
+// first.
+func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversation, error) {
+	var where []string
+	var args []any
+	if q.Owner != "" {
+		where, args = append(where, `owner = ?`), append(args, q.Owner)
+	}
+	if q.Workspace != "" {
+		where, args = append(where, `workspace = ?`), append(args, q.Workspace)
+	}
+	if q.After != nil {
+		where, args = append(where, `(`+activity+`, id) < (?, ?)`), append(args, strings.TrimSuffix(ts(q.After.Updated), "Z"), q.After.ID)
+	}
+	query := `SELECT id, session_id, backend, workspace, model, created, updated, owner FROM conversations`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1 // none
+	}
+	query += ` ORDER BY ` + activity + ` DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing conversations: %w", err)
+	}
+	defer rows.Close()
+	out := []Conversation{}
+	for rows.Next() {
+		var c Conversation
+		var created, updated string
+		if err := rows.Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner); err != nil {
+			return nil, fmt.Errorf("listing conversations: %w", err)
+		}
+		c.Created, c.Updated = parseTS(created), parseTS(updated)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing conversations: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteConversation deletes a conversation, its turns and fingerprints,
+// in one transaction.
+func (s *SQLStore) DeleteConversation(ctx context.Context, id string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("deleting conversation: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("deleting conversation: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("deleting conversation: %w", err)
+	} else if n == 0 {
+		return ErrNotFound
+	}
+	for _, q := range []string{`DELETE FROM turns WHERE conversation_id = ?`, `DELETE FROM fingerprints WHERE conversation_id = ?`} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return fmt.Errorf("deleting conversation: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("deleting conversation: %w", err)
+	}
+	return s.wrote(nil)
 }
 
 // Turn returns a turn by its response id.
