@@ -481,6 +481,8 @@ func TestEndToEnd(t *testing.T) {
 			Spec: loadSpec{Streams: 2, Prompt: "bench:20 every=2ms", Events: 20, Timeout: 30 * time.Second}},
 		{Key: "sequential", Title: "sequential", Agent: "child:0", Kind: "sequential", Defaults: true, Spawn: -1,
 			Spec: loadSpec{Streams: 1, Runs: 3, Prompt: "bench:10", Events: 10, Timeout: 30 * time.Second}},
+		{Key: "sequential-memory", Title: "sequential, in memory", Agent: "child:0", Kind: "sequential-memory",
+			Spec: loadSpec{Streams: 1, Runs: 3, Prompt: "bench:10", Events: 10, Timeout: 30 * time.Second}},
 	} {
 		t.Run(c.Key, func(t *testing.T) {
 			stores := func() []string {
