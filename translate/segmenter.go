@@ -94,6 +94,9 @@ type Segmenter struct {
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
 	errored    bool
+
+	reconnects   int  // the reconnects of the run so far, for status events
+	reconnecting bool // a reconnect is under way
 }
 
 type toolState struct {
@@ -242,7 +245,31 @@ func (s *Segmenter) Feed(ev Event) {
 			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, limit))
 	case KindUnknown:
 		s.stats.Unknown++
+	case KindStatus:
+		s.status(ev)
 	}
+}
+
+// status emits a status event for the agent's connection and retry lines.
+// Attempt counts the reconnects within the run, so that it grows even when
+// the agent counts each reconnect from 1: connection/reconnecting starts
+// one, and so does a retry line outside of one; connection/reconnected
+// ends it.
+func (s *Segmenter) status(ev Event) {
+	state := documents.StateRetrying
+	switch {
+	case ev.Type == "connection" && ev.Subtype == "reconnecting":
+		state = documents.StateReconnecting
+		s.reconnecting = false
+	case ev.Type == "connection":
+		state = documents.StateReconnected
+	}
+	if !s.reconnecting || s.reconnects == 0 {
+		s.reconnects++
+	}
+	s.reconnecting = state != documents.StateReconnected
+	s.ensureStarted()
+	s.emit(documents.StatusEvent{State: state, Attempt: s.reconnects})
 }
 
 func (s *Segmenter) ensureStarted() {
