@@ -19,6 +19,7 @@ const (
 	EventDone              = "done"
 	EventThinkingDelta     = "thinking_delta"
 	EventAgentEvent        = "agent_event"
+	EventStatus            = "status"
 )
 
 // ResponseStart opens a response once its conversation id is known.
@@ -105,6 +106,22 @@ type AgentEvent struct {
 	Data      string         `json:"data,omitzero"`
 }
 
+// StatusEvent says how the agent's connection is doing while it
+// reconnects: State is StateReconnecting, StateRetrying or
+// StateReconnected, and Attempt counts the reconnects within the run, from
+// 1. It adds no document: a Builder ignores it.
+type StatusEvent struct {
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+}
+
+// The states of a status event.
+const (
+	StateReconnecting = "reconnecting" // the agent lost its connection and reconnects
+	StateRetrying     = "retrying"     // the agent starts its step again
+	StateReconnected  = "reconnected"  // the connection is back
+)
+
 // Name returns "response_start".
 func (ResponseStart) Name() string { return EventResponseStart }
 
@@ -134,3 +151,6 @@ func (ThinkingDelta) Name() string { return EventThinkingDelta }
 
 // Name returns "agent_event".
 func (AgentEvent) Name() string { return EventAgentEvent }
+
+// Name returns "status".
+func (StatusEvent) Name() string { return EventStatus }

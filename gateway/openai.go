@@ -385,6 +385,11 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 	for _, p := range cr.renderer.Event(ev) {
 		var d openai.ChunkDelta
 		switch {
+		case p.Comment != "":
+			if err := sse.WriteComment(cs.st, p.Comment); err != nil {
+				return false, err
+			}
+			continue
 		case p.ToolCall != nil:
 			d.ToolCalls = []openai.ToolCallDelta{*p.ToolCall}
 			cs.toolCalls = true

@@ -81,11 +81,14 @@ const (
 	ReasoningOff     = "off"
 )
 
-// Piece is one addition to the assistant message.
+// Piece is one addition to the assistant message, or, with Comment set, a
+// word about the run that is not part of it: a stream sends it as an SSE
+// comment.
 type Piece struct {
 	Content   string
 	Reasoning string
 	ToolCall  *ToolCallDelta
+	Comment   string
 }
 
 // Renderer turns document events into message pieces: every document
@@ -173,6 +176,10 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 			r.out.WriteString(delta)
 			ps = append(ps, Piece{Content: delta})
 		}
+	case documents.StatusEvent:
+		// The agent reconnecting is news for the reader, not text of the
+		// answer: "reconnecting attempt=2".
+		return []Piece{{Comment: fmt.Sprintf("%s attempt=%d", e.State, e.Attempt)}}
 	case documents.Done:
 		// A <think> block still open at the end is closed.
 		if r.thinking {

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +75,7 @@ type rendered struct {
 	pieces    string // the content pieces joined: what a client receives
 	reasoning string
 	toolCalls []openai.ToolCallDelta
+	comments  []string
 }
 
 func render(t *testing.T, mode, reasoning string, evs []documents.Event) rendered {
@@ -95,8 +97,12 @@ func render(t *testing.T, mode, reasoning string, evs []documents.Event) rendere
 				n++
 				out.toolCalls = append(out.toolCalls, *p.ToolCall)
 			}
+			if p.Comment != "" {
+				n++
+				out.comments = append(out.comments, p.Comment)
+			}
 			if n != 1 {
-				t.Errorf("a piece must carry exactly one of content, reasoning, tool call: %+v", p)
+				t.Errorf("a piece must carry exactly one of content, reasoning, tool call, comment: %+v", p)
 			}
 		}
 	}
@@ -410,4 +416,29 @@ func ExampleChunk() {
 	// data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"auto","system_fingerprint":null,"choices":[],"usage":{"prompt_tokens":15,"completion_tokens":2,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":5}}}
 	//
 	// data: [DONE]
+}
+
+// TestRenderStatus checks that the agent reconnecting becomes a comment in
+// every mode, and nothing of the content.
+func TestRenderStatus(t *testing.T) {
+	for _, mode := range []string{openai.RenderMarkdown, openai.RenderToolCalls, openai.RenderTextOnly} {
+		evs := []documents.Event{
+			documents.DocumentStart{ID: "doc_001", Type: documents.TypeText, Sequence: 1},
+			documents.ContentDelta{DocumentID: "doc_001", Delta: "Hello"},
+			documents.StatusEvent{State: documents.StateReconnecting, Attempt: 2},
+			documents.StatusEvent{State: documents.StateRetrying, Attempt: 2},
+			documents.StatusEvent{State: documents.StateReconnected, Attempt: 2},
+			documents.ContentDelta{DocumentID: "doc_001", Delta: " world"},
+			documents.DocumentEnd{DocumentID: "doc_001", FinalContent: ptr("Hello world")},
+			documents.Done{ID: "chat_1", Status: documents.StatusCompleted},
+		}
+		got := render(t, mode, openai.ReasoningContent, evs)
+		if got.content != "Hello world" {
+			t.Errorf("%s: content %q, want %q", mode, got.content, "Hello world")
+		}
+		want := []string{"reconnecting attempt=2", "retrying attempt=2", "reconnected attempt=2"}
+		if !slices.Equal(got.comments, want) {
+			t.Errorf("%s: comments %q, want %q", mode, got.comments, want)
+		}
+	}
 }

@@ -33,6 +33,8 @@ func DecodeFrame(f Frame) (documents.Event, error) {
 		ev, err = decodeAs[documents.ThinkingDelta](f.Data)
 	case documents.EventAgentEvent:
 		ev, err = decodeAs[documents.AgentEvent](f.Data)
+	case documents.EventStatus:
+		ev, err = decodeAs[documents.StatusEvent](f.Data)
 	default:
 		return nil, fmt.Errorf("unknown event %q", f.Name)
 	}

@@ -33,12 +33,13 @@ const (
 	KindToolCompleted             // tool_call/completed, tool-call-completed
 	KindResult                    // result/success, result/error
 	KindError                     // {"type":"error"}
-	KindInfo                      // interaction_query, connection, retry, other system events
+	KindInfo                      // interaction_query, other connection and system events
 	KindNotJSON                   // a line that is not a JSON object
 	KindOversize                  // a line longer than the maximum, skipped
+	KindStatus                    // connection/reconnecting, connection/reconnected, retry/*
 )
 
-var kindNames = [...]string{"unknown", "init", "user", "thinking_delta", "thinking_done", "assistant", "tool_started", "tool_completed", "result", "error", "info", "not_json", "oversize"}
+var kindNames = [...]string{"unknown", "init", "user", "thinking_delta", "thinking_done", "assistant", "tool_started", "tool_completed", "result", "error", "info", "not_json", "oversize", "status"}
 
 // String returns the kind's name.
 func (k Kind) String() string {

@@ -150,6 +150,13 @@ func checkStream(evs []documents.Event, opts translate.Options) error {
 			if !opts.IncludeRaw {
 				return fmt.Errorf("event %d: agent_event without Options.IncludeRaw", n)
 			}
+		case documents.StatusEvent:
+			switch {
+			case e.State != documents.StateReconnecting && e.State != documents.StateRetrying && e.State != documents.StateReconnected:
+				return fmt.Errorf("event %d: status with state %q", n, e.State)
+			case e.Attempt < 1:
+				return fmt.Errorf("event %d: status with attempt %d", n, e.Attempt)
+			}
 		default:
 			return fmt.Errorf("event %d: unexpected event %T", n, ev)
 		}
@@ -414,6 +421,10 @@ func decodeEvent(name string, data []byte) (documents.Event, error) {
 		ev = e
 	case documents.EventAgentEvent:
 		var e documents.AgentEvent
+		unmarshal(&e)
+		ev = e
+	case documents.EventStatus:
+		var e documents.StatusEvent
 		unmarshal(&e)
 		ev = e
 	default:

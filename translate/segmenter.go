@@ -64,6 +64,7 @@ type Segmenter struct {
 
 	// the assistant segment being received, for snapshot handling
 	seg        []byte // the segment's text so far, reused across segments
+	said       []byte // the text of the response's earlier segments
 	segMCID    bool
 	segHasText bool
 	sealed     bool // a model_call_id flush ended the segment's model step
@@ -94,6 +95,9 @@ type Segmenter struct {
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
 	errored    bool
+
+	reconnects   int  // the reconnects of the run so far, for status events
+	reconnecting bool // a reconnect is under way
 }
 
 type toolState struct {
@@ -242,7 +246,31 @@ func (s *Segmenter) Feed(ev Event) {
 			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, limit))
 	case KindUnknown:
 		s.stats.Unknown++
+	case KindStatus:
+		s.status(ev)
 	}
+}
+
+// status emits a status event for the agent's connection and retry lines.
+// Attempt counts the reconnects within the run, so that it grows even when
+// the agent counts each reconnect from 1: connection/reconnecting starts
+// one, and so does a retry line outside of one; connection/reconnected
+// ends it.
+func (s *Segmenter) status(ev Event) {
+	state := documents.StateRetrying
+	switch {
+	case ev.Type == "connection" && ev.Subtype == "reconnecting":
+		state = documents.StateReconnecting
+		s.reconnecting = false
+	case ev.Type == "connection":
+		state = documents.StateReconnected
+	}
+	if !s.reconnecting || s.reconnects == 0 {
+		s.reconnects++
+	}
+	s.reconnecting = state != documents.StateReconnected
+	s.ensureStarted()
+	s.emit(documents.StatusEvent{State: state, Attempt: s.reconnects})
 }
 
 func (s *Segmenter) ensureStarted() {
@@ -291,10 +319,153 @@ func (s *Segmenter) assistant(ev Event) {
 		s.appendText(ev.Text)
 		return
 	}
-	s.Snapshot(ev.Text)
+	s.complete(ev.Text, false)
 	if ev.ModelCallID != "" {
 		s.segMCID, s.sealed = true, true
 	}
+}
+
+// complete takes a complete assistant message (or result.result) and emits
+// only what the response has not said yet. The message may hold the
+// segment since the last tool call, the whole turn's text so far across
+// tool calls, or a text that differs from the deltas:
+//   - a snapshot of the current segment goes as Snapshot has it;
+//   - a text that begins with the earlier segments (whitespace aside) is
+//     the whole turn: what follows them is a snapshot of the segment;
+//   - any other text starts a new segment, without the sentences the
+//     response already holds; with onlyMore, it is dropped.
+func (s *Segmenter) complete(text string, onlyMore bool) {
+	text = pairSurrogatesBut(text)
+	if !isBlank(string(s.seg)) && s.extendsSegment(text) {
+		s.Snapshot(text)
+		return
+	}
+	if !isBlank(string(s.said)) {
+		if rest, ok := afterSameText(text, s.said); ok {
+			if isBlank(string(s.seg)) || s.extendsSegment(rest) {
+				s.Snapshot(rest)
+			} else if !onlyMore {
+				s.differs(rest)
+			}
+			return
+		}
+	}
+	switch {
+	case isBlank(string(s.seg)) && isBlank(string(s.said)):
+		s.Snapshot(text)
+	case !onlyMore:
+		s.differs(text)
+	}
+}
+
+// extendsSegment reports whether text is a snapshot of the current
+// segment: it repeats it, or a part of it, or goes on from it, whitespace
+// aside.
+func (s *Segmenter) extendsSegment(text string) bool {
+	cur := s.seg
+	switch {
+	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
+		return true
+	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
+		return true
+	}
+	_, ok := afterSameText(text, cur)
+	return ok
+}
+
+// differs takes a text that is not a snapshot of what the response holds:
+// it starts a new segment, without the sentences already said.
+func (s *Segmenter) differs(text string) {
+	text = unsaid(text, s.said, s.seg)
+	if isBlank(text) {
+		return
+	}
+	s.endSegment()
+	s.appendText(text)
+}
+
+// minSaid is the length, without whitespace and final punctuation, from
+// which a sentence counts as said when it comes again: shorter ones ("Done.",
+// "}") repeat for good reasons.
+const minSaid = 10
+
+// unsaid returns text without its sentences that are in said or seg, the
+// text so far. Sentences end at ".", "!", "?" or ":" before whitespace or
+// a capital letter, or at a line break; the lines of fenced code blocks are kept as they are.
+func unsaid(text string, said, seg []byte) string {
+	known := map[string]bool{}
+	for _, src := range [][]byte{said, seg} {
+		eachSentence(string(src), func(p string, _ bool) {
+			if k := sentenceKey(p); len(k) >= minSaid {
+				known[k] = true
+			}
+		})
+	}
+	var b strings.Builder
+	eachSentence(text, func(p string, code bool) {
+		if code || !known[sentenceKey(p)] {
+			b.WriteString(p)
+		}
+	})
+	return b.String()
+}
+
+// eachSentence calls fn with each piece of text: a sentence with the
+// whitespace after it. code says that the piece is a line of a fenced
+// block, or a fence line.
+func eachSentence(text string, fn func(piece string, code bool)) {
+	inFence, lineStart := false, true
+	for len(text) > 0 {
+		if lineStart {
+			if line := strings.TrimLeft(text, " "); strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+				inFence = !inFence
+				end := strings.IndexByte(text, '\n')
+				if end < 0 {
+					end = len(text) - 1
+				}
+				fn(text[:end+1], true)
+				text = text[end+1:]
+				continue
+			}
+		}
+		if inFence {
+			end := strings.IndexByte(text, '\n')
+			if end < 0 {
+				end = len(text) - 1
+			}
+			fn(text[:end+1], true)
+			text, lineStart = text[end+1:], true
+			continue
+		}
+		end := len(text)
+		for i := 0; i < len(text); i++ {
+			c := text[i]
+			// Texts joined without a space ("done.Next") end a sentence too.
+			if c == '\n' || (c == '.' || c == '!' || c == '?' || c == ':') && i+1 < len(text) && (isSpace(text[i+1]) || 'A' <= text[i+1] && text[i+1] <= 'Z') {
+				end = i + 1
+				break
+			}
+		}
+		for end < len(text) && isSpace(text[end]) {
+			end++
+		}
+		piece := text[:end]
+		lineStart = strings.HasSuffix(strings.TrimRight(piece, " \t"), "\n")
+		fn(piece, false)
+		text = text[end:]
+	}
+}
+
+// sentenceKey is a sentence as compared: without whitespace, and without
+// the punctuation that ends it.
+func sentenceKey(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if !isSpace(p[i]) {
+			b.WriteByte(p[i])
+		}
+	}
+	return strings.TrimRight(b.String(), ".!?:")
 }
 
 // Snapshot takes the whole text of the current assistant segment so far and
@@ -390,6 +561,7 @@ func (s *Segmenter) endSegment() {
 	}
 	if len(s.seg) > 0 {
 		s.lex.End()
+		s.said = append(append(s.said, s.seg...), '\n')
 	}
 	s.seg = s.seg[:0]
 	s.segMCID, s.segHasText, s.sealed = false, false, false
@@ -569,8 +741,11 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		msg := firstNonEmpty(r.Error, r.Text, "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, "")
 		status, stop = documents.StatusError, documents.StopAgentError
-	} else if !s.sawText && strings.TrimSpace(r.Text) != "" {
-		s.Snapshot(r.Text)
+	} else if strings.TrimSpace(r.Text) != "" {
+		// result.result holds the turn's text: only what the messages
+		// did not say goes out. A result that is not the turn's text (a
+		// summary of its own) adds nothing to a response that has text.
+		s.complete(r.Text, s.sawText)
 		s.endSegment()
 	}
 	u := documents.Usage{}

@@ -397,7 +397,14 @@ func (d *Decoder) decode(line []byte) Event {
 		default:
 			ev.Text = w.Text.s
 		}
-	case "interaction_query", "connection", "retry":
+	case "connection":
+		ev.Kind = KindInfo
+		if w.Subtype == "reconnecting" || w.Subtype == "reconnected" {
+			ev.Kind = KindStatus
+		}
+	case "retry":
+		ev.Kind = KindStatus
+	case "interaction_query":
 		ev.Kind = KindInfo
 	default:
 		ev.Kind = KindUnknown

@@ -742,6 +742,36 @@ test('terminal output: ANSI escape sequences are not shown', { timeout: 60_000 }
   );
 });
 
+test('status: a notice shows while the agent reconnects and goes when text resumes', { timeout: 60_000 }, async () => {
+  let release;
+  const gate = new Promise((r) => (release = r));
+  await withScript(
+    'status',
+    (gw) =>
+      gw.on('POST', /^\/v1\/chat$/, async (req, res) => {
+        const send = sse(res);
+        await send('response_start', { id: 'resp_s1', conversationId: 'conv_s1' });
+        await send('status', { state: 'reconnecting', attempt: 2 });
+        await gate;
+        await send('document_start', { id: 'doc_001', type: 'text', sequence: 1, metadata: { format: 'markdown' } });
+        await send('content_delta', { documentId: 'doc_001', delta: 'Back again.' });
+        await send('document_end', { documentId: 'doc_001', finalContent: 'Back again.', metadata: { format: 'markdown' } });
+        await send('done', { id: 'resp_s1', conversationId: 'conv_s1', status: 'completed' });
+        res.end();
+      }),
+    async (page) => {
+      await sendPrompt(page, 'reconnect');
+      const notice = turn(page, 1).locator('.agent-status');
+      await notice.waitFor({ state: 'visible', timeout: 20_000 });
+      assert.equal(await notice.textContent(), 'Reconnecting (attempt 2)…');
+      release();
+      assert.equal(await waitDone(page, 1), 'completed');
+      assert.equal(await notice.isVisible(), false);
+      assert.match(await turn(page, 1).locator('[data-doc-type="text"]').textContent(), /Back again\./);
+    },
+  );
+});
+
 test('sanitizing: agent markdown cannot style the page, add forms or answer a question', { timeout: 60_000 }, async () => {
   const markdown = [
     'Hello <span style="color:red" data-x="1">styled</span>',

@@ -1,5 +1,6 @@
 // One turn of the conversation: the user's prompt (or answers) and the
 // response folded live from the document stream.
+import { nextNotice } from './agentstatus.js';
 import { answerTurn, choose, clarificationQuestions, emptyDraft, readyToSend } from './answers.js';
 import { browserPacer } from './pacer.js';
 import { createDocElement, formatDuration, isControl, planTodos, renderDocument, updateTodos } from './render.js';
@@ -124,6 +125,8 @@ export class Turn {
     this.metaEl = h('span', { class: 'response-id' });
     this.connEl = h('span', { class: 'conn', role: 'status', hidden: true });
     this.docsEl = h('div', { class: 'docs' });
+    this.agentNotice = null; // "Reconnecting (attempt 2)…" while the agent reconnects
+    this.agentEl = h('div', { class: 'agent-status', role: 'status', 'aria-live': 'polite', hidden: true });
     this.statusEl = h('footer', { class: 'turn-status', 'data-status': 'connecting', role: 'status' });
     this.setStatusLine('connecting', 'Connecting…');
     this.responseEl = h(
@@ -131,6 +134,7 @@ export class Turn {
       { class: 'response', 'aria-busy': 'true', 'aria-label': 'Response' },
       h('div', { class: 'response-meta' }, h('span', { class: 'who', text: 'Docstream' }), this.metaEl, this.connEl),
       this.docsEl,
+      this.agentEl,
       this.statusEl,
     );
     this.el = h('article', { class: 'turn', 'aria-labelledby': titleId, 'data-turn': String(this.number) }, this.userEl, this.responseEl);
@@ -145,6 +149,7 @@ export class Turn {
   /** Applies one stream event. */
   handle(name, data) {
     if (this.finished && name !== 'done') return;
+    this.setAgentNotice(nextNotice(this.agentNotice, name, data));
     switch (name) {
       case 'response_start':
         return this.onResponseStart(data || {});
@@ -276,6 +281,7 @@ export class Turn {
   onDone(data) {
     if (this.finished) return;
     this.finished = true;
+    this.setAgentNotice(null);
     this.status = data.status || 'completed';
     if (data.conversationId) this.conversationId = data.conversationId;
     for (const doc of this.docs.values()) {
@@ -343,6 +349,14 @@ export class Turn {
     this.statusEl.replaceChildren(h('span', { class: `status-badge s-${status}` }, h('span', { class: 'status-dot', 'aria-hidden': 'true' }), document.createTextNode(text)));
   }
 
+  /** Shows the agent's reconnect notice, or hides it for null. */
+  setAgentNotice(text) {
+    if (text === this.agentNotice) return;
+    this.agentNotice = text;
+    this.agentEl.hidden = !text;
+    this.agentEl.textContent = text || '';
+  }
+
   /** Shows or hides the connection indicator ("reconnecting…"). */
   showConnection(text, { fadeAfterMs = 0 } = {}) {
     clearTimeout(this.connTimer);
@@ -357,6 +371,7 @@ export class Turn {
     if (this.finished) return;
     this.finished = true;
     this.status = status;
+    this.setAgentNotice(null);
     this.showConnection(null);
     this.whenRendered(() => {
       this.responseEl.setAttribute('aria-busy', 'false');
