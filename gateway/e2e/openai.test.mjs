@@ -256,7 +256,7 @@ describe('openai SDK', () => {
   });
 
   test('a failed run is not retried by the SDK (it would run the agent again)', async () => {
-    const before = await metric('docstream_runs_total', 'outcome="agent_exit"');
+    const before = await metric('docstream_runs_total', 'model="auto",outcome="agent_exit"');
     // The SDK's default: two retries on 5xx unless the server says no.
     const sdk = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'x' });
     await assert.rejects(
@@ -269,7 +269,7 @@ describe('openai SDK', () => {
         return true;
       },
     );
-    assert.equal((await metric('docstream_runs_total', 'outcome="agent_exit"')) - before, 1, 'the agent ran more than once');
+    assert.equal((await metric('docstream_runs_total', 'model="auto",outcome="agent_exit"')) - before, 1, 'the agent ran more than once');
   });
 });
 
