@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultMaxLine is the default longest agent line the Decoder accepts.
-const DefaultMaxLine = 16 << 20
+const DefaultMaxLine = 8 << 20
 
 // Kind classifies a normalized agent event.
 type Kind uint8
