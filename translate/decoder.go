@@ -136,7 +136,7 @@ type Decoder struct {
 
 // readBufSize is the size of a Decoder's read buffer; longer lines are
 // assembled from its pieces.
-const readBufSize = 16 << 10
+const readBufSize = 4 << 10
 
 // NewDecoder returns a Decoder reading from r. maxLine bounds the length of
 // one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported

@@ -60,7 +60,7 @@ func ReadJSON(b []byte) {
 	}
 	classifyResult(b)
 	var a toolArgs
-	readArgs(b, &a)
+	readArgs(new(jsontext.Decoder), b, &a)
 	var body toolBody
 	decodeBody(b, &body)
 	_ = errText(b)

@@ -85,6 +85,7 @@ type Segmenter struct {
 	lastFinal bool
 
 	tools     map[string]*toolState
+	argDec    jsontext.Decoder // reads tool arguments
 	toolOrder []*toolState
 	toolCount int
 	turns     map[string]struct{}

@@ -24,7 +24,7 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	class, toolName := classify(tc.Kind, tc.Name)
 	st := &toolState{rawArgs: tc.Args}
 	args := &st.decoded
-	st.args = readArgs(tc.Args, args)
+	st.args = readArgs(&s.argDec, tc.Args, args)
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
@@ -135,7 +135,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	if tc != nil {
 		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
 			a = &toolArgs{}
-			args = readArgs(tc.Args, a)
+			args = readArgs(&s.argDec, tc.Args, a)
 		}
 		res = tc.Result
 		start := st.startedAt

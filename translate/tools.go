@@ -456,16 +456,16 @@ var argFields = func() map[string]int {
 	return m
 }()
 
-// readArgs reads a tool's arguments object in one pass: the members
-// Docstream uses go into a (one of an unexpected type is left out), and
-// the object is returned as written but for its toolCallId member and
-// repeated member names.
-func readArgs(raw jsontext.Value, a *toolArgs) jsontext.Value {
+// readArgs reads a tool's arguments object in one pass with dec: the
+// members Docstream uses go into a (one of an unexpected type is left
+// out), and the object is returned as written but for its toolCallId
+// member and repeated member names.
+func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
 	if raw.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
 	out := append(make(jsontext.Value, 0, len(raw)), '{')
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
+	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
 	fields := reflect.ValueOf(a).Elem()
 	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
 	err := eachMember(dec, func(name []byte) error {
@@ -488,7 +488,7 @@ func readArgs(raw jsontext.Value, a *toolArgs) jsontext.Value {
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
 		*a = toolArgs{}
-		return readArgs(dedupe(raw), a)
+		return readArgs(dec, dedupe(raw), a)
 	case err != nil || !found:
 		return raw
 	}
