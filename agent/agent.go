@@ -40,11 +40,17 @@ type Config struct {
 	RunTimeout        time.Duration     `yaml:"run_timeout"`
 	LingerAfterResult time.Duration     `yaml:"linger_after_result"`
 	KillGrace         time.Duration     `yaml:"kill_grace"`
-	MaxLineBytes      int               `yaml:"max_line_bytes"`
+	MaxLineBytes      int               `yaml:"max_line_bytes"` // DefaultMaxLineBytes by default
 	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
 	EnvAllow          []string          `yaml:"env_allow"`
 	EnvDeny           []string          `yaml:"env_deny"`
 }
+
+// DefaultMaxLineBytes is agent.max_line_bytes by default. A line costs the
+// gateway about three times its size while it is translated, so that the
+// default 16 concurrent runs, each on a line of this size, fit in 384 MiB
+// (docs/operations.md).
+const DefaultMaxLineBytes = 8 << 20
 
 // Backend runs the agent binary for runs; it is a runs.Backend.
 type Backend struct {

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultMaxLine is the default longest agent line the Decoder accepts.
-const DefaultMaxLine = 16 << 20
+const DefaultMaxLine = 8 << 20
 
 // Kind classifies a normalized agent event.
 type Kind uint8
@@ -120,15 +120,13 @@ type ToolCall struct {
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
 	src  io.Reader
-	br   *bufio.Reader // nil while idle and at the end
+	br   *bufio.Reader // nil at the end
 	done bool          // the input has ended
 	max  int
-	// parts holds the pieces of a line longer than the read buffer, or cut
-	// by ErrPending; size is that line's length so far.
+	// parts holds the pieces of a line longer than the read buffer; size
+	// is that line's length so far.
 	parts   [][]byte
 	size    int
-	cut     bool // a line is being assembled in parts
-	line    int
 	bufSize int
 	// A line is decoded into w by dec, reading from in; last is the line
 	// before.
@@ -139,7 +137,7 @@ type Decoder struct {
 
 // readBufSize is the size of a Decoder's read buffer; longer lines are
 // assembled from its pieces.
-const readBufSize = 16 << 10
+const readBufSize = 4 << 10
 
 // NewDecoder returns a Decoder reading from r. maxLine bounds the length of
 // one line (DefaultMaxLine when ≤ 0); a longer line is skipped and reported
@@ -149,42 +147,6 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 		maxLine = DefaultMaxLine
 	}
 	return &Decoder{src: r, max: maxLine, bufSize: readBufSize}
-}
-
-// ErrPending is what a reader returns when it has no input for now but may
-// have more later (say, a pipe read whose deadline passed). Next returns it
-// as it is, keeps the line read so far, and may be called again.
-var ErrPending = errors.New("translate: no input for now")
-
-// Idle drops the read buffer while no input is buffered (after Next
-// returned ErrPending), so that a quiet reader holds none; the next call
-// to Next takes a new one.
-func (d *Decoder) Idle() {
-	if d.br != nil && d.br.Buffered() == 0 {
-		d.br = nil
-	}
-}
-
-// Line returns the number of lines read so far.
-func (d *Decoder) Line() int { return d.line }
-
-// Buffered reports how many bytes are read from the source but not yet
-// decoded, so a caller can flush its output when nothing more is waiting.
-func (d *Decoder) Buffered() int {
-	if d.br == nil {
-		return 0
-	}
-	return d.br.Buffered()
-}
-
-// HasLine reports whether a whole line is read and waiting, so that Next
-// returns without reading.
-func (d *Decoder) HasLine() bool {
-	if d.br == nil {
-		return false
-	}
-	b, _ := d.br.Peek(d.br.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
@@ -201,7 +163,6 @@ func (d *Decoder) Next() (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		d.line++
 		if size > d.max {
 			return Event{Kind: KindOversize, Size: size}, nil
 		}
@@ -221,33 +182,29 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 	}
 	for {
 		chunk, err := d.br.ReadSlice('\n')
-		if err == nil && !d.cut {
+		if err == nil && d.parts == nil && d.size == 0 {
 			return chunk[:len(chunk)-1], len(chunk) - 1, nil
 		}
 		if err == nil {
 			chunk = chunk[:len(chunk)-1]
 		}
-		if len(chunk) > 0 {
-			d.cut = true
-			d.size += len(chunk)
-			if d.size <= d.max {
-				d.parts = append(d.parts, bytes.Clone(chunk))
-			} else {
-				d.parts = nil
-			}
+		d.size += len(chunk)
+		if d.size <= d.max {
+			d.parts = append(d.parts, bytes.Clone(chunk))
+		} else {
+			d.parts = nil
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
-		case errors.Is(err, ErrPending):
-			return nil, 0, err
-		case err == nil || errors.Is(err, io.EOF) && d.cut:
+		case err == nil || errors.Is(err, io.EOF) && d.size > 0:
 			// Copied as they came, the parts are joined once: a line of
-			// megabytes costs about twice its size.
+			// megabytes costs about twice its size, and no buffer is
+			// kept for the next line.
 			line, size := bytes.Join(d.parts, nil), d.size
-			d.parts, d.size, d.cut = nil, 0, false
+			d.parts, d.size = nil, 0
 			return line, size, nil
 		default:
-			d.parts, d.size, d.cut = nil, 0, false
+			d.parts, d.size = nil, 0
 			return nil, 0, err
 		}
 	}

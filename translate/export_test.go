@@ -53,14 +53,14 @@ func (r *lexRecorder) endMessage()        { r.add("end", "") }
 // over b, which may be anything: they must not panic.
 func ReadJSON(b []byte) {
 	if jsontext.Value(b).Kind() == '{' && jsontext.Value(b).IsValid(decodeOpts) {
-		readTool(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts))
-		readInner(b, &ToolCall{})
-		readFunction(b, &ToolCall{})
+		w := agentLine{line: b}
+		w.readTool(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts))
+		w.readInner(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts), &ToolCall{})
+		readFunction(jsontext.NewDecoder(bytes.NewReader(b), decodeOpts), &ToolCall{})
 	}
 	classifyResult(b)
-	stripToolCallID(b)
 	var a toolArgs
-	decodeArgs(b, &a)
+	readArgs(new(jsontext.Decoder), b, &a)
 	var body toolBody
 	decodeBody(b, &body)
 	_ = errText(b)

@@ -6,33 +6,61 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docstream/docstream/documents"
 	"github.com/docstream/docstream/translate"
 )
 
-// TestLongLineMemory checks what a line of megabytes costs the decoder: it
-// is assembled with about twice its size allocated.
+// TestLongLineMemory checks what one assistant line of 10 MiB costs while
+// it is read, decoded and segmented. Read in pieces, the line is joined
+// once (twice its size allocated); its text is decoded once; the document
+// takes one copy of the text, grown a few times, while the segment and the
+// lexer keep none. Before, the line cost about six times its size (a copy
+// in the segment, one in the lexer, and a document buffer grown by
+// appends).
 func TestLongLineMemory(t *testing.T) {
-	const size = 8 << 20
-	text := strings.Repeat("x", size)
-	in := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + text + `"}]}}` + "\n" +
-		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"short"}]}}` + "\n"
-	d := translate.NewDecoder(strings.NewReader(in), 16<<20)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	ev, err := d.Next()
-	runtime.ReadMemStats(&after)
-	if err != nil || len(ev.Text) != size {
-		t.Fatalf("the long line: %d bytes of text, %v", len(ev.Text), err)
-	}
-	// The line's buffer (at most twice the line) and the decoded text (the
-	// line's size): before, the buffer alone took about five times.
-	if got := after.TotalAlloc - before.TotalAlloc; got > 4*size {
-		t.Errorf("decoding a %d MiB line allocated %d MiB", size>>20, got>>20)
-	}
-	if ev, err := d.Next(); err != nil || ev.Text != "short" {
-		t.Fatalf("the next line: %q, %v", ev.Text, err)
-	}
-	if _, err := d.Next(); err != io.EOF {
-		t.Errorf("end: %v", err)
+	const size = 10 << 20
+	for _, tc := range []struct {
+		name, text string
+		limit      float64
+	}{
+		// The segment's text is also kept as the response's text said so
+		// far, against which a complete message is checked for repeats.
+		{"one paragraph", strings.Repeat("a", size), 5.75},
+		{"lines", strings.Repeat("word word word word word word word\n", size/35), 8.5}, // \n escapes: unquoted into a buffer, then copied
+	} {
+		in := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + strings.ReplaceAll(tc.text, "\n", `\n`) + `"}]}}` + "\n" +
+			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"short"}]}}` + "\n"
+		r := strings.NewReader(in)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		d := translate.NewDecoder(r, 16<<20)
+		content := 0
+		seg := translate.NewSegmenter(translate.Options{}, func(ev documents.Event) {
+			if e, ok := ev.(documents.ContentDelta); ok {
+				content = len(e.Content)
+			}
+		})
+		ev, err := d.Next()
+		if err != nil || len(ev.Text) != len(tc.text) {
+			t.Fatalf("%s: %d bytes of text, %v", tc.name, len(ev.Text), err)
+		}
+		seg.Feed(ev)
+		seg.EndSegment()
+		runtime.ReadMemStats(&after)
+		if content < len(tc.text)-1 {
+			t.Fatalf("%s: the document holds %d bytes", tc.name, content)
+		}
+		got := float64(after.TotalAlloc-before.TotalAlloc) / size
+		t.Logf("%s: %.2f× the line allocated", tc.name, got)
+		if got > tc.limit {
+			t.Errorf("%s: a 10 MiB line allocated %.2f× its size, want ≤ %.2f×", tc.name, got, tc.limit)
+		}
+		if ev, err := d.Next(); err != nil || ev.Text != "short" {
+			t.Fatalf("the next line: %q, %v", ev.Text, err)
+		}
+		if _, err := d.Next(); err != io.EOF {
+			t.Errorf("end: %v", err)
+		}
 	}
 }

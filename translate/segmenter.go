@@ -3,9 +3,11 @@ package translate
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -65,6 +67,7 @@ type Segmenter struct {
 	// the assistant segment being received, for snapshot handling
 	seg        []byte // the segment's text so far, reused across segments
 	said       []byte // the text of the response's earlier segments
+	segText    string // the segment's text while it came in one piece (seg is empty)
 	segMCID    bool
 	segHasText bool
 	sealed     bool // a model_call_id flush ended the segment's model step
@@ -76,6 +79,7 @@ type Segmenter struct {
 	// the open text-like document
 	textID    string
 	textBuf   strings.Builder
+	ahead     int    // what of the text being written the lexer has yet to take
 	wsHeld    []byte // whitespace waiting for text to follow it
 	fence     fence
 	codeID    string
@@ -83,6 +87,7 @@ type Segmenter struct {
 	lastFinal bool
 
 	tools     map[string]*toolState
+	argDec    jsontext.Decoder // reads tool arguments
 	toolOrder []*toolState
 	toolCount int
 	turns     map[string]struct{}
@@ -336,13 +341,13 @@ func (s *Segmenter) assistant(ev Event) {
 //     response already holds; with onlyMore, it is dropped.
 func (s *Segmenter) complete(text string, onlyMore bool) {
 	text = pairSurrogatesBut(text)
-	if !isBlank(string(s.seg)) && s.extendsSegment(text) {
+	if !isBlank(s.segment()) && s.extendsSegment(text) {
 		s.Snapshot(text)
 		return
 	}
 	if !isBlank(string(s.said)) {
-		if rest, ok := afterSameText(text, s.said); ok {
-			if isBlank(string(s.seg)) || s.extendsSegment(rest) {
+		if rest, ok := afterSameText(text, string(s.said)); ok {
+			if isBlank(s.segment()) || s.extendsSegment(rest) {
 				s.Snapshot(rest)
 			} else if !onlyMore {
 				s.differs(rest)
@@ -351,7 +356,7 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 		}
 	}
 	switch {
-	case isBlank(string(s.seg)) && isBlank(string(s.said)):
+	case isBlank(s.segment()) && isBlank(string(s.said)):
 		s.Snapshot(text)
 	case !onlyMore:
 		s.differs(text)
@@ -362,11 +367,11 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 // segment: it repeats it, or a part of it, or goes on from it, whitespace
 // aside.
 func (s *Segmenter) extendsSegment(text string) bool {
-	cur := s.seg
+	cur := s.segment()
 	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
+	case len(text) >= len(cur) && text[:len(cur)] == cur:
 		return true
-	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
+	case len(text) <= len(cur) && cur[:len(text)] == text:
 		return true
 	}
 	_, ok := afterSameText(text, cur)
@@ -376,7 +381,7 @@ func (s *Segmenter) extendsSegment(text string) bool {
 // differs takes a text that is not a snapshot of what the response holds:
 // it starts a new segment, without the sentences already said.
 func (s *Segmenter) differs(text string) {
-	text = unsaid(text, s.said, s.seg)
+	text = unsaid(text, s.said, []byte(s.segment()))
 	if isBlank(text) {
 		return
 	}
@@ -477,11 +482,11 @@ func (s *Segmenter) Snapshot(text string) {
 	// U+FFFD when alone, but for a high one at the end, which a later
 	// piece may complete.
 	text = pairSurrogatesBut(text)
-	cur := s.seg
+	cur := s.segment()
 	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == string(cur):
+	case len(text) >= len(cur) && text[:len(cur)] == cur:
 		s.appendPiece(text[len(cur):], true)
-	case len(text) <= len(cur) && string(cur[:len(text)]) == text:
+	case len(text) <= len(cur) && cur[:len(text)] == text:
 	default:
 		if rest, ok := afterSameText(text, cur); ok {
 			s.appendPiece(rest, true)
@@ -495,7 +500,7 @@ func (s *Segmenter) Snapshot(text string) {
 // afterSameText reports whether text and cur hold the same non-whitespace
 // characters as far as the shorter goes, and returns what text has beyond
 // cur's non-whitespace characters.
-func afterSameText(text string, cur []byte) (string, bool) {
+func afterSameText(text, cur string) (string, bool) {
 	i, j := 0, 0
 	for {
 		for j < len(cur) && isSpace(cur[j]) {
@@ -507,7 +512,7 @@ func afterSameText(text string, cur []byte) (string, bool) {
 			}
 		}
 		if j == len(cur) {
-			if len(strings.TrimSpace(string(cur))) == 0 {
+			if len(strings.TrimSpace(cur)) == 0 {
 				return "", false
 			}
 			return text[i:], true
@@ -536,13 +541,45 @@ func (s *Segmenter) appendText(t string) { s.appendPiece(t, false) }
 // appendPiece appends a piece of the segment's text; repeat says that it
 // continues a snapshot.
 func (s *Segmenter) appendPiece(t string, repeat bool) {
-	if t = s.join.join(t, repeat); t == "" {
-		return
+	if t = s.join.join(t, repeat); t != "" {
+		s.write(t)
 	}
+}
+
+// lexPiece is the most text the lexer is given at once, so that it holds
+// no copy of a long text: it takes the text in pieces of this size.
+const lexPiece = 64 << 10
+
+// write adds t to the segment and gives it to the lexer.
+func (s *Segmenter) write(t string) {
 	s.ensureStarted()
-	s.seg = append(s.seg, t...)
+	switch {
+	case s.segText == "" && len(s.seg) == 0:
+		s.segText = t // a segment in one piece is not copied
+	case s.segText != "":
+		s.seg, s.segText = append(s.seg[:0], s.segText...), ""
+		fallthrough
+	default:
+		s.seg = append(s.seg, t...)
+	}
 	s.segHasText = true
-	s.lex.Write(t)
+	for len(t) > 0 {
+		n := min(len(t), lexPiece)
+		for n < len(t) && !utf8.RuneStart(t[n]) {
+			n-- // a character is not split between pieces
+		}
+		s.ahead = len(t) - n
+		s.lex.Write(t[:n])
+		t = t[n:]
+	}
+}
+
+// segment returns the current segment's text so far.
+func (s *Segmenter) segment() string {
+	if s.segText != "" {
+		return s.segText
+	}
+	return string(s.seg)
 }
 
 // EndSegment ends the current assistant segment: held-back text goes out,
@@ -551,19 +588,20 @@ func (s *Segmenter) EndSegment() { s.endSegment() }
 
 func (s *Segmenter) endSegment() {
 	if t := s.join.flush(); t != "" {
-		s.ensureStarted()
-		s.seg = append(s.seg, t...)
-		s.segHasText = true
-		s.lex.Write(t)
+		s.write(t)
 	}
 	if s.segHasText {
 		s.lastFinal = !s.segMCID
 	}
-	if len(s.seg) > 0 {
+	if len(s.seg) > 0 || s.segText != "" {
 		s.lex.End()
-		s.said = append(append(s.said, s.seg...), '\n')
+		s.said = slices.Grow(s.said, len(s.segText)+len(s.seg)+1)
+		s.said = append(append(append(s.said, s.segText...), s.seg...), '\n') // one of them is empty
 	}
-	s.seg = s.seg[:0]
+	s.seg, s.segText = s.seg[:0], ""
+	if cap(s.seg) > lexPiece {
+		s.seg = nil // a long segment's buffer is not kept
+	}
 	s.segMCID, s.segHasText, s.sealed = false, false, false
 }
 
@@ -600,7 +638,13 @@ func (s *Segmenter) proseText(t string) {
 // as one delta. The delta and the content so far are views of textBuf,
 // whose written bytes never change, so neither is copied.
 func (s *Segmenter) emitDelta(id string, held []byte, t string) {
-	mark := s.textBuf.Len()
+	mark, n := s.textBuf.Len(), len(held)+len(t)
+	if s.textBuf.Cap()-mark < n {
+		// Room for what of a long text is still to come, up to a few
+		// times the content so far, so that a long document grows its
+		// buffer a few times, not once per piece.
+		s.textBuf.Grow(n + min(s.ahead, 4*(mark+n)))
+	}
 	s.textBuf.Write(held)
 	s.textBuf.WriteString(t)
 	all := s.textBuf.String()

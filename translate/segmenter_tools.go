@@ -24,15 +24,12 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	class, toolName := classify(tc.Kind, tc.Name)
 	st := &toolState{rawArgs: tc.Args}
 	args := &st.decoded
-	callArgs := tc.Args
-	if callArgs != nil {
-		callArgs = decodeArgs(callArgs, args)
-	}
+	st.args = readArgs(&s.argDec, tc.Args, args)
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
 	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
-	st.callID, st.args, st.startedAt, st.startTS = ev.CallID, stripToolCallID(callArgs), tc.StartedAtMs, ev.TimestampMs
+	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
 	st.docID = s.openDoc(st.docType, marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
@@ -138,7 +135,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	if tc != nil {
 		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
 			a = &toolArgs{}
-			args = stripToolCallID(decodeArgs(tc.Args, a))
+			args = readArgs(&s.argDec, tc.Args, a)
 		}
 		res = tc.Result
 		start := st.startedAt

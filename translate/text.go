@@ -137,6 +137,9 @@ func (l *lexer) End() {
 		l.sink.closeFence()
 	}
 	l.sink.endMessage()
+	if cap(l.in) > 2*lexPiece {
+		l.in = nil // a long held line's buffer is not kept
+	}
 	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
 	l.src, l.srcAt = "", 0
 	l.nlPending = ""

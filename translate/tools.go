@@ -2,6 +2,8 @@ package translate
 
 import (
 	"bytes"
+	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -12,7 +14,7 @@ import (
 )
 
 // toolArgs is the union of the argument fields Docstream reads from any
-// tool in any dialect. decodeArgs fills it; the tags name the members.
+// tool in any dialect. readArgs fills it; the tags name the members.
 type toolArgs struct {
 	Path             string         `json:"path"`
 	FilePath         string         `json:"file_path"`
@@ -299,40 +301,6 @@ func todoStatus(s string) string {
 	return t
 }
 
-// stripToolCallID removes the toolCallId member from the arguments object;
-// the other members are copied as they are written, by tokens in one pass
-// (a struct with an embedded fallback copies them member by member).
-func stripToolCallID(args jsontext.Value) jsontext.Value {
-	if args.Kind() != '{' {
-		return jsontext.Value("{}")
-	}
-	out := append(make(jsontext.Value, 0, len(args)), '{')
-	dec := jsontext.NewDecoder(bytes.NewBuffer(args), decodeOpts)
-	prev := int64(bytes.IndexByte(args, '{') + 1)
-	found := false
-	err := eachMember(dec, func(name []byte) error {
-		id := string(name) == "toolCallId"
-		if err := dec.SkipValue(); err != nil {
-			return err
-		}
-		member := bytes.TrimLeft(args[prev:dec.InputOffset()], " \t\r\n,")
-		prev = dec.InputOffset()
-		switch {
-		case id:
-			found = true
-		case len(out) > 1:
-			out = append(append(out, ','), member...)
-		default:
-			out = append(out, member...)
-		}
-		return nil
-	})
-	if err != nil || !found {
-		return args
-	}
-	return append(out, '}')
-}
-
 // hunk is the first hunk of a unified diff.
 type hunk struct {
 	oldStart, oldLines int
@@ -477,14 +445,54 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// decodeArgs reads the argument members Docstream uses from a tool's args
-// object and returns the arguments without repeated member names. A
-// member of an unexpected type is left out.
-func decodeArgs(raw jsontext.Value, a *toolArgs) jsontext.Value {
-	if unmarshalNames(raw, a) {
-		return dedupe(raw)
+// argFields maps the name of each argument member toolArgs reads to its
+// field.
+var argFields = func() map[string]int {
+	t := reflect.TypeFor[toolArgs]()
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		m[t.Field(i).Tag.Get("json")] = i
 	}
-	return raw
+	return m
+}()
+
+// readArgs reads a tool's arguments object in one pass with dec: the
+// members Docstream uses go into a (one of an unexpected type is left
+// out), and the object is returned as written but for its toolCallId
+// member and repeated member names.
+func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
+	if raw.Kind() != '{' {
+		return jsontext.Value("{}")
+	}
+	out := append(make(jsontext.Value, 0, len(raw)), '{')
+	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
+	fields := reflect.ValueOf(a).Elem()
+	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
+	err := eachMember(dec, func(name []byte) error {
+		v, err := dec.ReadValue()
+		if i, ok := argFields[string(name)]; ok && err == nil {
+			unmarshal(v, fields.Field(i).Addr().Interface())
+		}
+		member := bytes.TrimLeft(raw[prev:dec.InputOffset()], " \t\r\n,")
+		prev = dec.InputOffset()
+		switch {
+		case string(name) == "toolCallId":
+			found = true
+		case len(out) > 1:
+			out = append(append(out, ','), member...)
+		default:
+			out = append(out, member...)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName):
+		*a = toolArgs{}
+		return readArgs(dec, dedupe(raw), a)
+	case err != nil || !found:
+		return raw
+	}
+	return append(out, '}')
 }
 
 // decodeBody reads the result members Docstream uses.

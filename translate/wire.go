@@ -47,6 +47,7 @@ type agentLine struct {
 	// last is the line before, whose type, subtype and ids the line
 	// mostly repeats: they are then taken from it, not copied.
 	last *agentLine
+	line []byte // the line being read
 }
 
 // UnmarshalJSONFrom reads a line token by token: lines are mostly short
@@ -69,7 +70,7 @@ func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) e
 	case "tool_call", "toolCall":
 		if dec.PeekKind() == '{' {
 			var err error
-			w.Tool, w.ToolID, err = readTool(dec)
+			w.Tool, w.ToolID, err = w.readTool(dec)
 			return err
 		}
 	}
@@ -174,17 +175,20 @@ type agentUsage struct {
 
 // toolInner is the object of a tool call's kind. An object with neither
 // args nor result is the legacy layout, whose members are the arguments.
+// Its members take any kind, so that decoding it meets no value it must
+// leave out and reads it in one pass.
 type toolInner struct {
 	Args        jsontext.Value `json:"args"`
 	Result      jsontext.Value `json:"result"`
-	Description string         `json:"description"`
-	Name        string         `json:"name"`
+	Description jsontext.Value `json:"description"`
+	Name        jsontext.Value `json:"name"`
 }
 
 // functionCall is a generic {name, arguments} call; arguments may be an
-// object or a string that holds one.
+// object or a string that holds one. Like toolInner, it takes members of
+// any kind, so that it is decoded in one pass.
 type functionCall struct {
-	Name      string         `json:"name"`
+	Name      jsontext.Value `json:"name"`
 	Arguments jsontext.Value `json:"arguments"`
 	Result    jsontext.Value `json:"result"`
 }
@@ -415,7 +419,7 @@ func (d *Decoder) decode(line []byte) Event {
 // read decodes line into d.w, and reports an error when it is not exactly
 // one JSON object.
 func (d *Decoder) read(line []byte) error {
-	d.w = agentLine{last: &d.last}
+	d.w = agentLine{last: &d.last, line: line}
 	d.in = *bytes.NewBuffer(line)
 	d.dec.Reset(&d.in, decodeOpts)
 	if err := d.w.UnmarshalJSONFrom(&d.dec); err != nil {
@@ -459,13 +463,26 @@ func toolEvent(ev *Event, w *agentLine) {
 }
 
 // readTool reads a tool call object: its kind's object ({"shellToolCall":
-// {"args": …, "result": …}}), a function call, or the first object of
-// another kind with args or a result; and its id and times. It reads by
-// tokens, in its line's pass; the objects in it are decoded typed.
-func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
+// {"args": …, "result": …}}), a function call, or else the first object of
+// another kind; and its id and times. It reads in its line's pass: the
+// objects in it are decoded typed from dec, once.
+func (w *agentLine) readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 	tc = &ToolCall{}
 	var other ToolCall
 	err = eachMember(dec, func(name []byte) error {
+		if dec.PeekKind() == '{' {
+			switch n := string(name); {
+			case n == "function":
+				tc.Kind = "function"
+				return readFunction(dec, tc)
+			case bytes.HasSuffix(name, []byte("ToolCall")):
+				tc.Kind = n
+				return w.readInner(dec, tc)
+			case other.Kind == "" && n != "result" && n != "toolCallId" && n != "id" && n != "startedAtMs" && n != "completedAtMs":
+				other.Kind = n
+				return w.readInner(dec, &other)
+			}
+		}
 		v, err := dec.ReadValue()
 		switch string(name) {
 		case "toolCallId", "id":
@@ -476,24 +493,6 @@ func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 			tc.CompletedAtMs = num(v)
 		case "result":
 			tc.Result = v.Clone()
-		case "function":
-			if v.Kind() == '{' {
-				tc.Kind = "function"
-				readFunction(v, tc)
-			}
-		default:
-			switch {
-			case v.Kind() != '{':
-			case bytes.HasSuffix(name, []byte("ToolCall")):
-				tc.Kind = string(name)
-				readInner(v, tc)
-			case other.Kind == "":
-				if readInner(v, &other); other.Args == nil && other.Result == nil {
-					other = ToolCall{}
-				} else {
-					other.Kind = string(name)
-				}
-			}
 		}
 		return err
 	})
@@ -503,21 +502,31 @@ func readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 	return tc, id, err
 }
 
-// readInner fills in tc from v, the object of a tool call's kind.
-func readInner(v jsontext.Value, tc *ToolCall) {
+// readInner fills in tc from the object of a tool call's kind, which
+// comes next from dec.
+func (w *agentLine) readInner(dec *jsontext.Decoder, tc *ToolCall) error {
 	var in toolInner
-	unmarshal(v, &in)
-	tc.Args, tc.Result, tc.Description, tc.Name = in.Args, in.Result, in.Description, in.Name
-	if in.Args == nil && in.Result == nil {
-		tc.Args = v.Clone() // the legacy layout: {"path": …, "contents": …}
+	start := dec.InputOffset()
+	if err := json.UnmarshalDecode(dec, &in); err != nil {
+		return err
 	}
+	tc.Args, tc.Result, tc.Description, tc.Name = in.Args, in.Result, str(in.Description), str(in.Name)
+	if in.Args == nil && in.Result == nil {
+		// The legacy layout, {"path": …, "contents": …}: the object is the
+		// arguments, as written after the name's colon.
+		v := w.line[start:dec.InputOffset()]
+		tc.Args = jsontext.Value(bytes.TrimLeft(v, " \t\r\n:")).Clone()
+	}
+	return nil
 }
 
-// readFunction fills in tc from a function call.
-func readFunction(v jsontext.Value, tc *ToolCall) {
+// readFunction fills in tc from a function call that comes next from dec.
+func readFunction(dec *jsontext.Decoder, tc *ToolCall) error {
 	var f functionCall
-	unmarshal(v, &f)
-	tc.Name = f.Name
+	if err := json.UnmarshalDecode(dec, &f); err != nil {
+		return err
+	}
+	tc.Name = str(f.Name)
 	if f.Result != nil {
 		tc.Result = f.Result
 	}
@@ -532,6 +541,7 @@ func readFunction(v jsontext.Value, tc *ToolCall) {
 			tc.Args, _ = json.Marshal(map[string]string{"input": s})
 		}
 	}
+	return nil
 }
 
 // maxTokens is the largest token count taken from the agent.

@@ -24,7 +24,7 @@ import (
 )
 
 // maxLineBytes is agent.max_line_bytes at its default.
-const maxLineBytes = 16 << 20
+const maxLineBytes = agent.DefaultMaxLineBytes
 
 // benchBackend is a runs.Backend without a child: a run's lines are written
 // by writeBenchLines into a pipe and read back as an agent's stdout is.

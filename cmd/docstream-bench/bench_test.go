@@ -739,12 +739,13 @@ func TestBoundRows(t *testing.T) {
 		},
 		Parse: []parseSet{{Corpus: &corpus{Real: true}, Results: []parseResult{
 			{Stage: "typed JSON decode", MiBps: 90}, {Stage: "Docstream parse + segment", MiBps: 80}}}},
+		LongLinePeak: 192 << 20,
 	}
 	got := map[string]boundRow{}
 	for _, b := range rep.boundRows() {
 		got[b.Measure] = b
 	}
-	if len(got) != 8 {
+	if len(got) != 9 {
 		t.Fatalf("%d bounds", len(got))
 	}
 	for _, c := range []struct {
@@ -756,6 +757,7 @@ func TestBoundRows(t *testing.T) {
 		{boundRSS.Measure, "s", "met"},                         // 40 MiB
 		{boundCPU.Measure, "m", "**not met**"},                 // 3×
 		{"parse + segment, real corpus", "real corpus", "met"}, // 80 MiB/s ≥ 0.8 × 90
+		{longLineTitle, "default settings", "informational"},
 	} {
 		if b := got[c.measure]; b.Where != c.where || b.Met != c.met {
 			t.Errorf("%s: %+v, want %s, %s", c.measure, b, c.where, c.met)
@@ -763,6 +765,9 @@ func TestBoundRows(t *testing.T) {
 	}
 	if b := got[boundCPU.Measure]; b.Docstream != "3.00 ms (3.00×)" || b.Relay != "1.00 ms" {
 		t.Errorf("CPU row %+v", b)
+	}
+	if b := got[longLineTitle]; b.Docstream != "192.0 MiB (0.50× the budget)" {
+		t.Errorf("long-line row %+v", b)
 	}
 
 	// The documentation gets the bounds table only.
@@ -776,7 +781,7 @@ func TestBoundRows(t *testing.T) {
 	b, _ := os.ReadFile(doc)
 	text := string(b)
 	rows := strings.Count(text, "\n| ") - 1 // the header
-	if strings.Contains(text, "old") || !strings.HasSuffix(text, docsEnd+"\nafter\n") || rows != 8 || strings.Contains(text, "Every figure") {
+	if strings.Contains(text, "old") || !strings.HasSuffix(text, docsEnd+"\nafter\n") || rows != 9 || strings.Contains(text, "Every figure") {
 		t.Fatalf("%d rows:\n%s", rows, text)
 	}
 	if err := updateDocs(filepath.Join(t.TempDir(), "none.md"), "x"); err == nil {

@@ -126,7 +126,7 @@ func (rep *report) boundRows() []boundRow {
 		p.Docstream = fmt.Sprintf("%.0f MiB/s (%s the floor)", seg.MiBps, ratio(seg.MiBps, typed.MiBps))
 		p.Met = judged(parseUse(seg.MiBps, typed.MiBps))
 	}
-	return append(rows, p, rep.judge(boundCPU))
+	return append(rows, p, rep.judge(boundCPU), rep.longLineRow())
 }
 
 // judge is the row of an end-to-end bound.

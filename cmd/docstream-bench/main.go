@@ -57,7 +57,7 @@ func run(args []string) int {
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this docstream binary instead of building ./cmd/docstream")
 	fs.StringVar(&o.against, "against", "", "compare with this docstream binary instead of the bare relay (before/after a change)")
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds per end-to-end case (default: each case's own)")
-	fs.StringVar(&o.only, "only", "", "run only these parts, comma-separated: parse, e2e, or scenario keys")
+	fs.StringVar(&o.only, "only", "", "run only these parts, comma-separated: parse, e2e, longline, or scenario keys")
 	fs.DurationVar(&o.benchtime, "benchtime", time.Second, "time per parsing benchmark")
 	fs.StringVar(&o.latencies, "latencies", "", "also write every delta's latency to this file, one line each (case, server, round, stream, place in the stream, emit instant, latency), to see where in the streams a tail falls")
 	relayServe := fs.Bool("relay-serve", false, "internal: serve the bare relay")
@@ -163,6 +163,10 @@ type report struct {
 	Parse    []parseSet
 	E2E      []e2eOutcome
 	Duration time.Duration
+	// LongLinePeak is the gateway's peak RSS in the long-line row, or
+	// LongLineErr why it was not measured.
+	LongLinePeak int64
+	LongLineErr  error
 }
 
 type parseSet struct {
@@ -220,7 +224,8 @@ func bench(ctx context.Context, o options) (*report, error) {
 			selected = append(selected, c)
 		}
 	}
-	if len(selected) > 0 {
+	longLine := o.wanted("longline", "") && !o.smoke && o.against == ""
+	if len(selected) > 0 || longLine {
 		dir, err := os.MkdirTemp("", "docstream-bench-")
 		if err != nil {
 			return nil, err
@@ -285,6 +290,11 @@ func bench(ctx context.Context, o options) (*report, error) {
 				return nil, fmt.Errorf("writing %s: %w", o.latencies, err)
 			}
 		}
+		if longLine && ctx.Err() == nil {
+			logf("longline: %s", longLineTitle)
+			rep.LongLinePeak, rep.LongLineErr = runLongLine(bin, dir)
+			logf("  peak RSS %.1f MiB %v", float64(rep.LongLinePeak)/(1<<20), rep.LongLineErr)
+		}
 	}
 	rep.Duration = time.Since(rep.Started)
 	return rep, nil
@@ -327,6 +337,8 @@ type e2eCase struct {
 	// Defaults runs the real gateway with its default settings apart from
 	// the agent, its workspace and the per-client rate limit.
 	Defaults bool
+	// Env holds more of the gateway's settings (DOCSTREAM_…=…).
+	Env []string
 }
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives

@@ -79,7 +79,7 @@ func gatewayEnv(a agentSetup, c e2eCase, storePath string) []string {
 			env = append(env, "DOCSTREAM_LIMITS_SPAWN_PER_SECOND="+strconv.FormatFloat(sp, 'f', -1, 64))
 		}
 	}
-	return append(cleanEnv(), env...)
+	return append(append(cleanEnv(), env...), c.Env...)
 }
 
 // cleanEnv is this process's environment without Docstream's settings and
@@ -223,13 +223,16 @@ func tailFile(path string) string {
 }
 
 // rssBytes reads VmRSS of a process from /proc/<pid>/status.
-func rssBytes(pid int) (int64, error) {
+func rssBytes(pid int) (int64, error) { return statusBytes(pid, "VmRSS:") }
+
+// statusBytes reads a size (VmRSS:, VmHWM:) from /proc/<pid>/status.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			f := strings.Fields(v)
 			if len(f) == 0 {
 				break
@@ -241,7 +244,7 @@ func rssBytes(pid int) (int64, error) {
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, errors.New("no " + field)
 }
 
 // cpuOf returns the user + system CPU time a process has used, from

@@ -61,7 +61,7 @@ func DefaultConfig() Config {
 		Agent: agent.Config{
 			ArgsPrefix: []string{}, Headers: []string{}, Workspaces: map[string]string{},
 			Trust: true, IdleTimeout: 30 * time.Minute, RunTimeout: 2 * time.Hour, LingerAfterResult: 3 * time.Second,
-			KillGrace: 5 * time.Second, MaxLineBytes: 16 << 20, StderrTailBytes: 16 << 10,
+			KillGrace: 5 * time.Second, MaxLineBytes: agent.DefaultMaxLineBytes, StderrTailBytes: 16 << 10,
 			EnvAllow: []string{"*"},
 			EnvDeny: []string{"DOCSTREAM_*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
 				"*COOKIE*", "*_AUTH", "*_AUTH_*", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS"},
