@@ -128,11 +128,11 @@ type Decoder struct {
 	parts   [][]byte
 	size    int
 	bufSize int
-	// A line is decoded into w by dec, reading from in; last is the line
-	// before.
-	w, last agentLine
-	dec     jsontext.Decoder
-	in      bytes.Buffer
+	// A line is decoded by dec, reading from in; last holds the ids of
+	// the line before.
+	last lineIDs
+	dec  jsontext.Decoder
+	in   bytes.Buffer
 }
 
 // readBufSize is the size of a Decoder's read buffer; longer lines are

@@ -18,12 +18,9 @@ import (
 // agentLine holds the members of an agent line that Docstream reads, in
 // any dialect; the members of a "payload" object count as the line's own.
 type agentLine struct {
-	Type           string
-	Subtype        string
-	SessionID      string
+	lineIDs
 	Text           text // or a payload's "content"
 	Message        message
-	ModelCallID    string
 	TimestampMs    number
 	CallID         string
 	Tool           *ToolCall // from "tool_call" or "toolCall"
@@ -44,11 +41,13 @@ type agentLine struct {
 	Model          string
 	PermissionMode string
 	APIKeySource   string
-	// last is the line before, whose type, subtype and ids the line
-	// mostly repeats: they are then taken from it, not copied.
-	last *agentLine
-	line []byte // the line being read
+	last           *lineIDs // the line before's
+	line           []byte   // the line being read
 }
+
+// lineIDs are the members a line mostly repeats from the line before:
+// they are then taken from it, not copied.
+type lineIDs struct{ Type, Subtype, SessionID, ModelCallID string }
 
 // UnmarshalJSONFrom reads a line token by token: lines are mostly short
 // pieces of text, and decoding their members by reflection took about
@@ -346,11 +345,13 @@ func (d *Decoder) decode(line []byte) Event {
 	if line[0] != '{' {
 		return ev
 	}
-	d.last = d.w
-	w := &d.w
-	if d.read(line) != nil {
+	// The line is decoded into w on the stack, which clearing and
+	// copying cost less than a struct on the heap.
+	w := &agentLine{last: &d.last, line: line}
+	if d.read(w) != nil {
 		return ev
 	}
+	d.last = w.lineIDs
 	ev.Type, ev.Subtype = w.Type, w.Subtype
 	ev.SessionID = w.SessionID
 	ev.ModelCallID = w.ModelCallID
@@ -416,13 +417,12 @@ func (d *Decoder) decode(line []byte) Event {
 	return ev
 }
 
-// read decodes line into d.w, and reports an error when it is not exactly
-// one JSON object.
-func (d *Decoder) read(line []byte) error {
-	d.w = agentLine{last: &d.last, line: line}
-	d.in = *bytes.NewBuffer(line)
+// read decodes w's line into w, and reports an error when it is not
+// exactly one JSON object.
+func (d *Decoder) read(w *agentLine) error {
+	d.in = *bytes.NewBuffer(w.line)
 	d.dec.Reset(&d.in, decodeOpts)
-	if err := d.w.UnmarshalJSONFrom(&d.dec); err != nil {
+	if err := w.UnmarshalJSONFrom(&d.dec); err != nil {
 		return err
 	}
 	if _, err := d.dec.ReadToken(); err != io.EOF {
