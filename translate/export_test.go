@@ -62,7 +62,7 @@ func ReadJSON(b []byte) {
 	var a toolArgs
 	readArgs(new(jsontext.Decoder), b, &a)
 	var body toolBody
-	decodeBody(b, &body)
+	unmarshal(b, &body)
 	_ = errText(b)
 	_, _ = errorText(b)
 	if jsontext.Value(b).IsValid(decodeOpts) {

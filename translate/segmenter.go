@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -782,7 +783,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 	status := documents.StatusCompleted
 	var stop documents.StopReason
 	if r.IsError {
-		msg := firstNonEmpty(r.Error, r.Text, "the agent reported an error")
+		msg := cmp.Or(r.Error, r.Text, "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, "")
 		status, stop = documents.StatusError, documents.StopAgentError
 	} else if strings.TrimSpace(r.Text) != "" {
@@ -815,7 +816,10 @@ func (s *Segmenter) Complete(elapsed int64) {
 }
 
 func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
-	turns := len(s.turns) + b2i(s.lastFinal)
+	turns := len(s.turns)
+	if s.lastFinal {
+		turns++
+	}
 	if s.turnCount > 0 {
 		turns = s.turnCount
 	}
@@ -850,7 +854,7 @@ func (s *Segmenter) Close(end End) {
 	}
 	s.closeTools()
 	s.endSegment()
-	source := firstNonEmpty(end.Source, "cursor-agent")
+	source := cmp.Or(end.Source, "cursor-agent")
 	details := strings.TrimSpace(end.Stderr)
 	if details == "" && len(s.lastNoJSON) > 0 {
 		details = strings.Join(s.lastNoJSON, "\n")
@@ -866,8 +870,8 @@ func (s *Segmenter) Close(end End) {
 			documents.StopShutdown: documents.CodeShutdown, documents.StopInterrupted: documents.CodeInterrupted,
 			documents.StopAgentError: documents.CodeAgentError, documents.StopAgentExit: documents.CodeAgentExited,
 		}[end.Reason]
-		msg := firstNonEmpty(end.Message, "the run ended: "+string(end.Reason))
-		s.errorDoc(firstNonEmpty(end.Code, code), firstNonEmpty(end.Source, "gateway"), msg, details)
+		msg := cmp.Or(end.Message, "the run ended: "+string(end.Reason))
+		s.errorDoc(cmp.Or(end.Code, code), cmp.Or(end.Source, "gateway"), msg, details)
 	case end.Err != nil:
 		s.errorDoc(documents.CodeSpawnFailed, "gateway", "the agent could not be run: "+end.Err.Error(), details)
 		stop = documents.StopAgentExit
@@ -898,11 +902,4 @@ func marshal(v any) jsontext.Value {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
 	return b
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

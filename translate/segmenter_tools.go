@@ -53,14 +53,14 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 		return struct {
 			Command          string `json:"command"`
 			WorkingDirectory string `json:"workingDirectory"`
-		}{a.Command, firstNonEmpty(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace)}
+		}{a.Command, cmp.Or(a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, workspace)}
 	case classEdit, classWrite, classDelete, classPatch:
 		// An edit or a write may turn out to create the file: only its
 		// result tells, and only a delete or a patch's header says it now.
 		p, op := a.path(), ""
 		switch st.class {
 		case classPatch:
-			p, op, _ = patchTarget(firstNonEmpty(a.Patch, a.Input))
+			p, op, _ = patchTarget(cmp.Or(a.Patch, a.Input))
 		case classDelete:
 			op = fileOperation(st.class)
 		}
@@ -73,7 +73,7 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 		return struct {
 			Title    string `json:"title"`
 			Overview string `json:"overview"`
-		}{firstNonEmpty(a.Name, a.Title), a.Overview}
+		}{cmp.Or(a.Name, a.Title), a.Overview}
 	case classAsk:
 		return struct {
 			Title string `json:"title,omitzero"`
@@ -99,15 +99,15 @@ func fileOperation(c toolClass) string {
 }
 
 func mcpName(a toolArgs) string {
-	server := firstNonEmpty(a.Provider, a.Server)
-	tool := firstNonEmpty(a.ToolName, a.Name)
+	server := cmp.Or(a.Provider, a.Server)
+	tool := cmp.Or(a.ToolName, a.Name)
 	if server != "" && tool != "" {
 		if rest, ok := strings.CutPrefix(tool, server+"-"); ok && a.ToolName == "" {
 			tool = rest
 		}
 		return "mcp__" + snakeLoose(server) + "__" + tool
 	}
-	return "mcp__" + firstNonEmpty(tool, "unknown")
+	return "mcp__" + cmp.Or(tool, "unknown")
 }
 
 func snakeLoose(s string) string {
@@ -163,7 +163,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	}
 	var b toolBody
 	if body.Kind() == '{' {
-		decodeBody(body, &b)
+		unmarshal(body, &b)
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
@@ -174,10 +174,10 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		status, reason = "error", reasonUnfinished
 	case outcomeRejected:
 		status = "error"
-		reason = firstNonEmpty(b.Reason, b.Message, "the tool call was rejected")
+		reason = cmp.Or(b.Reason, b.Message, "the tool call was rejected")
 	case outcomeFailed:
 		status = "error"
-		reason = firstNonEmpty(b.Error, b.Message, b.Reason, errText(body))
+		reason = cmp.Or(b.Error, b.Message, b.Reason, errText(body))
 	}
 	if b.IsError && status == "success" {
 		status = "error"
@@ -212,7 +212,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 			p := a.Plan
 			content = &p
 		}
-		meta = documents.PlanMeta{Title: firstNonEmpty(a.Name, a.Title), Overview: a.Overview, Todos: todos, Format: "markdown", ToolCallID: st.callID}
+		meta = documents.PlanMeta{Title: cmp.Or(a.Name, a.Title), Overview: a.Overview, Todos: todos, Format: "markdown", ToolCallID: st.callID}
 	case classTodos:
 		todos := make([]documents.TodoStatus, 0, len(a.Todos))
 		for _, t := range a.Todos {
@@ -224,9 +224,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		for i, q := range a.Questions {
 			opts := make([]documents.Option, 0, len(q.Options))
 			for j, o := range q.Options {
-				opts = append(opts, documents.Option{ID: firstNonEmpty(o.ID, strconv.Itoa(j+1)), Label: firstNonEmpty(o.Label, o.Text, o.ID)})
+				opts = append(opts, documents.Option{ID: cmp.Or(o.ID, strconv.Itoa(j+1)), Label: cmp.Or(o.Label, o.Text, o.ID)})
 			}
-			qs = append(qs, documents.Question{ID: firstNonEmpty(q.ID, "q"+strconv.Itoa(i+1)), Text: firstNonEmpty(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
+			qs = append(qs, documents.Question{ID: cmp.Or(q.ID, "q"+strconv.Itoa(i+1)), Text: cmp.Or(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
 		}
 		if a.Title != "" {
 			t := a.Title
@@ -239,7 +239,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		meta = m
 	default:
 		m := documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
-			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: firstNonEmpty(st.kind, st.name)}
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name)}
 		if st.kind == "function" {
 			m.RawKind = "function"
 		}
@@ -281,7 +281,7 @@ func errText(v jsontext.Value) string {
 				message = str(val)
 			}
 		}
-		if t := firstNonEmpty(message, first); t != "" {
+		if t := cmp.Or(message, first); t != "" {
 			return t
 		}
 	}
@@ -298,9 +298,9 @@ func (s *Segmenter) workspaceDir() string {
 }
 
 func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64, bg bool) documents.TerminalCommandMeta {
-	wd := firstNonEmpty(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.workspaceDir())
+	wd := cmp.Or(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.workspaceDir())
 	m := documents.TerminalCommandMeta{
-		Command: firstNonEmpty(a.Command, b.Command), WorkingDirectory: wd, Permissions: []string{},
+		Command: cmp.Or(a.Command, b.Command), WorkingDirectory: wd, Permissions: []string{},
 		ToolCallID: st.callID, Signal: b.Signal, Background: bg || a.IsBackground,
 	}
 	if a.Sandbox != nil {
@@ -326,13 +326,13 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 		// code and output are kept, and the error is only what it says.
 		if m.ExitCode = b.exitCode(); m.ExitCode != nil {
 			m.Output = b.shellOutput()
-			if msg := firstNonEmpty(b.Error, b.Message, b.Reason); msg != "" {
+			if msg := cmp.Or(b.Error, b.Message, b.Reason); msg != "" {
 				m.Error, m.Reason = msg, msg
 			}
 			break
 		}
 		m.Error, m.Reason = reason, reason
-		m.Output = firstNonEmpty(b.Interleaved, b.Stdout+b.Stderr, b.Output)
+		m.Output = cmp.Or(b.Interleaved, b.Stdout+b.Stderr, b.Output)
 	case outcomePending:
 		m.Reason = reason
 	}
@@ -345,7 +345,7 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 
 // fileEditMeta builds a file_edit document's content and metadata.
 func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64) (*string, documents.FileEditMeta) {
-	m := documents.FileEditMeta{FilePath: firstNonEmpty(a.path(), b.Path), ToolCallID: st.callID, DurationMs: dur}
+	m := documents.FileEditMeta{FilePath: cmp.Or(a.path(), b.Path), ToolCallID: st.callID, DurationMs: dur}
 	var content *string
 	set := func(s string) { content = &s }
 	switch st.class {
@@ -353,18 +353,18 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		m.Operation = "delete"
 	case classWrite:
 		m.Operation = "create"
-		text := firstNonEmpty(a.FileText, a.Contents, str(a.Content))
+		text := cmp.Or(a.FileText, a.Contents, str(a.Content))
 		if b.AfterFullContent != nil && text == "" {
 			text = *b.AfterFullContent
 		}
 		set(text)
 	case classPatch:
-		p, op, np := patchTarget(firstNonEmpty(a.Patch, a.Input))
-		m.FilePath, m.Operation, m.NewPath = firstNonEmpty(m.FilePath, p), op, np
-		m.UnifiedDiff = firstNonEmpty(a.Patch, a.Input)
+		p, op, np := patchTarget(cmp.Or(a.Patch, a.Input))
+		m.FilePath, m.Operation, m.NewPath = cmp.Or(m.FilePath, p), op, np
+		m.UnifiedDiff = cmp.Or(a.Patch, a.Input)
 	default:
 		m.Operation = "edit"
-		oldS, newS := firstNonEmpty(a.OldString, a.OldStringCamel), firstNonEmpty(a.NewString, a.NewStringCamel)
+		oldS, newS := cmp.Or(a.OldString, a.OldStringCamel), cmp.Or(a.NewString, a.NewStringCamel)
 		if b.DiffString != "" {
 			create, del, h, added, removed := parseDiff(b.DiffString)
 			m.UnifiedDiff = b.DiffString
@@ -377,7 +377,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			switch {
 			case create:
 				m.Operation = "create"
-				set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent, h.newText))
+				set(cmp.Or(deref(b.AfterFullContent), a.StreamContent, h.newText))
 			case del:
 				m.Operation = "delete"
 			case h.found:
@@ -394,8 +394,8 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			set(newS)
 		} else if b.BeforeFullContent == nil && (b.AfterFullContent != nil || a.StreamContent != "") && out == outcomeSuccess {
 			m.Operation = "create"
-			set(firstNonEmpty(deref(b.AfterFullContent), a.StreamContent))
-		} else if t := firstNonEmpty(a.StreamContent, a.CodeEdit); t != "" {
+			set(cmp.Or(deref(b.AfterFullContent), a.StreamContent))
+		} else if t := cmp.Or(a.StreamContent, a.CodeEdit); t != "" {
 			set(t)
 		}
 		m.LinesAdded, m.LinesRemoved = b.LinesAdded, b.LinesRemoved

@@ -230,7 +230,7 @@ func lexLineStart(l *lexer) stateFn {
 	if char == 0 || run < 3 {
 		return lexProse
 	}
-	nl := indexNL(b)
+	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 && !l.eof {
 		return l.waitFor(wakeNewline, 0)
 	}
@@ -262,7 +262,7 @@ func lexProse(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	nl := indexNL(b)
+	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 {
 		l.keepHead(b)
 		l.sink.proseText(l.text(0, len(b)))
@@ -597,7 +597,7 @@ func lexFenceLine(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	nl := indexNL(b)
+	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 {
 		n := len(b)
 		if b[n-1] == '\r' && !l.eof {
@@ -629,8 +629,6 @@ func lexFenceLineMid(l *lexer) stateFn {
 	}
 	return lexFenceLine
 }
-
-func indexNL(b []byte) int { return bytes.IndexByte(b, '\n') }
 
 // parseInfo reads a fence's info string: `start:end:path` is a code
 // reference, anything else names a language by its first word.

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"reflect"
 	"strconv"
@@ -77,11 +78,11 @@ type rawOption struct {
 }
 
 func (a *toolArgs) path() string {
-	return firstNonEmpty(a.Path, a.FilePath, a.FilePathCamel, a.TargetFile)
+	return cmp.Or(a.Path, a.FilePath, a.FilePathCamel, a.TargetFile)
 }
 
-// toolBody is the union of result fields Docstream reads. decodeBody fills
-// it; the tags name the members.
+// toolBody is the union of result fields Docstream reads; the tags name
+// the members.
 type toolBody struct {
 	Path              string  `json:"path"`
 	Command           string  `json:"command"`
@@ -116,7 +117,7 @@ func (b *toolBody) exitCode() *int {
 // shellOutput is a command's output: interleaved when the result has it,
 // else stdout then stderr, else the output member.
 func (b *toolBody) shellOutput() string {
-	return firstNonEmpty(b.Interleaved, b.Stdout+b.Stderr, b.Output)
+	return cmp.Or(b.Interleaved, b.Stdout+b.Stderr, b.Output)
 }
 
 // outcome is how a tool call ended.
@@ -436,15 +437,6 @@ func patchTarget(p string) (path, op, newPath string) {
 	return
 }
 
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // argFields maps the name of each argument member toolArgs reads to its
 // field.
 var argFields = func() map[string]int {
@@ -493,9 +485,4 @@ func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.V
 		return raw
 	}
 	return append(out, '}')
-}
-
-// decodeBody reads the result members Docstream uses.
-func decodeBody(raw jsontext.Value, b *toolBody) {
-	unmarshal(raw, b)
 }

@@ -49,13 +49,6 @@ type agentLine struct {
 // they are then taken from it, not copied.
 type lineIDs struct{ Type, Subtype, SessionID, ModelCallID string }
 
-// UnmarshalJSONFrom reads a line token by token: lines are mostly short
-// pieces of text, and decoding their members by reflection took about
-// twice the time the parse bound allows. Nested objects are decoded typed.
-func (w *agentLine) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return eachMember(dec, func(name []byte) error { return w.member(dec, name, false) })
-}
-
 // member reads one member; a value of an unexpected kind is left out. A
 // later member replaces an earlier one, also those of a payload.
 func (w *agentLine) member(dec *jsontext.Decoder, name []byte, inPayload bool) error {
@@ -418,11 +411,15 @@ func (d *Decoder) decode(line []byte) Event {
 }
 
 // read decodes w's line into w, and reports an error when it is not
-// exactly one JSON object.
+// exactly one JSON object. The line is read token by token: lines are
+// mostly short pieces of text, and decoding their members by reflection
+// took about twice the time the parse bound allows. Nested objects are
+// decoded typed.
 func (d *Decoder) read(w *agentLine) error {
 	d.in = *bytes.NewBuffer(w.line)
 	d.dec.Reset(&d.in, decodeOpts)
-	if err := w.UnmarshalJSONFrom(&d.dec); err != nil {
+	dec := &d.dec
+	if err := eachMember(dec, func(name []byte) error { return w.member(dec, name, false) }); err != nil {
 		return err
 	}
 	if _, err := d.dec.ReadToken(); err != io.EOF {
