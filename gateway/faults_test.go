@@ -422,7 +422,7 @@ func TestFaultMatrix(t *testing.T) {
 					t.Errorf("the text after the long line is lost: %q", hdText(cr))
 				}
 			}},
-		{name: "oversize-delivered", prompt: "fault:oversize",
+		{name: "oversize-delivered", prompt: "fault:oversize", env: []string{"DOCSTREAM_AGENT_MAX_LINE_BYTES=16777216"},
 			check: func(t *testing.T, h *hdServer, cr documents.ChatResponse, took time.Duration) {
 				if cr.Status != documents.StatusCompleted || len(hdErrorDocs(cr)) != 0 {
 					t.Errorf("status %s, errors %v; want completed", cr.Status, hdErrorDocs(cr))

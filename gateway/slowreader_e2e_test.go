@@ -91,7 +91,8 @@ func wantLargeResult(t *testing.T, cr documents.ChatResponse) {
 // slowEnv are the settings of these tests' servers: a short write timeout
 // and, as reading a 10 MiB line takes a while under load, a linger long
 // enough for the agent's output to be read after it exits.
-var slowEnv = []string{"DOCSTREAM_SERVER_WRITE_TIMEOUT=3s", "DOCSTREAM_AGENT_LINGER_AFTER_RESULT=5s"}
+var slowEnv = []string{"DOCSTREAM_SERVER_WRITE_TIMEOUT=3s", "DOCSTREAM_AGENT_LINGER_AFTER_RESULT=5s",
+	"DOCSTREAM_AGENT_MAX_LINE_BYTES=16777216"} // the 10 MiB line is over the default
 
 // TestSlowReaderGetsLargeEvent: a client reading at about 1 MB/s receives
 // the 10.5 MB event of a 10 MiB tool result whole, with a write timeout of

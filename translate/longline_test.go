@@ -18,6 +18,9 @@ import (
 // in the segment, one in the lexer, and a document buffer grown by
 // appends).
 func TestLongLineMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what is allocated")
+	}
 	const size = 10 << 20
 	for _, tc := range []struct {
 		name, text string

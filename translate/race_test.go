@@ -2,5 +2,5 @@
 
 package translate_test
 
-// raceEnabled is true when the race detector is on.
+// raceEnabled says that the tests run with the race detector.
 const raceEnabled = true
