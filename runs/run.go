@@ -239,17 +239,26 @@ const openSnapshotEvery = 5 * time.Second
 // emit takes the run's document events, in order, from its one driver:
 // each, with its secrets masked, goes through the run's steps.
 func (r *Run) emit(ev documents.Event) {
+	if r.redacting.r == nil {
+		r.step(ev)
+		return
+	}
 	for _, ev := range r.redacting.events(ev) {
-		want := r.fold(ev)
-		r.count(ev)
-		r.save(ev, want)
-		r.Log.Append(ev)
-		for _, fn := range r.observe {
-			fn(ev)
-		}
-		if d, ok := ev.(documents.Done); ok {
-			r.finish(d)
-		}
+		r.step(ev)
+	}
+}
+
+// step passes one event through the run's steps.
+func (r *Run) step(ev documents.Event) {
+	want := r.fold(ev)
+	r.count(ev)
+	r.save(ev, want)
+	r.Log.Append(ev)
+	for _, fn := range r.observe {
+		fn(ev)
+	}
+	if d, ok := ev.(documents.Done); ok {
+		r.finish(d)
 	}
 }
 
