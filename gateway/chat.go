@@ -253,9 +253,7 @@ func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation)
 	}
 }
 
-// needWorkspace refuses a run that names no workspace where there is no
-// default to fall back on: the agent would run in the gateway's own
-// directory, which is not one of its workspaces.
+// needWorkspace refuses a run without a workspace where there is no default.
 func (s *Server) needWorkspace(spec *runs.Spec) error {
 	if spec.Workspace != "" {
 		return nil
@@ -362,9 +360,8 @@ func (s *Server) startStream(c echo.Context, run *runs.Run) *streamer {
 // writePiece is the most written to a client under one write deadline.
 const writePiece = 64 << 10
 
-// Write writes p in pieces of at most writePiece bytes, each with a fresh
-// write deadline: the write timeout measures a stalled reader, not the time
-// a slow one takes over a large event.
+// Write writes p in pieces of at most writePiece bytes, each under a fresh
+// write deadline, so that the timeout measures a stall.
 func (st *streamer) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
@@ -380,9 +377,8 @@ func (st *streamer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// deadline gives the next writes the write timeout. Moving the deadline is a
-// timer update; one set less than 1/64 of the timeout ago is kept, so a busy
-// stream does not pay for it on every event.
+// deadline gives the next writes the write timeout, unless it was set
+// less than 1/64 of it ago.
 func (st *streamer) deadline() {
 	if wt := st.s.cfg.Server.WriteTimeout; wt > 0 {
 		if now := time.Now(); now.Sub(st.armed) >= wt/64 {

@@ -99,10 +99,8 @@ func (t cloudTimeout) Error() string {
 	return fmt.Sprintf("the Cloud Agents API did not answer within %s (cloud.request_timeout)", t.d)
 }
 
-// cloudContext bounds the upstream calls of one request by
-// cloud.request_timeout. The client's tries and its waits between them all
-// end with the context: no try outlives what remains of it, and no wait
-// that would pass it is taken.
+// cloudContext bounds the upstream calls of one request, retries
+// included, by cloud.request_timeout.
 func (s *Server) cloudContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d := s.cfg.CloudRequestTimeout; d > 0 {
 		return context.WithTimeoutCause(ctx, d, cloudTimeout{d})
@@ -110,10 +108,8 @@ func (s *Server) cloudContext(ctx context.Context) (context.Context, context.Can
 	return context.WithCancel(ctx)
 }
 
-// cloudFailure maps the error of an upstream call made under ctx (from
-// cloudContext): a 504 cloud_timeout when cloud.request_timeout ran out,
-// with note saying what may have happened upstream, else as
-// cloudHTTPError does.
+// cloudFailure maps an upstream call's error: a 504 cloud_timeout (with
+// note) when ctx ran out, else as cloudHTTPError does.
 func cloudFailure(ctx context.Context, err error, note string) error {
 	var t cloudTimeout
 	if errors.Is(err, context.DeadlineExceeded) && errors.As(context.Cause(ctx), &t) {

@@ -32,10 +32,7 @@ const maxRefusing = 32
 const refuseLinger = time.Second
 
 // ConnectionLimit is the number of connections the gateway serves at once:
-// configured when it is set, else what the open-file limit leaves once every run
-// the limits allow has its descriptors and fdsSpare more are kept. A
-// gateway that runs out of descriptors cannot accept, spawn an agent or
-// open its store, so connections past the limit are refused instead.
+// configured, else what the open-file limit leaves once every run has its descriptors.
 func ConnectionLimit(configured int, limits runs.Limits) int {
 	if configured > 0 {
 		return configured
@@ -47,20 +44,16 @@ func ConnectionLimit(configured int, limits runs.Limits) int {
 	return connectionsFor(lim.Cur, limits.MaxConcurrentRuns)
 }
 
-// connectionsFor is the connection limit for an open-file limit of nofile
-// and runs concurrent runs: never less than half the descriptors, and at
-// most 1<<20.
+// connectionsFor is the connection limit for nofile descriptors and runs
+// concurrent runs: at least half the descriptors, at most 1<<20.
 func connectionsFor(nofile uint64, runs int) int {
 	n := int(min(nofile, 1<<20))
 	return max(n-fdsSpare-fdsPerRun*runs, n/2, 1)
 }
 
-// connLimiter is a listener that serves at most max connections at once.
-// A connection past the limit is answered 503 too_many_connections and
-// closed, unless its request is a probe (GET /healthz, /readyz or
-// /metrics), which probes answers so that a saturated gateway is not taken
-// for a dead one; the connections it serves count until they are closed,
-// hijacked ones (WebSockets) included.
+// connLimiter is a listener that serves at most max connections at once;
+// past it, a probe (/healthz, /readyz, /metrics) is still answered and any
+// other request gets a 503 too_many_connections.
 type connLimiter struct {
 	net.Listener
 	max     int64
@@ -74,9 +67,7 @@ type connLimiter struct {
 }
 
 // limitConnections wraps ln so that it serves at most limit connections,
-// counting those open in open. refused, when not nil, is called for each
-// connection refused; probes, when not nil, answers the probes past the
-// limit.
+// counting them in open; refused and probes may be nil.
 func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func(), probes http.Handler) *connLimiter {
 	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the gateway is serving its limit of %d connections; try again shortly"}}`, limit)
 	answer := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
@@ -105,16 +96,9 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers c's request with the 503 and closes it. The answer waits
-// for the request's head, since clients drop an answer that comes before
-// their request (Go's reports an "unsolicited response"); then the
-// connection is closed for writing and what else the client sends is read
-// until it closes too: closing with unread bytes would reset the
-// connection and could lose the answer. All of it takes at most
-// refuseLinger, and a client that sends nothing in that time is closed
-// without an answer. Of the refused connections still open, the one
-// refused longest ago is cut short to make room for a new one, so that
-// their descriptors stay bounded.
+// refuse answers c's request with the 503 once its head has arrived, then
+// reads until the client closes (closing with unread bytes would reset the
+// answer), all within refuseLinger; at most maxRefusing linger at once.
 func (l *connLimiter) refuse(c net.Conn) {
 	c.SetDeadline(time.Now().Add(refuseLinger))
 	l.mu.Lock()
@@ -235,8 +219,7 @@ func (p *place) release() {
 }
 
 // countedTCPConn is a served TCP connection that gives its place back when
-// closed. It keeps every method of *net.TCPConn (CloseWrite, ReadFrom,
-// SyscallConn), which net/http and the direct writes rely on.
+// closed, keeping the methods of *net.TCPConn that net/http uses.
 type countedTCPConn struct {
 	*net.TCPConn
 	place
@@ -264,9 +247,8 @@ func (c *countedConn) Close() error {
 // NetConn returns the connection itself.
 func (c *countedConn) NetConn() net.Conn { return c.Conn }
 
-// Limit wraps ln so that it serves at most server.max_connections client
-// connections (see ConnectionLimit), answering probes past the limit; it
-// returns the listener and the limit.
+// Limit wraps ln so that it serves at most server.max_connections
+// connections (see ConnectionLimit); it returns the listener and the limit.
 func (s *Server) Limit(ln net.Listener, limits runs.Limits) (net.Listener, int) {
 	n := ConnectionLimit(s.cfg.Server.MaxConnections, limits)
 	s.metrics.ConnectionLimit.Set(float64(n))

@@ -31,10 +31,8 @@ type authenticator struct {
 	nextSweep time.Time // when the limiters of idle clients may be swept again
 }
 
-// Past maxLimiters clients, the limiters of clients idle for limiterIdle
-// are dropped, at most once per limiterSweepEvery: a sweep reads them all,
-// and doing so for every new client made each one cost a scan of tens of
-// thousands. Past hardLimiters after a sweep, the map starts over.
+// Past maxLimiters clients, those idle for limiterIdle are swept, at most
+// once per limiterSweepEvery; past hardLimiters, the map starts over.
 const (
 	maxLimiters       = 10000
 	hardLimiters      = 100000
@@ -138,53 +136,53 @@ func presentedKey(r *http.Request) string {
 // per-client rate limit. With no keys configured any bearer token passes.
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := s.admitClient(c); err != nil {
+		r := c.Request()
+		id := "ip:" + c.RealIP()
+		if s.auth.enabled() {
+			kid, err := s.checkKey(c)
+			if err != nil {
+				return err
+			}
+			id = "key:" + kid
+			// Handlers, and what runs on the request's context, know the key by its id.
+			c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
+		}
+		if err := s.rateLimit(id); err != nil {
 			return err
 		}
 		return next(c)
 	}
 }
 
-// admitClient is requireAuth's check of one request. It is apart from the
-// middleware so that its frame is not on the stack of a parked stream.
-func (s *Server) admitClient(c echo.Context) error {
+// checkKey returns the id of the API key a request presents, or why it is refused.
+func (s *Server) checkKey(c echo.Context) (string, error) {
 	r := c.Request()
-	id := "ip:" + c.RealIP()
-	if s.auth.enabled() {
-		q := r.URL.Query()
-		if q.Has("api_key") || q.Has("key") || q.Has("token") || q.Has("access_token") {
-			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
-				Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
-		}
-		key := presentedKey(r)
-		if key == "" {
-			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
-			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
-		}
-		kid, ok := s.auth.check(key)
-		if !ok {
-			// Guessing is limited like any client: per source address.
-			if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
-				s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
-				secs := int(wait.Seconds()) + 1
-				return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-					Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
-			}
-			s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
-			return &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
-		}
-		id = "key:" + kid
-		// The handlers, and what runs on the request's context (a
-		// WebSocket's turns), know the key by its id.
-		c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
+	q := r.URL.Query()
+	if q.Has("api_key") || q.Has("key") || q.Has("token") || q.Has("access_token") {
+		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
+			Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
 	}
-	if err := s.rateLimit(id); err != nil {
-		return err
+	key := presentedKey(r)
+	if key == "" {
+		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
+		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
 	}
-	return nil
+	kid, ok := s.auth.check(key)
+	if !ok {
+		// Guessing is limited like any client: per source address.
+		if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
+			s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
+			secs := int(wait.Seconds()) + 1
+			return "", &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+				Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+		}
+		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
+		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "invalid API key"}
+	}
+	return kid, nil
 }
 
 // clientOf returns the identity requireAuth gave a request it let through:
@@ -219,11 +217,9 @@ func allowedHeader(h string) bool {
 	return strings.HasPrefix(h, "x-stainless-")
 }
 
-// corsCheck answers preflights without auth, marks responses for the
-// configured origins, and refuses API requests that a page of any other
-// origin sent: a browser sends some without asking first (a form's POST, a
-// text/plain fetch), and they would run the agent. It reports whether it
-// answered the request (a preflight, a refusal) and with what.
+// corsCheck answers preflights, marks responses for the configured origins
+// and refuses API requests sent by pages of other origins; it reports
+// whether it answered the request, and with what.
 func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	origins := s.cfg.Server.CORSOrigins
 	origin := c.Request().Header.Get("Origin")
@@ -361,11 +357,8 @@ func withPort(host, scheme string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// limitBody gives a request's body server.read_body_timeout to arrive: a
-// client that stops sending it no longer holds its connection for ever.
-// readBody lifts the deadline once the body is read, before a stream
-// starts; the body of a request answered without reading it is left to
-// the deadline, and its connection is closed after the answer.
+// limitBody gives a request's body server.read_body_timeout to arrive;
+// readBody lifts the deadline once the body is read.
 func (s *Server) limitBody(c echo.Context) {
 	req := c.Request()
 	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
@@ -405,12 +398,9 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// front is the middleware of every route. It gives the request its id,
-// turns a panic into a 500 (keeping the server up), bounds the reading of
-// the body (limitBody), applies the CORS policy (corsCheck), and counts and
-// logs the request, never its body or key. It is one middleware rather
-// than four, and its work is in functions of their own, so that a parked
-// stream's stack holds few frames of it (see offStack).
+// front is the middleware of every route: the request's id, the body's
+// deadline, the CORS policy, a panic as a 500, and the request's metrics and
+// log line (never its body or key).
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start, rid := time.Now(), requestID(c)

@@ -15,14 +15,8 @@ import (
 	"github.com/docstream/docstream/store"
 )
 
-// Keys as tenants (auth.isolate_keys). Every run, turn and conversation
-// records the id of the key that made it (runs.Spec.Owner, store.Turn.Owner,
-// store.Conversation.Owner): the first 16 hex digits of the key's SHA-256,
-// never the key. While keys are isolated, a key is answered about what it
-// made and about nothing else: another key's response, stream,
-// conversation or run is answered exactly as an unknown id is, so that a
-// key cannot tell the one from the other. What was made while auth was off
-// (or before owners were recorded) has no owner and is no key's.
+// Keys as tenants (auth.isolate_keys): runs, turns and conversations record
+// their key's id; while keys are isolated, another key's are answered as unknown.
 
 // ownerCtxKey keys the id of the request's API key in its context.
 type ownerCtxKey struct{}
@@ -70,10 +64,8 @@ func errUnknownConversation(id string) *HTTPError {
 		Message: fmt.Sprintf("conversation %q is not known here; start a new one without conversationId", id)}
 }
 
-// checkOwnConversation refuses, while keys are isolated, a request that
-// names a conversation its key did not make with unknown, the route's
-// answer to an unknown conversation. A store that cannot say whose the
-// conversation is refuses it too.
+// checkOwnConversation answers unknown, while keys are isolated, for a
+// conversation the request's key did not make (or whose owner is unknown).
 func (s *Server) checkOwnConversation(ctx context.Context, id string, unknown *HTTPError) error {
 	if !s.isolating() || id == "" {
 		return nil
@@ -93,10 +85,8 @@ func (s *Server) checkOwnConversation(ctx context.Context, id string, unknown *H
 	return nil
 }
 
-// historyKey is the key an OpenAI history's fingerprint is stored and
-// looked up under: the fingerprint itself, or, while keys are isolated,
-// one of the request's key's own, so that a history another key sends
-// again resumes none of its sessions.
+// historyKey is the key a history's fingerprint is stored under: the
+// fingerprint, or, while keys are isolated, one of the request's key's own.
 func (s *Server) historyKey(ctx context.Context, fp string) string {
 	if !s.isolating() {
 		return fp
@@ -105,10 +95,8 @@ func (s *Server) historyKey(ctx context.Context, fp string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// ownCloudAgent guards the pass-through routes about one cloud agent
-// (/v1/cloud/agents/{id}…): while keys are isolated, an agent that is not
-// a conversation the request's key made here is answered as the Cloud
-// Agents API answers an agent it does not know.
+// ownCloudAgent answers, while keys are isolated, a cloud agent the
+// request's key did not make here as the Cloud Agents API answers an unknown one.
 func (s *Server) ownCloudAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.isolating() && s.cloud != nil {
@@ -131,9 +119,8 @@ func (s *Server) ownsCloudAgent(ctx context.Context, id string) bool {
 	return err == nil && conv.Backend == "cloud" && s.sees(ctx, conv.Owner)
 }
 
-// ownCloudAgents keeps, while keys are isolated, the agents of a listed
-// page that the request's key made (a page may then hold fewer than its
-// limit; its nextCursor still leads on).
+// ownCloudAgents keeps, while keys are isolated, the listed agents the
+// request's key made.
 func (s *Server) ownCloudAgents(ctx context.Context, l *cloud.AgentList) *cloud.AgentList {
 	if !s.isolating() || l == nil {
 		return l

@@ -131,11 +131,8 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 // alone cannot make the server allocate.
 const presizedBody = 64 << 10
 
-// refuseBody returns the 413 for a body over the limit, and closes the
-// connection after it. A client that sends its body before it reads the
-// answer gets it after the rest of its body is read and discarded (within
-// drainLimit and the body's read deadline); one that waits for "100
-// Continue" gets it at once.
+// refuseBody returns the 413 for a body over the limit and closes the
+// connection after it, draining at most drainLimit of the body first.
 func refuseBody(c echo.Context, max int64) error {
 	req := c.Request()
 	c.Response().Header().Set("Connection", "close") // nothing more is read after the answer

@@ -278,10 +278,8 @@ type wsWriter struct {
 	last atomic.Int64 // when the last write ended, in Unix nanoseconds
 }
 
-// write sends one text message. One longer than writePiece goes out as
-// frames of that size, each given the write timeout (plus a second) anew:
-// the timeout measures a stalled reader, not the time a slow one takes over
-// a large message. A socket left with half a message is closed.
+// write sends one text message in frames of at most writePiece bytes, each
+// under a fresh write timeout; a socket left with half a message is closed.
 func (w *wsWriter) write(ctx context.Context, b []byte) error {
 	w.busy.Add(1)
 	defer func() {
@@ -331,11 +329,8 @@ func (w *wsWriter) quiet(d time.Duration) bool {
 	return w.busy.Load() == 0 && time.Since(time.Unix(0, w.last.Load())) >= d
 }
 
-// pingWS pings the client every interval until ctx ends, so that proxies
-// see traffic while a run is quiet; a client that does not answer within
-// the write timeout is disconnected. A socket written to within the
-// interval is not pinged: its messages are the traffic, and a slow reader
-// still busy with a large one could not answer in time.
+// pingWS pings a socket not written to for an interval, until ctx ends; a
+// client that does not answer within the write timeout is disconnected.
 func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
