@@ -170,8 +170,19 @@ func (d *Decoder) Next() (Event, error) {
 		if len(line) == 0 {
 			continue
 		}
-		return d.decode(line), nil
+		ev := d.decode(line)
+		if size > d.bufSize {
+			d.release()
+		}
+		return ev, nil
 	}
+}
+
+// release lets go of a long line once it is decoded, so that only its
+// event holds it.
+func (d *Decoder) release() {
+	d.in = bytes.Buffer{}
+	d.dec.Reset(&d.in, decodeOpts)
 }
 
 // readLine returns the next line without its newline and its full length;

@@ -26,10 +26,11 @@ func TestLongLineMemory(t *testing.T) {
 		name, text string
 		limit      float64
 	}{
-		// The segment's text is also kept as the response's text said so
-		// far, against which a complete message is checked for repeats.
-		{"one paragraph", strings.Repeat("a", size), 5.75},
-		{"lines", strings.Repeat("word word word word word word word\n", size/35), 8.5}, // \n escapes: unquoted into a buffer, then copied
+		// The line as read in pieces, the line joined, and its text; the
+		// documents are views of the text.
+		{"one paragraph", strings.Repeat("a", size), 3.25},
+		// The same, and one delta event per line of text (~50 bytes each).
+		{"lines", strings.Repeat("word word word word word word word\n", size/35), 4.75},
 	} {
 		in := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + strings.ReplaceAll(tc.text, "\n", `\n`) + `"}]}}` + "\n" +
 			`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"short"}]}}` + "\n"

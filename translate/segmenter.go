@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,9 +65,10 @@ type Segmenter struct {
 	seq     int
 
 	// the assistant segment being received, for snapshot handling
-	seg        []byte // the segment's text so far, reused across segments
-	said       []byte // the text of the response's earlier segments
-	segText    string // the segment's text while it came in one piece (seg is empty)
+	seg        []byte   // the segment's text so far, reused across segments
+	said       []string // the text of the response's earlier segments
+	saidAll    string   // said joined, once asked for
+	segText    string   // the segment's text while it came in one piece (seg is empty)
 	segMCID    bool
 	segHasText bool
 	sealed     bool // a model_call_id flush ended the segment's model step
@@ -79,7 +79,7 @@ type Segmenter struct {
 
 	// the open text-like document
 	textID    string
-	textBuf   strings.Builder
+	text      docText
 	ahead     int    // what of the text being written the lexer has yet to take
 	wsHeld    []byte // whitespace waiting for text to follow it
 	fence     fence
@@ -346,8 +346,9 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 		s.Snapshot(text)
 		return
 	}
-	if !isBlank(string(s.said)) {
-		if rest, ok := afterSameText(text, string(s.said)); ok {
+	said := s.saidText()
+	if !isBlank(said) {
+		if rest, ok := afterSameText(text, said); ok {
 			if isBlank(s.segment()) || s.extendsSegment(rest) {
 				s.Snapshot(rest)
 			} else if !onlyMore {
@@ -357,7 +358,7 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 		}
 	}
 	switch {
-	case isBlank(s.segment()) && isBlank(string(s.said)):
+	case isBlank(s.segment()) && isBlank(said):
 		s.Snapshot(text)
 	case !onlyMore:
 		s.differs(text)
@@ -382,7 +383,7 @@ func (s *Segmenter) extendsSegment(text string) bool {
 // differs takes a text that is not a snapshot of what the response holds:
 // it starts a new segment, without the sentences already said.
 func (s *Segmenter) differs(text string) {
-	text = unsaid(text, s.said, []byte(s.segment()))
+	text = unsaid(text, s.saidText(), s.segment())
 	if isBlank(text) {
 		return
 	}
@@ -398,10 +399,10 @@ const minSaid = 10
 // unsaid returns text without its sentences that are in said or seg, the
 // text so far. Sentences end at ".", "!", "?" or ":" before whitespace or
 // a capital letter, or at a line break; the lines of fenced code blocks are kept as they are.
-func unsaid(text string, said, seg []byte) string {
+func unsaid(text, said, seg string) string {
 	known := map[string]bool{}
-	for _, src := range [][]byte{said, seg} {
-		eachSentence(string(src), func(p string, _ bool) {
+	for _, src := range []string{said, seg} {
+		eachSentence(src, func(p string, _ bool) {
 			if k := sentenceKey(p); len(k) >= minSaid {
 				known[k] = true
 			}
@@ -596,8 +597,7 @@ func (s *Segmenter) endSegment() {
 	}
 	if len(s.seg) > 0 || s.segText != "" {
 		s.lex.End()
-		s.said = slices.Grow(s.said, len(s.segText)+len(s.seg)+1)
-		s.said = append(append(append(s.said, s.segText...), s.seg...), '\n') // one of them is empty
+		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
 	}
 	s.seg, s.segText = s.seg[:0], ""
 	if cap(s.seg) > lexPiece {
@@ -624,7 +624,7 @@ func (s *Segmenter) proseText(t string) {
 			held = held[i+1:]
 		}
 		s.textID = s.openDoc(documents.TypeText, textMeta)
-		s.textBuf.Reset()
+		s.text.reset()
 	}
 	end := len(t)
 	for end > 0 && isSpace(t[end-1]) {
@@ -636,20 +636,21 @@ func (s *Segmenter) proseText(t string) {
 }
 
 // emitDelta adds held and t to the open document's content and sends them
-// as one delta. The delta and the content so far are views of textBuf,
-// whose written bytes never change, so neither is copied.
+// as one delta.
 func (s *Segmenter) emitDelta(id string, held []byte, t string) {
-	mark, n := s.textBuf.Len(), len(held)+len(t)
-	if s.textBuf.Cap()-mark < n {
-		// Room for what of a long text is still to come, up to a few
-		// times the content so far, so that a long document grows its
-		// buffer a few times, not once per piece.
-		s.textBuf.Grow(n + min(s.ahead, 4*(mark+n)))
+	delta, all := s.text.add(held, t, s.segText, s.ahead)
+	s.emit(documents.ContentDelta{DocumentID: id, Delta: delta, Content: all})
+}
+
+// saidText returns the text of the response's earlier segments.
+func (s *Segmenter) saidText() string {
+	if len(s.said) == 1 {
+		return s.said[0]
 	}
-	s.textBuf.Write(held)
-	s.textBuf.WriteString(t)
-	all := s.textBuf.String()
-	s.emit(documents.ContentDelta{DocumentID: id, Delta: all[mark:], Content: all})
+	if s.saidAll == "" {
+		s.saidAll = strings.Join(s.said, "\n")
+	}
+	return s.saidAll
 }
 
 // isSpace reports whether c is ASCII whitespace. Bytes decide, so that the
@@ -702,7 +703,7 @@ func (s *Segmenter) fenceText(t string) {
 			meta = marshal(documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
 		}
 		s.codeID = s.openDoc(typ, meta)
-		s.textBuf.Reset()
+		s.text.reset()
 		s.codeMeta = meta // the start's and the end's metadata are the same
 	}
 	s.sawText = true
@@ -725,10 +726,10 @@ func (s *Segmenter) closeFence() {
 	if s.codeID == "" {
 		return
 	}
-	c := s.textBuf.String()
+	c := s.text.String()
 	s.emit(documents.DocumentEnd{DocumentID: s.codeID, FinalContent: &c, Metadata: s.codeMeta})
 	s.codeID, s.codeMeta = "", nil
-	s.textBuf.Reset()
+	s.text.reset()
 }
 
 func (s *Segmenter) endMessage() {
@@ -740,10 +741,10 @@ func (s *Segmenter) closeText() {
 	if s.textID == "" {
 		return
 	}
-	c := s.textBuf.String()
+	c := s.text.String()
 	s.emit(documents.DocumentEnd{DocumentID: s.textID, FinalContent: &c, Metadata: textMeta})
 	s.textID = ""
-	s.textBuf.Reset()
+	s.text.reset()
 }
 
 // openDoc emits document_start and returns the new document's id.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -612,7 +613,7 @@ func str(v jsontext.Value) string {
 		return string(v[1 : len(v)-1])
 	}
 	b, _ := jsontext.AppendUnquote(make([]byte, 0, len(v)), v)
-	return string(b)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again: the text is not copied twice
 }
 
 // dedupe returns v without repeated member names, keeping the last member
