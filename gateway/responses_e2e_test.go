@@ -209,7 +209,7 @@ func TestResponsesNonStreaming(t *testing.T) {
 		map[string]any{"role": "developer", "content": "Be brief."},
 		map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "echo hi"}}}},
 		"instructions": "Answer in French.", "metadata": map[string]any{"k": "v"},
-		"tools": []any{map[string]any{"type": "web_search"}, map[string]any{"type": "namespace", "name": "x", "tools": []any{}}},
+		"tools":   []any{map[string]any{"type": "web_search"}, map[string]any{"type": "namespace", "name": "x", "tools": []any{}}},
 		"include": []any{"reasoning.encrypted_content"}, "prompt_cache_key": "p", "client_metadata": map[string]any{"a": 1}, "parallel_tool_calls": false})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
