@@ -61,7 +61,10 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	if req.Background && !stored {
 		return nil, errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
 	}
-	msgs, err := req.Messages()
+	msgs, err := req.Messages(func(id string) (string, bool) {
+		_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
+		return responses.Reply(cr), err == nil
+	})
 	var ie *responses.InputError
 	if errors.As(err, &ie) {
 		return nil, errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)

@@ -249,6 +249,18 @@ func (e *Encoder) Event(ev documents.Event) []Event {
 	return e.flush()
 }
 
+// reply returns the text of the response's messages, joined by a blank
+// line.
+func (e *Encoder) reply() string {
+	var texts []string
+	for _, it := range e.items {
+		if !it.reasoning {
+			texts = append(texts, it.text.String())
+		}
+	}
+	return strings.Join(texts, "\n\n")
+}
+
 // Response returns the response as it stands.
 func (e *Encoder) Response() Response {
 	m := e.meta
@@ -382,6 +394,18 @@ func (e *Encoder) flush() []Event {
 // make it: its documents rendered again in their order (its thinking is
 // not kept), ended as the response ended, or in progress.
 func FromChat(m Meta, cr documents.ChatResponse) ([]Event, Response) {
+	e, evs := replay(m, cr)
+	return evs, e.Response()
+}
+
+// Reply returns the reply of a ChatResponse as its Response's messages
+// say it.
+func Reply(cr documents.ChatResponse) string {
+	e, _ := replay(Meta{}, cr)
+	return e.reply()
+}
+
+func replay(m Meta, cr documents.ChatResponse) (*Encoder, []Event) {
 	if m.CreatedAt == 0 {
 		if t, err := time.Parse(time.RFC3339, cr.Created); err == nil {
 			m.CreatedAt = t.Unix()
@@ -400,5 +424,5 @@ func FromChat(m Meta, cr documents.ChatResponse) ([]Event, Response) {
 	if cr.Status != documents.StatusStreaming {
 		evs = append(evs, e.Event(documents.Done{ID: cr.ID, ConversationID: cr.ConversationID, Status: cr.Status, Usage: cr.Usage, Metadata: cr.Metadata})...)
 	}
-	return evs, e.Response()
+	return e, evs
 }

@@ -79,7 +79,7 @@ func TestMessagesJoinReply(t *testing.T) {
 	}
 	items = append(items, map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "more"}}})
 	b, _ := json.Marshal(items)
-	msgs, err := (&Request{Input: b, Instructions: "Answer in French."}).Messages()
+	msgs, err := (&Request{Input: b, Instructions: "Answer in French."}).Messages(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +119,26 @@ func TestFromChat(t *testing.T) {
 	cr.Status = documents.StatusStreaming
 	if _, resp := FromChat(Meta{ID: "resp_1"}, cr); resp.Status != StatusInProgress || resp.Usage != nil {
 		t.Errorf("in progress: %+v", resp)
+	}
+}
+
+// TestMessagesItemReference checks that references to an earlier
+// response's items are its reply, once, and that an unknown one is refused.
+func TestMessagesItemReference(t *testing.T) {
+	ref := func(id string) map[string]any { return map[string]any{"type": "item_reference", "id": id} }
+	b, _ := json.Marshal([]any{map[string]any{"role": "user", "content": "hi"}, ref("rs_1_0"), ref("msg_1_1"), ref("rs_1_2"), ref("msg_1_3"),
+		map[string]any{"role": "user", "content": "more"}})
+	reply := func(id string) (string, bool) { return "the reply of " + id, id == "resp_1" }
+	msgs, err := (&Request{Input: b}).Messages(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 || msgs[1].Role != "assistant" || msgs[1].Text() != "the reply of resp_1" {
+		t.Fatalf("messages %+v", msgs)
+	}
+	b, _ = json.Marshal([]any{map[string]any{"role": "user", "content": "hi"}, ref("msg_2_0"), map[string]any{"role": "user", "content": "more"}})
+	_, err = (&Request{Input: b}).Messages(reply)
+	if ie, ok := err.(*InputError); !ok || ie.Param != "input/1/id" {
+		t.Errorf("an unknown reference: %v", err)
 	}
 }

@@ -56,19 +56,23 @@ func inputError(code, param, format string, args ...any) *InputError {
 	return &InputError{Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-// inputItem is one item of an input list; only messages are read.
+// inputItem is one item of an input list; only messages and references
+// to them are read.
 type inputItem struct {
 	Type    string         `json:"type"`
+	ID      string         `json:"id"`
 	Role    string         `json:"role"`
 	Content jsontext.Value `json:"content"`
 }
 
 // Messages returns the request's conversation as chat messages: the
-// instructions as a system message, then the input's messages. Items that
-// are not messages (reasoning, function calls and their outputs, item
-// references) are skipped; an assistant reply made of several message
-// items is one message again, its texts joined by a blank line.
-func (r *Request) Messages() ([]openai.Message, error) {
+// instructions as a system message, then the input's messages. An item
+// reference to a message of an earlier response is that response's reply,
+// which reply gives by the response's id (false: not known). Other items
+// (reasoning, function calls and their outputs) are skipped; an assistant
+// reply made of several message items is one message again, its texts
+// joined by a blank line.
+func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]openai.Message, error) {
 	var msgs []openai.Message
 	if strings.TrimSpace(r.Instructions) != "" {
 		msgs = append(msgs, textMessage("system", r.Instructions))
@@ -91,12 +95,27 @@ func (r *Request) Messages() ([]openai.Message, error) {
 	if len(items) == 0 {
 		return nil, inputError("empty_input", "input", "input is an empty list: send at least one message")
 	}
+	referred := "" // the response the last item referred to
 	for i, raw := range items {
 		var it inputItem
 		if raw.Kind() != '{' || json.Unmarshal(raw, &it) != nil {
 			return nil, inputError("bad_field", fmt.Sprintf("input/%d", i), "input/%d must be an input item: an object with a type or a role", i)
 		}
-		if it.Type != "" && it.Type != "message" {
+		if it.Type == "item_reference" {
+			resp, ok := itemResponse(it.ID)
+			if !ok || resp == referred {
+				continue // a reasoning item, or the reply already taken
+			}
+			text, ok := reply(resp)
+			if !ok {
+				return nil, inputError("unknown_item", fmt.Sprintf("input/%d/id", i), "input/%d refers to item %q, which is not known here", i, it.ID)
+			}
+			referred, it.Role = resp, "assistant"
+			it.Content, _ = json.Marshal(text)
+		} else {
+			referred = ""
+		}
+		if it.Type != "" && it.Type != "message" && it.Type != "item_reference" {
 			continue
 		}
 		switch it.Role {
@@ -115,6 +134,17 @@ func (r *Request) Messages() ([]openai.Message, error) {
 		msgs = append(msgs, textMessage(it.Role, text))
 	}
 	return msgs, nil
+}
+
+// itemResponse returns the response a message item's id (msg_…, see
+// Encoder) belongs to.
+func itemResponse(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, "msg_")
+	i := strings.LastIndexByte(rest, '_')
+	if !ok || i <= 0 {
+		return "", false
+	}
+	return "resp_" + rest[:i], true
 }
 
 // itemText returns the text of input item i's content: a string, or a

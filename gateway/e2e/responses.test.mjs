@@ -173,6 +173,18 @@ describe('AI SDK openai() provider', () => {
     assert.match(r.response.id, /^resp_/);
   });
 
+  test('a conversation: the next turn refers to the reply by its item id and resumes the agent session', async () => {
+    const model = provider()('auto');
+    const messages = [{ role: 'user', content: 'echo ai sdk first turn' }];
+    const first = await generateText({ model, messages, maxRetries: 0 });
+    messages.push(...first.response.messages, { role: 'user', content: 'echo ai sdk second turn' });
+    const second = await generateText({ model, messages, maxRetries: 0 });
+    assert.equal(second.finishReason, 'stop');
+    const start = startWith('echo ai sdk second turn');
+    assert.equal(start.prompt, 'echo ai sdk second turn');
+    assert.ok(resumed(start), `not resumed: ${start.argv.join(' ')}`);
+  });
+
   test('streamText: text, finish reason, usage', async () => {
     const result = streamText({ model: provider()('auto'), prompt: 'hello from streamText', maxRetries: 0 });
     let text = '';
