@@ -159,6 +159,13 @@ describe('openai SDK', () => {
     assert.equal((await client().responses.retrieve(bg.id)).status, 'cancelled');
     await client().responses.delete(bg.id);
     await assert.rejects(client().responses.retrieve(bg.id), (err) => err.status === 404);
+
+    // Re-attached with responses.stream({response_id}): GET ?stream=true.
+    const bg2 = await client().responses.create({ model: 'auto', input: 'hello in the background', background: true });
+    const stream = client().responses.stream({ response_id: bg2.id, starting_after: 2 });
+    const final = await stream.finalResponse();
+    assert.equal(final.status, 'completed');
+    assert.ok(final.output_text.includes('hello in the background'), final.output_text);
   });
 });
 
