@@ -533,18 +533,28 @@ func TestResponsesFaults(t *testing.T) {
 	}
 }
 
-// TestResponsesAuth: the Responses routes are behind the API keys, and
-// refuse in OpenAI's error shape.
-func TestResponsesAuth(t *testing.T) {
+// TestResponsesAuthCORSMetrics: the Responses routes are behind the API
+// keys and refuse in OpenAI's error shape, answer a page of an allowed
+// origin, refuse another, and are counted by route.
+func TestResponsesAuthCORSMetrics(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=rs-key")
+	const origin = "http://localhost:3000"
+	s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=rs-key", "DOCSTREAM_SERVER_CORS_ORIGINS="+origin)
 	for _, r := range []struct{ method, path string }{{http.MethodPost, "/v1/responses"}, {http.MethodGet, "/v1/responses/resp_0000"},
 		{http.MethodDelete, "/v1/responses/resp_0000"}, {http.MethodPost, "/v1/responses/resp_0000/cancel"}} {
 		resp := s.e2eDo(t, r.method, r.path, map[string]any{"input": "hi"})
 		checkOpenAIError(t, resp, readAll(t, resp), 401, "authentication_error", "unauthorized")
 	}
-	resp := s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": "echo ok"}, "Authorization", "Bearer rs-key")
+	key := []string{"Authorization", "Bearer rs-key"}
+	resp := s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": "echo ok"}, append(key, "Origin", origin)...)
 	if b := readAll(t, resp); resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"status":"completed"`)) {
 		t.Errorf("with the key: %d %s", resp.StatusCode, b)
 	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Errorf("the answer is not readable by the page of %s", origin)
+	}
+	resp = s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": "echo ok"}, append(key, "Origin", "http://elsewhere.example")...)
+	checkOpenAIError(t, resp, readAll(t, resp), 403, "invalid_request_error", "origin_not_allowed")
+	// A request is counted once its handler returned, after its answer.
+	s.e2eWaitMetric(t, `docstream_http_requests_total{code="200",method="POST",route="/v1/responses"}`, 1)
 }
