@@ -265,6 +265,7 @@ apps = false
     const first = await codex(['echo codex first turn']);
     assert.equal(first.code, 0, `codex exec failed:\n${first.stderr.slice(-3000)}`);
     assert.ok(first.stdout.includes('Docstream simulator'), `codex printed:\n${first.stdout.slice(-2000)}`);
+    assert.equal(first.stdout.split('Start a prompt with').length, 2, 'the answer is printed more than once');
     const start1 = startWith('echo codex first turn', cxLog);
     assert.equal(resumed(start1), '');
 
