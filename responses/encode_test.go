@@ -126,7 +126,8 @@ func TestFromChat(t *testing.T) {
 // response's items are its reply, once, and that an unknown one is refused.
 func TestMessagesItemReference(t *testing.T) {
 	ref := func(id string) map[string]any { return map[string]any{"type": "item_reference", "id": id} }
-	b, _ := json.Marshal([]any{map[string]any{"role": "user", "content": "hi"}, ref("rs_1_0"), ref("msg_1_1"), ref("rs_1_2"), ref("msg_1_3"),
+	b, _ := json.Marshal([]any{map[string]any{"role": "user", "content": "hi"}, ref("rs_1_0"), ref("msg_1_1"),
+		map[string]any{"type": "reasoning", "summary": []any{}}, ref("msg_1_3"),
 		map[string]any{"role": "user", "content": "more"}})
 	reply := func(id string) (string, bool) { return "the reply of " + id, id == "resp_1" }
 	msgs, err := (&Request{Input: b}).Messages(reply)
@@ -140,5 +141,21 @@ func TestMessagesItemReference(t *testing.T) {
 	_, err = (&Request{Input: b}).Messages(reply)
 	if ie, ok := err.(*InputError); !ok || ie.Param != "input/1/id" {
 		t.Errorf("an unknown reference: %v", err)
+	}
+}
+
+// TestMessagesToolOutput checks that a tool's output is skipped in the
+// history but refused after the last message.
+func TestMessagesToolOutput(t *testing.T) {
+	call := map[string]any{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+	out := map[string]any{"type": "function_call_output", "call_id": "c1", "output": "done"}
+	user := map[string]any{"role": "user", "content": "hi"}
+	b, _ := json.Marshal([]any{user, call, out, user})
+	if msgs, err := (&Request{Input: b}).Messages(nil); err != nil || len(msgs) != 2 {
+		t.Errorf("a tool output in the history: %v, %v", msgs, err)
+	}
+	b, _ = json.Marshal([]any{user, call, out})
+	if _, err := (&Request{Input: b}).Messages(nil); err == nil || err.(*InputError).Code != "last_message_not_user" {
+		t.Errorf("a tool output last: %v", err)
 	}
 }

@@ -71,7 +71,8 @@ type inputItem struct {
 // which reply gives by the response's id (false: not known). Other items
 // (reasoning, function calls and their outputs) are skipped; an assistant
 // reply made of several message items is one message again, its texts
-// joined by a blank line.
+// joined by a blank line. A tool's output after the last message is
+// refused: the agent would answer the message before it again.
 func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]openai.Message, error) {
 	var msgs []openai.Message
 	if strings.TrimSpace(r.Instructions) != "" {
@@ -95,7 +96,8 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 	if len(items) == 0 {
 		return nil, inputError("empty_input", "input", "input is an empty list: send at least one message")
 	}
-	referred := "" // the response the last item referred to
+	referred := "" // the response the last message referred to
+	output := ""   // a tool output item after the last message
 	for i, raw := range items {
 		var it inputItem
 		if raw.Kind() != '{' || json.Unmarshal(raw, &it) != nil {
@@ -112,12 +114,15 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			}
 			referred, it.Role = resp, "assistant"
 			it.Content, _ = json.Marshal(text)
+		} else if it.Type != "" && it.Type != "message" {
+			if strings.HasSuffix(it.Type, "_output") {
+				output = it.Type
+			}
+			continue
 		} else {
 			referred = ""
 		}
-		if it.Type != "" && it.Type != "message" && it.Type != "item_reference" {
-			continue
-		}
+		output = ""
 		switch it.Role {
 		case "user", "assistant", "system", "developer":
 		default:
@@ -132,6 +137,9 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			continue
 		}
 		msgs = append(msgs, textMessage(it.Role, text))
+	}
+	if output != "" {
+		return nil, inputError("last_message_not_user", "input", "input ends with a %s item: the agent answers a user message, and client-side tools are not supported", output)
 	}
 	return msgs, nil
 }
