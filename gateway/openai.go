@@ -222,6 +222,10 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 		spec.Prompt = openai.FlattenHistory(t.msgs, promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
+		var he *HTTPError
+		if errors.As(err, &he) {
+			he.naming(t.param)
+		}
 		return nil, nil, err
 	}
 	if i, j, ok := openai.ImagePart(t.msgs); ok && spec.Backend == "cli" {

@@ -236,7 +236,7 @@ func TestResponsesNonStreaming(t *testing.T) {
 // shape, naming the parameter, and start no agent.
 func TestResponsesBadInput(t *testing.T) {
 	t.Parallel()
-	s := startE2E(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=65536")
+	s := startE2E(t, "DOCSTREAM_SERVER_MAX_BODY_BYTES=65536", "DOCSTREAM_SERVER_MAX_PROMPT_BYTES=4096")
 	user := func(c any) map[string]any { return map[string]any{"role": "user", "content": c} }
 	tests := []struct {
 		name   string
@@ -265,6 +265,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"unknown previous response", map[string]any{"input": "hi", "previous_response_id": "resp_0000"}, 404, "response_not_found", "previous_response_id"},
 		{"previous response not an id", map[string]any{"input": "hi", "previous_response_id": "chat_x"}, 404, "response_not_found", "previous_response_id"},
 		{"oversized body", map[string]any{"input": strings.Repeat("x", 70000)}, 413, "too_large", ""},
+		{"oversized prompt", map[string]any{"input": strings.Repeat("x", 5000)}, 413, "prompt_too_large", "input"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
