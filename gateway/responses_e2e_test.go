@@ -559,3 +559,32 @@ func TestResponsesAuthCORSMetrics(t *testing.T) {
 	// A request is counted once its handler returned, after its answer.
 	s.e2eWaitMetric(t, `docstream_http_requests_total{code="200",method="POST",route="/v1/responses"}`, 1)
 }
+
+// TestResponsesIsolation: with auth.isolate_keys, another key's response
+// is unknown: to GET, cancel, DELETE, previous_response_id and an item
+// reference.
+func TestResponsesIsolation(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=ka,kb", "DOCSTREAM_AUTH_ISOLATE_KEYS=true")
+	a, b := []string{"Authorization", "Bearer ka"}, []string{"Authorization", "Bearer kb"}
+	resp := s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": "echo mine"}, a...)
+	var m map[string]any
+	if err := json.Unmarshal(readAll(t, resp), &m); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	id := m["id"].(string)
+	msgID := m["output"].([]any)[0].(map[string]any)["id"].(string)
+	for _, r := range []struct{ method, path string }{{http.MethodGet, "/v1/responses/" + id}, {http.MethodPost, "/v1/responses/" + id + "/cancel"},
+		{http.MethodDelete, "/v1/responses/" + id}} {
+		resp := s.e2eDo(t, r.method, r.path, nil, b...)
+		checkOpenAIErrorParam(t, resp, readAll(t, resp), 404, "invalid_request_error", "response_not_found", "response_id")
+	}
+	resp = s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": "echo x", "previous_response_id": id}, b...)
+	checkOpenAIErrorParam(t, resp, readAll(t, resp), 404, "invalid_request_error", "response_not_found", "previous_response_id")
+	resp = s.e2eDo(t, http.MethodPost, "/v1/responses", map[string]any{"input": []any{map[string]any{"role": "user", "content": "echo a"},
+		map[string]any{"type": "item_reference", "id": msgID}, map[string]any{"role": "user", "content": "echo b"}}}, b...)
+	checkOpenAIErrorParam(t, resp, readAll(t, resp), 400, "invalid_request_error", "unknown_item", "input/1/id")
+	if resp := s.e2eDo(t, http.MethodGet, "/v1/responses/"+id, nil, a...); resp.StatusCode != 200 {
+		t.Errorf("the key's own response: %d %s", resp.StatusCode, readAll(t, resp))
+	}
+}
