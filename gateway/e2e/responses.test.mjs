@@ -243,6 +243,7 @@ base_url = "${cx.url}/v1"
 env_key = "DOCSTREAM_KEY"
 wire_api = "responses"
 supports_websockets = true
+stream_max_retries = 0
 
 [analytics]
 enabled = false
@@ -261,7 +262,7 @@ apps = false
     );
   });
 
-  test('codex exec, then exec resume --last: one POST a turn, the second turn resumes the agent session', { timeout: 300_000 }, async () => {
+  test('codex exec, then exec resume --last: one POST a turn, the second turn resumes the agent session, a failed run is an error', { timeout: 300_000 }, async () => {
     const first = await codex(['echo codex first turn']);
     assert.equal(first.code, 0, `codex exec failed:\n${first.stderr.slice(-3000)}`);
     assert.ok(first.stdout.includes('Docstream simulator'), `codex printed:\n${first.stdout.slice(-2000)}`);
@@ -277,10 +278,18 @@ apps = false
     assert.equal(start2.prompt, 'echo codex second turn', 'the resumed turn got more than the new message');
     assert.ok(resumed(start2), `not resumed: ${start2.argv.join(' ')}`);
 
+    // A run that fails ends with response.failed: codex prints its error
+    // and fails (stream_max_retries = 0: a retry would run the agent again).
+    const third = await codex(['resume', '--last', 'fault:crash']);
+    assert.notEqual(third.code, 0);
+    assert.match(third.stderr, /ERROR: .*cursor-agent exited with code 1/);
+    assert.ok(third.stderr.includes('simulated crash'), third.stderr.slice(-2000));
+
     // Each turn: one WebSocket try answered 426, then one POST; no retry.
     // (A request is logged once its handler returns: the last may come
     // after codex exits.)
-    for (let i = 0; i < 100 && v1Requests(cx).length < 4; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(v1Requests(cx), ['GET /v1/responses 426', 'POST /v1/responses 200', 'GET /v1/responses 426', 'POST /v1/responses 200']);
+    const turn = ['GET /v1/responses 426', 'POST /v1/responses 200'];
+    for (let i = 0; i < 100 && v1Requests(cx).length < 6; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(v1Requests(cx), [...turn, ...turn, ...turn]);
   });
 });
