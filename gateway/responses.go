@@ -184,7 +184,7 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 		if err != nil {
 			return errBadRequest("bad_query", "stream=%q: use true or false", openai.Clip(q, 40)).naming("stream")
 		}
-		stream = v
+		stream = v && c.Request().Method != http.MethodHead // HEAD has no body to stream
 	}
 	after := -1
 	if q := c.QueryParam("starting_after"); q != "" {

@@ -226,6 +226,10 @@ func TestResponsesNonStreaming(t *testing.T) {
 		t.Errorf("output %v", out)
 	}
 	checkRendersResponse(t, part["text"].(string), s.storedResponse(t, resp))
+	if resp := s.e2eDo(t, http.MethodHead, "/v1/responses/"+m["id"].(string)+"?stream=true", nil); resp.StatusCode != 200 ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("HEAD: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 	code, got := s.rsGet(t, m["id"].(string))
 	if code != 200 || got["id"] != m["id"] || got["status"] != "completed" || rsText(got) != rsText(m) || got["instructions"] != "Answer in French." {
 		t.Errorf("GET: %d %v", code, got)
