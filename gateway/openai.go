@@ -118,76 +118,119 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := checkTools(req); err != nil {
 		return nil, err
 	}
-	last, idx := openai.LastUserMessage(req.Messages)
-	if idx < 0 {
-		return nil, errBadRequest("no_user_message", "messages has no user message")
+	model := cmp.Or(req.Model, "auto")
+	turn := openAITurn{model: model, msgs: req.Messages, param: "messages", workspace: req.Workspace, mode: req.Mode,
+		thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, conv: req.ConversationID}
+	if req.ConversationID != "" {
+		turn.unknown = &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
+			Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
 	}
-	if err := endsWithUser(req.Messages[idx+1:]); err != nil {
+	spec, thread, err := s.openAISpec(ctx, turn)
+	if err != nil {
 		return nil, err
 	}
+	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
+	run, err := s.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &completionRun{run: run, renderer: &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning},
+		remember: s.rememberReply(ctx, thread, model, render), id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
+		created: time.Now().Unix(), model: model, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+}
+
+// openAITurn is a turn asked for in one of OpenAI's shapes (a chat
+// completion, a response): its messages and what it runs with.
+type openAITurn struct {
+	model     string
+	msgs      []openai.Message
+	param     string // the request's name for msgs, in errors
+	workspace string
+	mode      string
+	thinking  bool
+	// conv is the conversation the request continues, and unknown the
+	// answer when it is not known here.
+	conv    string
+	unknown *HTTPError
+}
+
+// openAISpec checks an OpenAI-shaped turn and makes its run's spec: the
+// conversation it names or whose history it resends is resumed with only
+// the last user message, else the history is folded into the prompt. It
+// returns the thread whose fingerprint, with the reply, the next turn's
+// history resumes the session by.
+func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []openai.Message, error) {
+	last, idx := openai.LastUserMessage(t.msgs)
+	if idx < 0 {
+		return nil, nil, errBadRequest("no_user_message", "%s has no user message", t.param)
+	}
+	if err := endsWithUser(t.msgs[idx+1:]); err != nil {
+		return nil, nil, err
+	}
 	if strings.TrimSpace(last) == "" {
-		return nil, errBadRequest("empty_prompt", "the last user message has no text")
+		return nil, nil, errBadRequest("empty_prompt", "the last user message has no text")
 	}
 	// A configured alias is a name of the operator's choosing; anything else
 	// reaches the agent's command line and must be a well-formed model name.
-	checked := req.Model
+	checked := t.model
 	if _, ok := s.cfg.OpenAI.Aliases[checked]; ok {
 		checked = ""
 	}
-	if err := validateCommon(req.Mode, checked, req.ConversationID); err != nil {
-		return nil, err
+	if err := validateCommon(t.mode, checked, t.conv); err != nil {
+		return nil, nil, err
 	}
-	model := cmp.Or(req.Model, "auto")
-	spec := &runs.Spec{ResponseID: runs.NewResponseID(), Created: runs.Now(), Mode: cmp.Or(req.Mode, "agent"), Backend: "cli",
-		Thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, UserPrompt: last, Owner: ownerOf(ctx)}
-	alias, isAlias := s.cfg.OpenAI.Aliases[model]
-	spec.Model = model
+	spec := &runs.Spec{ResponseID: runs.NewResponseID(), Created: runs.Now(), Mode: cmp.Or(t.mode, "agent"), Backend: "cli",
+		Thinking: t.thinking, UserPrompt: last, Owner: ownerOf(ctx)}
+	alias, isAlias := s.cfg.OpenAI.Aliases[t.model]
+	spec.Model = t.model
 	if isAlias {
 		spec.Model = cmp.Or(alias.Model, "auto")
 		if alias.Backend == "cloud" {
 			spec.Backend = "cloud"
 		}
 	}
-	if repo, ok := strings.CutPrefix(model, "cloud/"); ok {
+	if repo, ok := strings.CutPrefix(t.model, "cloud/"); ok {
 		spec.Backend, spec.Model = "cloud", "auto"
 		alias = openai.ModelAlias{Repository: "https://github.com/" + repo}
 	}
 	// Resume the session that produced this history, when it is known.
-	history := req.Messages[:idx]
-	conv := req.ConversationID
+	history := t.msgs[:idx]
+	conv := t.conv
 	if conv == "" && hasAssistant(history) && s.store != nil {
 		// A frontend that sends the same history twice at once (a reply and
 		// a title, say) gets the second in a session of its own: one
 		// session takes one turn at a time.
-		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", model))); err == nil {
+		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model))); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
 			}
 		}
 	}
-	if req.ConversationID != "" {
-		unknown := &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
-			Message: fmt.Sprintf("conversation %q is not known here", req.ConversationID)}
+	if t.conv != "" {
 		if s.store != nil && spec.Backend == "cli" {
-			if _, err := s.store.ConversationInfo(ctx, req.ConversationID); errors.Is(err, store.ErrNotFound) {
-				return nil, unknown
+			if _, err := s.store.ConversationInfo(ctx, t.conv); errors.Is(err, store.ErrNotFound) {
+				return nil, nil, t.unknown
 			}
 		}
-		if err := s.checkOwnConversation(ctx, req.ConversationID, unknown); err != nil {
-			return nil, err
+		if err := s.checkOwnConversation(ctx, t.conv, t.unknown); err != nil {
+			return nil, nil, err
 		}
 	}
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
-		spec.Prompt = openai.FlattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
+		spec.Prompt = openai.FlattenHistory(t.msgs, promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
-		return nil, err
+		var he *HTTPError
+		if errors.As(err, &he) {
+			he.naming(t.param)
+		}
+		return nil, nil, err
 	}
-	if i, j, ok := openai.ImagePart(req.Messages); ok && spec.Backend == "cli" {
-		return nil, errBadRequest("unsupported_content", "messages/%d/content/%d is an image: the cursor-agent CLI takes text only (images go to backend \"cloud\")", i, j).
-			naming(fmt.Sprintf("messages/%d/content/%d", i, j))
+	if i, j, ok := openai.ImagePart(t.msgs); ok && spec.Backend == "cli" {
+		return nil, nil, errBadRequest("unsupported_content", "%s/%d/content/%d is an image: the cursor-agent CLI takes text only (images go to backend \"cloud\")", t.param, i, j).
+			naming(fmt.Sprintf("%s/%d/content/%d", t.param, i, j))
 	}
 	if spec.Backend == "cloud" {
 		creq := &ChatRequest{ConversationID: conv}
@@ -197,19 +240,19 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 		}
 		var err error
 		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
-		if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
-			return nil, err
+		if err := s.resolveWorkspace(spec, t.workspace); err != nil {
+			return nil, nil, err
 		}
-		if req.Workspace == "" && s.store != nil {
+		if t.workspace == "" && s.store != nil {
 			// A resumed session goes on where it ran, as on /v1/chat; so
 			// does a new one for a history of it (a reply regenerated, a
 			// message edited, a title asked for while it runs).
 			from := conv
 			if from == "" && hasAssistant(history) {
-				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", model)))
+				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model)))
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
@@ -218,34 +261,29 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			}
 		}
 		if err := s.needWorkspace(spec); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !isAlias {
 			if err := s.checkModel(ctx, spec.Model); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	thread := append(append([]openai.Message(nil), history...), req.Messages[idx])
-	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
-	renderer := &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning}
-	// remember sees every event the client gets and, at the end, stores the
-	// fingerprint of the thread with the reply exactly as the client got it
-	// (in the order documents finished, without reasoning), before the
-	// client sees the end: the history it sends next resumes this session.
+	return spec, append(append([]openai.Message(nil), history...), t.msgs[idx]), nil
+}
+
+// rememberReply returns what sees every event of a turn's reply and, once
+// the turn completed, stores the fingerprint of the thread with the reply
+// exactly as the client got it (in the order documents finished, without
+// reasoning): the history the client sends next resumes this session.
+func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, model, render string) func(documents.Event) {
 	reply := &openai.Renderer{Mode: render, Reasoning: openai.ReasoningOff}
-	remember := func(ev documents.Event) {
+	return func(ev documents.Event) {
 		reply.Event(ev)
 		if d, ok := ev.(documents.Done); ok && d.ConversationID != nil && s.store != nil && d.Status == documents.StatusCompleted {
 			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), s.historyKey(ctx, openai.Fingerprint(thread, reply.Content(), model)), *d.ConversationID))
 		}
 	}
-	run, err := s.prepare(spec)
-	if err != nil {
-		return nil, err
-	}
-	return &completionRun{run: run, renderer: renderer, remember: remember, id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
-		created: time.Now().Unix(), model: model, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
 }
 
 // waitCompletion answers a run as one chat.completion once it is done.
@@ -297,7 +335,7 @@ func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *comple
 	if done.Status != documents.StatusCompleted {
 		// The agent already ran: a retry would run it again.
 		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: runErrorMessage(msg.Content)}
+		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: openai.ErrorMessage(msg.Content)}
 	}
 	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
 		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
@@ -431,7 +469,7 @@ func (cs *completionStream) finish(d documents.Done) {
 			return
 		}
 	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: runErrorMessage(cr.renderer.Content()), Type: "server_error", Code: cmp.Or(string(d.Metadata.StopReason), "agent_error")}},
+		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: openai.ErrorMessage(cr.renderer.Content()), Type: "server_error", Code: cmp.Or(string(d.Metadata.StopReason), "agent_error")}},
 			jsontext.AllowInvalidUTF8(true))
 		if sse.WriteData(w, b) != nil {
 			return
@@ -445,22 +483,6 @@ func (cs *completionStream) finish(d documents.Done) {
 		}
 	}
 	_ = sse.WriteData(w, []byte("[DONE]"))
-}
-
-// runErrorMessage is the message of a failed run: its last error document
-// as rendered, in plain text.
-func runErrorMessage(content string) string {
-	i := strings.LastIndex(content, "**Error:**")
-	if i < 0 {
-		return "the agent run failed"
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(content[i+len("**Error:**"):]), "\n") {
-		if !strings.HasPrefix(l, "```") {
-			lines = append(lines, l)
-		}
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 // modelCache lists the agent's models (`<agent> models`), cached, plus the

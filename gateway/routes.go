@@ -54,6 +54,10 @@ func (s *Server) routes() *echo.Echo {
 	api.POST("/chat/completions", s.handleCompletions)
 	get(api, "/models", s.handleModels)
 	get(api, "/models/:id", s.handleModel)
+	api.POST("/responses", s.handleResponses)
+	get(api, "/responses/:id", s.handleGetResponse)
+	api.DELETE("/responses/:id", s.handleDeleteResponse)
+	api.POST("/responses/:id/cancel", s.handleCancelResponse)
 
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
@@ -114,7 +118,8 @@ func routeOf(e *echo.Echo, r *http.Request) string {
 // isOpenAIRoute reports whether a request path answers errors in OpenAI's
 // shape.
 func isOpenAIRoute(path string) bool {
-	return path == "/v1/chat/completions" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")
+	return path == "/v1/chat/completions" || path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") ||
+		path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/")
 }
 
 // routeMethods are the methods routes serve or refuse with a 405 (OPTIONS
@@ -136,6 +141,12 @@ func methodsBut(allowed ...string) []string {
 func onlyMethods(methods ...string) echo.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
+		if c.IsWebSocket() {
+			// A client that tries a WebSocket first (Codex on
+			// /v1/responses) takes this as "use HTTP" at once.
+			return &HTTPError{Status: http.StatusUpgradeRequired, Code: "websocket_unsupported",
+				Message: fmt.Sprintf("%s is not served over a WebSocket; use %s", c.Request().URL.Path, allow)}
+		}
 		c.Response().Header().Set("Allow", allow)
 		return &HTTPError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
 			Message: fmt.Sprintf("%s %s is not served; use %s", c.Request().Method, c.Request().URL.Path, allow)}

@@ -444,3 +444,19 @@ func CallID(id string, index int) string {
 	}
 	return id
 }
+
+// ErrorMessage is the message of a failed run: its last error document
+// as rendered, in plain text.
+func ErrorMessage(content string) string {
+	i := strings.LastIndex(content, "**Error:**")
+	if i < 0 {
+		return "the agent run failed"
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(content[i+len("**Error:**"):]), "\n") {
+		if !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}

@@ -49,7 +49,7 @@ func (m Message) Text() string {
 		_ = json.Unmarshal(m.Content, &parts)
 		var b strings.Builder
 		for _, p := range parts {
-			if p.Type == "text" || p.Type == "input_text" || p.Type == "" {
+			if p.Type == "text" || p.Type == "input_text" || p.Type == "output_text" || p.Type == "" {
 				if b.Len() > 0 {
 					b.WriteString("\n")
 				}

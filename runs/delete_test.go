@@ -109,3 +109,32 @@ func TestDeleteConversationBusy(t *testing.T) {
 		t.Fatalf("after the turn ended: %v (deleted %v)", err, called)
 	}
 }
+
+// TestDeleteResponse checks that a running run's response is not deleted,
+// and that once deleted the registry no longer holds the run.
+func TestDeleteResponse(t *testing.T) {
+	g := NewRegistry(Config{KeepFinished: time.Minute}, Limits{MaxConcurrentRuns: 2, QueueSize: 2},
+		Deps{Backends: map[string]Backend{"cli": blockingBackend{}}, Metrics: metrics.New(), Log: zerolog.Nop()})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		g.Shutdown(ctx)
+	}()
+	r, err := g.Prepare(&Spec{ResponseID: NewResponseID(), Backend: "cli", Mode: "agent", Model: "auto", Prompt: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Launch()
+	called := false
+	if err := g.DeleteResponse(r.ID, func() error { called = true; return nil }); !errors.Is(err, ErrRunning) || called {
+		t.Fatalf("DeleteResponse of a running run: %v (deleted %v), want ErrRunning", err, called)
+	}
+	r.Cancel(true)
+	<-r.Done()
+	if err := g.DeleteResponse(r.ID, func() error { called = true; return nil }); err != nil || !called {
+		t.Fatalf("after the run ended: %v (deleted %v)", err, called)
+	}
+	if g.Get(r.ID) != nil {
+		t.Errorf("the registry still holds the deleted run")
+	}
+}

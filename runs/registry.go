@@ -277,6 +277,41 @@ func (g *Registry) DeleteConversation(conv string, del func() error) error {
 	return nil
 }
 
+// DeleteResponse has del delete the stored response of run id, unless the
+// registry holds that run and it has not finished (ErrRunning). The store
+// writes of the run still pending are made first (waiting storeWait at
+// most), so that none writes it back after del; once del has deleted it,
+// the registry lets go of the run, as DeleteConversation does.
+func (g *Registry) DeleteResponse(id string, del func() error) error {
+	g.mu.Lock()
+	r := g.runs[id]
+	g.mu.Unlock()
+	if r != nil {
+		select {
+		case <-r.Done():
+		default:
+			return ErrRunning
+		}
+		if g.saver != nil {
+			g.saver.await(r, saveTurn|saveConversation, storeWait)
+		}
+	}
+	if err := del(); err != nil {
+		return err
+	}
+	if r != nil {
+		g.mu.Lock()
+		switch {
+		case r.keptBytes > 0:
+			g.letGo(r)
+		case g.runs[r.ID] == r:
+			delete(g.runs, r.ID)
+		}
+		g.mu.Unlock()
+	}
+	return nil
+}
+
 // claimTurn takes the conversation the agent named for r's turn, when r is
 // its first turn (or the agent started another session): the next turn
 // sent to it waits for r's done, as when r resumed it.

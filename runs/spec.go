@@ -35,6 +35,9 @@ type Spec struct {
 	// Cloud is what the cloud backend needs beyond the fields above (a
 	// *cloud.RunSpec).
 	Cloud any
+	// Surface is what the API that asked for the run keeps with it (the
+	// Responses API's request fields, say); the run does not read it.
+	Surface any
 	// Kill, set by the registry, says when the run is to be killed at once,
 	// also when it is already being stopped gracefully.
 	Kill Killer
@@ -92,6 +95,7 @@ func StopCause(ctx context.Context) (documents.StopReason, string, bool) {
 var (
 	ErrOverloaded   = errors.New("every run slot is busy and the queue is full; try again shortly")
 	ErrShuttingDown = errors.New("the gateway is shutting down")
+	ErrRunning      = errors.New("the run has not finished")
 )
 
 // UnknownBackendError refuses a run for a backend that is not configured.

@@ -94,6 +94,9 @@ type Store interface {
 	// DeleteConversation deletes a conversation with its turns and
 	// fingerprints; an unknown id is ErrNotFound.
 	DeleteConversation(ctx context.Context, id string) error
+	// DeleteTurn deletes one turn, its conversation staying; an unknown id
+	// is ErrNotFound.
+	DeleteTurn(ctx context.Context, responseID string) error
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -407,6 +410,17 @@ func (m *MemoryStore) DeleteConversation(_ context.Context, id string) error {
 		return ErrNotFound
 	}
 	m.forgetConversation(id)
+	return nil
+}
+
+// DeleteTurn deletes a turn.
+func (m *MemoryStore) DeleteTurn(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.turns[id]; !ok {
+		return ErrNotFound
+	}
+	m.forgetTurn(id)
 	return nil
 }
 
@@ -877,6 +891,20 @@ func (s *SQLStore) DeleteConversation(ctx context.Context, id string) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("deleting conversation: %w", err)
+	}
+	return s.wrote(nil)
+}
+
+// DeleteTurn deletes a turn.
+func (s *SQLStore) DeleteTurn(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM turns WHERE response_id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("deleting turn: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("deleting turn: %w", err)
+	} else if n == 0 {
+		return ErrNotFound
 	}
 	return s.wrote(nil)
 }

@@ -84,6 +84,17 @@ func TestStoreConversationTurns(t *testing.T) {
 		if _, _, err := st.Conversation(ctx, "c"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown conversation: %v, want ErrNotFound", err)
 		}
+		// One turn deleted: the others and the conversation stay.
+		if err := st.DeleteTurn(ctx, "r3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Turn(ctx, "r3"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleted turn: %v, want ErrNotFound", err)
+		}
+		if err := st.DeleteTurn(ctx, "r3"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleting it again: %v, want ErrNotFound", err)
+		}
+		check("a", "r1", "r5")
 	})
 }
 

@@ -1,0 +1,365 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/responses"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/sse"
+	"github.com/docstream/docstream/store"
+)
+
+// responseRun is a prepared run of the Responses API.
+type responseRun struct {
+	run  *runs.Run
+	meta responses.Meta
+	// remember sees every event the streaming client gets; nil when the
+	// run's observer sees them (see prepareResponse).
+	remember func(documents.Event)
+	stream   bool
+}
+
+// handleResponses serves POST /v1/responses.
+func (s *Server) handleResponses(c echo.Context) error {
+	rr, err := s.prepareResponse(c)
+	if err != nil {
+		return err
+	}
+	switch {
+	case rr.stream:
+		return s.streamResponse(c, rr.run, rr.meta, rr.remember, -1)
+	case rr.meta.Background:
+		// The run goes on detached: GET /v1/responses/{id} polls it.
+		enc := responses.NewEncoder(rr.meta)
+		rr.run.Launch()
+		c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
+		return writeJSON(c, http.StatusOK, enc.Response())
+	}
+	return s.waitResponse(c, rr)
+}
+
+// prepareResponse decodes a Responses request and prepares its run.
+func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
+	var req responses.Request
+	if err := s.decodeBody(c, &req, nil); err != nil {
+		return nil, err
+	}
+	ctx := c.Request().Context()
+	stored := req.Store == nil || *req.Store
+	if req.Background && !stored {
+		return nil, errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
+	}
+	msgs, err := req.Messages(func(id string) (string, bool) {
+		_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
+		return responses.Reply(cr), err == nil
+	})
+	var ie *responses.InputError
+	if errors.As(err, &ie) {
+		return nil, errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)
+	}
+	model := cmp.Or(req.Model, "auto")
+	turn := openAITurn{model: model, msgs: msgs, param: "input", workspace: req.Workspace, mode: req.Mode, thinking: req.Thinking()}
+	if req.PreviousResponseID != "" {
+		if turn.conv, err = s.previousConversation(ctx, req.PreviousResponseID); err != nil {
+			return nil, err
+		}
+		turn.unknown = errUnknownResponse(req.PreviousResponseID).naming("previous_response_id")
+	}
+	spec, thread, err := s.openAISpec(ctx, turn)
+	if err != nil {
+		return nil, err
+	}
+	meta := responses.Meta{ID: responseID(spec.ResponseID), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
+		PreviousResponseID: req.PreviousResponseID, Background: req.Background, Store: stored, Reasoning: req.Reasoning, Metadata: req.Metadata}
+	spec.Surface = meta
+	run, err := s.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	rr := &responseRun{run: run, meta: meta, stream: req.Stream}
+	// A client that streams gets the end after the fingerprint is stored,
+	// as on chat completions; a run that no client follows to its end
+	// stores it as it ends.
+	remember := s.rememberReply(ctx, thread, model, openai.RenderMarkdown)
+	if req.Stream && !req.Background {
+		rr.remember = remember
+	} else {
+		run.Observe(remember)
+	}
+	if !stored {
+		go s.forgetResponse(run)
+	}
+	return rr, nil
+}
+
+// waitResponse answers a run as one Response once it is done, or its
+// failure as a 502.
+func (s *Server) waitResponse(c echo.Context, rr *responseRun) error {
+	enc := responses.NewEncoder(rr.meta)
+	rr.run.Observe(func(ev documents.Event) { enc.Event(ev) })
+	rr.run.Launch()
+	detach := rr.run.Attach()
+	defer detach()
+	if !waitDone(c.Request().Context(), rr.run) {
+		return nil
+	}
+	resp := enc.Response()
+	c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
+	if resp.Error != nil {
+		// The agent already ran: a retry would run it again.
+		c.Response().Header().Set("X-Should-Retry", "false")
+		return &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	return writeJSON(c, http.StatusOK, resp)
+}
+
+// streamResponse streams a run's Responses events with sequence numbers
+// after the given one (-1: all), live until the response ends. A
+// background run goes on when the client leaves.
+func (s *Server) streamResponse(c echo.Context, run *runs.Run, meta responses.Meta, remember func(documents.Event), after int) error {
+	if !meta.Background {
+		detach := run.Attach()
+		defer detach()
+	}
+	defer run.Launch() // a prepared run starts in any case
+	st := s.startStream(c, run)
+	enc := responses.NewEncoder(meta)
+	send := func(evs []responses.Event) error {
+		for _, ev := range evs {
+			var err error
+			switch {
+			case ev.Comment != "":
+				err = sse.WriteComment(st, ev.Comment)
+			case ev.Sequence > after:
+				err = sse.WriteEvent(st, ev.Type, ev.Data)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if send(enc.Start()) != nil || st.rc.Flush() != nil {
+		return nil
+	}
+	run.Launch()
+	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
+		ev, err := sse.DecodeFrame(f)
+		if err != nil {
+			return false, nil
+		}
+		if remember != nil {
+			remember(ev)
+		}
+		_, done := ev.(documents.Done)
+		return done, send(enc.Event(ev))
+	}, "keepalive")
+	if st.lost {
+		he := errEventsDropped(run)
+		if send(enc.Error(he.Code, he.Message)) == nil {
+			_ = st.rc.Flush()
+		}
+	}
+	return nil
+}
+
+// handleGetResponse serves GET /v1/responses/{id}: the Response, or with
+// ?stream=true its events after ?starting_after, live while it runs.
+func (s *Server) handleGetResponse(c echo.Context) error {
+	stream := false
+	if q := c.QueryParam("stream"); q != "" {
+		v, err := strconv.ParseBool(q)
+		if err != nil {
+			return errBadRequest("bad_query", "stream=%q: use true or false", openai.Clip(q, 40)).naming("stream")
+		}
+		stream = v && c.Request().Method != http.MethodHead // HEAD has no body to stream
+	}
+	after := -1
+	if q := c.QueryParam("starting_after"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 {
+			return errBadRequest("bad_query", "starting_after=%q: use a sequence number", openai.Clip(q, 40)).naming("starting_after")
+		}
+		after = n
+	}
+	id := c.Param("id")
+	run := s.responseRun(c.Request().Context(), id)
+	if stream && run != nil && run.Log.Keeps(0) {
+		return s.streamResponse(c, run, metaOf(run, id), nil, after)
+	}
+	meta, cr, err := s.findResponse(c.Request().Context(), id, run)
+	if err != nil {
+		return err
+	}
+	evs, resp := responses.FromChat(meta, cr)
+	if !stream {
+		return writeJSON(c, http.StatusOK, resp)
+	}
+	if resp.Status == responses.StatusInProgress {
+		return &HTTPError{Status: http.StatusGone, Code: "events_dropped",
+			Message: fmt.Sprintf("the run's event log no longer holds this response's first events; GET /v1/responses/%s has it as it stands", id)}
+	}
+	// A finished response no longer held: its events are made again from
+	// its documents.
+	h := c.Response().Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	c.Response().WriteHeader(http.StatusOK)
+	for _, ev := range evs {
+		if ev.Comment == "" && ev.Sequence > after {
+			if err := sse.WriteEvent(c.Response(), ev.Type, ev.Data); err != nil {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// handleCancelResponse serves POST /v1/responses/{id}/cancel: the run is
+// cancelled and its Response answered once it ended; a response that
+// already ended is answered as it is.
+func (s *Server) handleCancelResponse(c echo.Context) error {
+	id, ctx := c.Param("id"), c.Request().Context()
+	if run := s.responseRun(ctx, id); run != nil {
+		run.Cancel(false)
+		if !waitDone(ctx, run) {
+			return nil
+		}
+	}
+	meta, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
+	if err != nil {
+		return err
+	}
+	_, resp := responses.FromChat(meta, cr)
+	return writeJSON(c, http.StatusOK, resp)
+}
+
+// handleDeleteResponse serves DELETE /v1/responses/{id}.
+func (s *Server) handleDeleteResponse(c echo.Context) error {
+	id, ctx := c.Param("id"), c.Request().Context()
+	if _, _, err := s.findResponse(ctx, id, s.responseRun(ctx, id)); err != nil {
+		return err
+	}
+	rid, _ := runID(id)
+	err := s.reg.DeleteResponse(rid, func() error {
+		if s.store == nil {
+			return nil
+		}
+		return s.store.DeleteTurn(ctx, rid)
+	})
+	switch {
+	case errors.Is(err, runs.ErrRunning):
+		return &HTTPError{Status: http.StatusConflict, Code: "response_running", Param: "response_id",
+			Message: fmt.Sprintf("response %s is still running: cancel it first (POST /v1/responses/%s/cancel)", id, id)}
+	case errors.Is(err, store.ErrNotFound):
+		return errUnknownResponse(id)
+	case err != nil:
+		return err
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
+}
+
+// forgetResponse deletes a response asked for with store: false once its
+// run has ended; its agent session stays, for the history to resume.
+func (s *Server) forgetResponse(run *runs.Run) {
+	<-run.Done()
+	err := s.reg.DeleteResponse(run.ID, func() error {
+		if s.store == nil {
+			return nil
+		}
+		return s.store.DeleteTurn(context.Background(), run.ID)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn().Err(err).Str("response_id", run.ID).Msg("deleting a response asked for with store: false")
+	}
+}
+
+// previousConversation returns the conversation of the response a request
+// continues (previous_response_id).
+func (s *Server) previousConversation(ctx context.Context, id string) (string, error) {
+	_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
+	var he *HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		return "", he.naming("previous_response_id")
+	}
+	if err != nil {
+		return "", err
+	}
+	if cr.ConversationID == nil || *cr.ConversationID == "" {
+		return "", errBadRequest("no_session", "response %s has no agent session to continue: it ended before the agent started one", id).naming("previous_response_id")
+	}
+	return *cr.ConversationID, nil
+}
+
+// responseRun returns the run of a response id when the registry holds it
+// and the request's key may see it.
+func (s *Server) responseRun(ctx context.Context, id string) *runs.Run {
+	if rid, ok := runID(id); ok {
+		return s.visibleRun(ctx, rid)
+	}
+	return nil
+}
+
+// findResponse returns a response's request fields and ChatResponse: from
+// its run when the registry holds it, else from the store.
+func (s *Server) findResponse(ctx context.Context, id string, run *runs.Run) (responses.Meta, documents.ChatResponse, error) {
+	if run != nil {
+		return metaOf(run, id), run.Response(), nil
+	}
+	rid, ok := runID(id)
+	if ok && s.store != nil {
+		t, err := s.store.Turn(ctx, rid)
+		switch {
+		case err == nil && s.sees(ctx, t.Owner):
+			var cr documents.ChatResponse
+			if err := json.Unmarshal(t.Response, &cr); err != nil {
+				return responses.Meta{}, cr, fmt.Errorf("reading response %s: %w", id, err)
+			}
+			return responses.Meta{ID: id, Store: true}, cr, nil
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return responses.Meta{}, documents.ChatResponse{}, err
+		}
+	}
+	return responses.Meta{}, documents.ChatResponse{}, errUnknownResponse(id)
+}
+
+// metaOf returns the request fields a run of the Responses API keeps (a
+// run of another API has only its id).
+func metaOf(run *runs.Run, id string) responses.Meta {
+	m, ok := run.Spec.Surface.(responses.Meta)
+	if !ok {
+		m = responses.Meta{ID: id, Store: true}
+	}
+	return m
+}
+
+// errUnknownResponse answers a response id that is not known here (or is
+// another key's).
+func errUnknownResponse(id string) *HTTPError {
+	return &HTTPError{Status: http.StatusNotFound, Code: "response_not_found", Param: "response_id",
+		Message: fmt.Sprintf("response %q is not known here", openai.Clip(id, 80))}
+}
+
+// responseID is a run's id as the Responses API names it: resp_ for chat_.
+func responseID(runID string) string { return "resp_" + strings.TrimPrefix(runID, "chat_") }
+
+// runID is the run id of a response id.
+func runID(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, "resp_")
+	if !ok || !idPattern.MatchString(rest) {
+		return "", false
+	}
+	return "chat_" + rest, true
+}
