@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +47,12 @@ type completionRequest struct {
 	// ToolChoice may only leave the choice to the model (auto or none).
 	Tools      jsontext.Value `json:"tools"`
 	ToolChoice jsontext.Value `json:"tool_choice"`
+
+	// Set by the other protocols: system is folded into a new session's
+	// prompt like system messages but is not part of the history's
+	// fingerprint, and thinking, when set, overrides openai.reasoning.
+	system   []openai.Message
+	thinking *bool
 }
 
 // completion is a non-streaming chat.completion.
@@ -105,7 +112,13 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if err := s.decodeBody(c, &req, nil); err != nil {
 		return nil, err
 	}
-	ctx := c.Request().Context()
+	return s.prepareThread(c.Request().Context(), req)
+}
+
+// prepareThread prepares the run of a thread of messages, whichever
+// protocol's request it came in: the session it resumes, or the history
+// folded into a new one's prompt.
+func (s *Server) prepareThread(ctx context.Context, req completionRequest) (*completionRun, error) {
 	if err := oneChoice(req.N); err != nil {
 		return nil, err
 	}
@@ -140,6 +153,9 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	model := cmp.Or(req.Model, "auto")
 	spec := &runs.Spec{ResponseID: runs.NewResponseID(), Created: runs.Now(), Mode: cmp.Or(req.Mode, "agent"), Backend: "cli",
 		Thinking: s.cfg.OpenAI.Reasoning != openai.ReasoningOff, UserPrompt: last, Owner: ownerOf(ctx)}
+	if req.thinking != nil {
+		spec.Thinking = *req.thinking
+	}
 	alias, isAlias := s.cfg.OpenAI.Aliases[model]
 	spec.Model = model
 	if isAlias {
@@ -180,7 +196,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
-		spec.Prompt = openai.FlattenHistory(req.Messages, promptLimit(s.cfg.Server.MaxPromptBytes))
+		spec.Prompt = openai.FlattenHistory(append(slices.Clip(req.system), req.Messages...), promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		return nil, err

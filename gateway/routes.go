@@ -55,6 +55,10 @@ func (s *Server) routes() *echo.Echo {
 	get(api, "/models", s.handleModels)
 	get(api, "/models/:id", s.handleModel)
 
+	// Anthropic-compatible surface.
+	api.POST("/messages", s.handleMessages)
+	api.POST("/messages/count_tokens", s.handleCountTokens)
+
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
 	cl.GET("/agents", s.handleCloudList)
