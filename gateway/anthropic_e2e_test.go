@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ type msgStream struct {
 	content  []string // each block's text or thinking
 	text     string   // the text blocks' text, in order
 	thinking string
+	pings    int
 	delta    map[string]any // the message_delta event
 	errObj   map[string]any // the error event's error
 }
@@ -57,6 +59,7 @@ func (s *testServer) messagesStream(t *testing.T, body map[string]any, headers .
 			t.Fatalf("event %d: event: %q but data.type %q", i, e.Name, typ)
 		}
 		if typ == "ping" {
+			st.pings++
 			continue
 		}
 		if len(st.types) == 0 && typ != "message_start" {
@@ -493,7 +496,7 @@ func TestMessagesFaults(t *testing.T) {
 		says         string
 	}{
 		{"crash", "fault:crash", nil, "agent_exit"},
-		{"hang", "fault:hang-mid", []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=1s"}, "timeout"},
+		{"hang", "fault:hang-mid", []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=1500ms", "DOCSTREAM_SERVER_HEARTBEAT=200ms"}, "timeout"},
 		{"spawn failure", "hello", []string{"DOCSTREAM_AGENT_BINARY=" + os.DevNull}, "SPAWN_FAILED"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,6 +508,9 @@ func TestMessagesFaults(t *testing.T) {
 			}
 			if msg, _ := st.errObj["message"].(string); st.errObj["type"] != "api_error" || !strings.Contains(msg, tt.says) {
 				t.Errorf("error %v: want an api_error saying %q", st.errObj, tt.says)
+			}
+			if tt.name == "hang" && st.pings == 0 {
+				t.Errorf("no ping event while the agent was silent")
 			}
 			resp, m := s.messagesJSON(t, map[string]any{"messages": []any{userMsg(tt.prompt)}})
 			if msg := checkAnthropicError(t, resp, m, http.StatusBadGateway, "api_error"); !strings.Contains(msg, tt.says) {
@@ -545,5 +551,72 @@ func TestMessagesCancelAndShutdown(t *testing.T) {
 	case <-s.exited:
 	case <-time.After(20 * time.Second):
 		t.Errorf("the gateway did not stop")
+	}
+}
+
+// TestMessagesLimits: a gateway that sheds load answers Anthropic's 529
+// overloaded_error, and a client over its rate limit a 429
+// rate_limit_error, both with Retry-After.
+func TestMessagesLimits(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "DOCSTREAM_LIMITS_MAX_CONCURRENT_RUNS=1", "DOCSTREAM_LIMITS_QUEUE_SIZE=0",
+		"DOCSTREAM_AUTH_RATE_PER_MINUTE=1", "DOCSTREAM_AUTH_BURST=2", "DOCSTREAM_RUNS_DETACH_GRACE=0s")
+	st := e2eNewStream(t, s.post(t, "/v1/messages", map[string]any{"stream": true, "messages": []any{userMsg("fault:hang-mid")}}))
+	defer st.Close()
+	st.Until("content_block_delta")
+	for _, want := range []struct {
+		status int
+		typ    string
+	}{{529, "overloaded_error"}, {429, "rate_limit_error"}} {
+		resp, m := s.messagesJSON(t, map[string]any{"messages": []any{userMsg("hi")}})
+		checkAnthropicError(t, resp, m, want.status, want.typ)
+		if resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%d without Retry-After", want.status)
+		}
+	}
+}
+
+// TestMessagesCORS: a page of an allowed origin may send Anthropic's
+// headers.
+func TestMessagesCORS(t *testing.T) {
+	t.Parallel()
+	const origin = "http://localhost:3000"
+	s := startServer(t, "DOCSTREAM_AUTH_API_KEYS=k1", "DOCSTREAM_SERVER_CORS_ORIGINS="+origin)
+	const asked = "x-api-key, anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access, content-type, x-stainless-os"
+	req := newRequest(t, http.MethodOptions, s.URL+"/v1/messages", nil, "Origin", origin,
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", asked)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != origin ||
+		resp.Header.Get("Access-Control-Allow-Headers") != asked {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, m := s.messagesJSON(t, map[string]any{"messages": []any{userMsg("hi")}}, "Origin", origin, "x-api-key", "k1")
+	if resp.StatusCode != 200 || m["type"] != "message" || resp.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Errorf("%d %v %v", resp.StatusCode, m, resp.Header)
+	}
+}
+
+// TestMessagesAlias: a model alias of openai.aliases names the agent's
+// model here too; the message names the alias.
+func TestMessagesAlias(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, simLogEnv)
+	s.stop(t)
+	cfg := "openai:\n  aliases:\n    claude-sonnet-4-6: {model: sim-fast}\n"
+	if err := os.WriteFile(filepath.Join(s.Dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	resp, m := s.messagesJSON(t, map[string]any{"model": "claude-sonnet-4-6", "messages": []any{userMsg("echo alias")}})
+	if resp.StatusCode != 200 || m["model"] != "claude-sonnet-4-6" {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	argv := argvOf(s.simStarts(t)[0])
+	if i := slices.Index(argv, "--model"); i < 0 || argv[i+1] != "sim-fast" {
+		t.Errorf("the agent ran with %v, want --model sim-fast", argv)
 	}
 }
