@@ -98,6 +98,13 @@ func runFailed(cr *completionRun, done documents.Done) *HTTPError {
 	return &HTTPError{Status: http.StatusBadGateway, Code: code, Message: runErrorMessage(cr.renderer.Content()) + " (" + code + ")"}
 }
 
+// pingFrame is the heartbeat of a Messages stream.
+var pingFrame = func() []byte {
+	var b bytes.Buffer
+	_ = writeEvent(&b, anthropic.NewPing())
+	return b.Bytes()
+}()
+
 // messageStream writes a run as Messages events.
 type messageStream struct {
 	cr     *completionRun
@@ -113,24 +120,22 @@ func (s *Server) streamMessage(c echo.Context, cr *completionRun) error {
 	defer detach()
 	defer cr.run.Launch()
 	ms := &messageStream{cr: cr, st: s.startStream(c, cr.run)}
-	var ping bytes.Buffer
-	_ = ms.write(&ping, anthropic.NewPing())
-	ms.st.ping = ping.Bytes()
-	if ms.write(ms.st, anthropic.Start(anthropic.NewMessage(cr.id, cr.model))) != nil || ms.st.rc.Flush() != nil {
+	ms.st.ping = pingFrame
+	if writeEvent(ms.st, anthropic.Start(anthropic.NewMessage(cr.id, cr.model))) != nil || ms.st.rc.Flush() != nil {
 		return nil
 	}
 	cr.run.Launch()
 	ms.st.follow(c.Request().Context(), cr.run, 0, ms.send, "ping")
 	if ms.st.lost {
-		if ms.write(ms.st, anthropic.NewError(http.StatusInternalServerError, errEventsDropped(cr.run).Message)) == nil {
+		if writeEvent(ms.st, anthropic.NewError(http.StatusInternalServerError, errEventsDropped(cr.run).Message)) == nil {
 			_ = ms.st.rc.Flush()
 		}
 	}
 	return nil
 }
 
-// write writes one event, named by its type.
-func (ms *messageStream) write(w io.Writer, ev anthropic.Event) error {
+// writeEvent writes one event, named by its type.
+func writeEvent(w io.Writer, ev anthropic.Event) error {
 	b, err := json.Marshal(ev, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		return err
@@ -168,7 +173,7 @@ func (ms *messageStream) send(f sse.Frame) (bool, error) {
 		}
 	}
 	for _, e := range evs {
-		if err := ms.write(ms.st, e); err != nil {
+		if err := writeEvent(ms.st, e); err != nil {
 			return false, err
 		}
 	}
