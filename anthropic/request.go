@@ -87,7 +87,7 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 		return nil, nil, invalid("messages", "must hold at least one message")
 	}
 	if len(r.System) > 0 && r.System.Kind() != 'n' {
-		text, err := blocksText("system", r.System, "\n")
+		text, err := blocksText("system", r.System, "\n", false)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -109,12 +109,7 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 		default:
 			return nil, nil, invalid(at+"/role", "%q is not one of user, assistant, system", m.Role)
 		}
-		if i == last {
-			if err := textOnly(at+"/content", m.Content); err != nil {
-				return nil, nil, err
-			}
-		}
-		text, err := blocksText(at+"/content", m.Content, sep)
+		text, err := blocksText(at+"/content", m.Content, sep, i == last)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -185,33 +180,23 @@ func blocks(at string, content jsontext.Value) ([]block, error) {
 }
 
 // blocksText returns the text of content's text blocks, joined by sep.
-func blocksText(at string, content jsontext.Value, sep string) (string, error) {
+// With textOnly, any other block is refused: the message is the one the
+// agent answers, and it takes text.
+func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (string, error) {
 	bs, err := blocks(at, content)
 	if err != nil {
 		return "", err
 	}
 	var texts []string
-	for _, b := range bs {
-		if b.Type == "text" {
+	for j, b := range bs {
+		switch {
+		case b.Type == "text":
 			texts = append(texts, b.Text)
+		case textOnly:
+			return "", invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
 		}
 	}
 	return strings.Join(texts, sep), nil
-}
-
-// textOnly refuses the blocks of the message the agent answers that it
-// cannot take: the agent reads text.
-func textOnly(at string, content jsontext.Value) error {
-	bs, err := blocks(at, content)
-	if err != nil {
-		return err
-	}
-	for j, b := range bs {
-		if b.Type != "text" {
-			return invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
-		}
-	}
-	return nil
 }
 
 func textMessage(role, text string) openai.Message {
