@@ -28,7 +28,9 @@ func (s *Server) handleMessages(c echo.Context) error {
 	system, turns, err := req.Thread()
 	if err != nil {
 		var ie *anthropic.InvalidError
-		errors.As(err, &ie)
+		if !errors.As(err, &ie) {
+			return err
+		}
 		he := errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param)
 		s.reject(he)
 		return he
