@@ -330,6 +330,8 @@ type streamer struct {
 	// lost is set when the stream fell so far behind that its run's log
 	// dropped events it had not sent: it cannot go on.
 	lost bool
+	// ping, when set, is the heartbeat written in place of a comment.
+	ping []byte
 }
 
 // errEventsDropped is the error of a stream that fell behind its run's
@@ -425,13 +427,22 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		select {
 		case <-more:
 		case <-ticker.C:
-			if sse.WriteComment(st, beat) != nil || st.rc.Flush() != nil {
+			if st.heartbeat(beat) != nil || st.rc.Flush() != nil {
 				return
 			}
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// heartbeat writes the stream's ping, or else the comment beat.
+func (st *streamer) heartbeat(beat string) error {
+	if st.ping != nil {
+		_, err := st.Write(st.ping)
+		return err
+	}
+	return sse.WriteComment(st, beat)
 }
 
 // streamRun serves a run's events after the given id as SSE, live until done.

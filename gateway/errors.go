@@ -94,11 +94,15 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 			}
 			body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Param: param, Code: he.Code}}
 		}
+		status := he.Status
+		if isAnthropicRoute(c.Request().URL.Path) {
+			status, body = anthropicError(c, he)
+		}
 		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(he.Status)
+			_ = c.NoContent(status)
 			return
 		}
-		_ = c.JSON(he.Status, body)
+		_ = c.JSON(status, body)
 	}
 }
 

@@ -167,7 +167,7 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 	if key == "" {
 		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
-		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key>"}
+		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "missing API key: send Authorization: Bearer <key> or X-Api-Key: <key>"}
 	}
 	kid, ok := s.auth.check(key)
 	if !ok {
@@ -211,7 +211,8 @@ func allowedHeader(h string) bool {
 	h = strings.ToLower(strings.TrimSpace(h))
 	switch h {
 	case "authorization", "content-type", "accept", "last-event-id", "x-api-key", "x-request-id",
-		"x-docstream-conversation-id", "x-docstream-route-key", "openai-organization", "openai-project", "openai-beta", "cache-control", "user-agent":
+		"x-docstream-conversation-id", "x-docstream-route-key", "openai-organization", "openai-project", "openai-beta", "cache-control", "user-agent",
+		"anthropic-version", "anthropic-beta", "anthropic-dangerous-direct-browser-access":
 		return true
 	}
 	return strings.HasPrefix(h, "x-stainless-")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -144,7 +145,8 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 type openAITurn struct {
 	model     string
 	msgs      []openai.Message
-	param     string // the request's name for msgs, in errors
+	system    []openai.Message // system text kept apart from msgs (Anthropic's), folded into a new session's prompt
+	param     string           // the request's name for msgs, in errors
 	workspace string
 	mode      string
 	thinking  bool
@@ -219,7 +221,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	if conv != "" {
 		spec.ConversationID, spec.SessionID, spec.Prompt = conv, conv, last
 	} else {
-		spec.Prompt = openai.FlattenHistory(t.msgs, promptLimit(s.cfg.Server.MaxPromptBytes))
+		spec.Prompt = openai.FlattenHistory(append(slices.Clip(t.system), t.msgs...), promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
 	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
 		var he *HTTPError

@@ -59,6 +59,10 @@ func (s *Server) routes() *echo.Echo {
 	api.DELETE("/responses/:id", s.handleDeleteResponse)
 	api.POST("/responses/:id/cancel", s.handleCancelResponse)
 
+	// Anthropic-compatible surface.
+	api.POST("/messages", s.handleMessages)
+	api.POST("/messages/count_tokens", s.handleCountTokens)
+
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
 	cl.GET("/agents", s.handleCloudList)

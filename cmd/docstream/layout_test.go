@@ -7,8 +7,8 @@ import (
 )
 
 // TestLayout checks the packages' dependency rules: documents imports no
-// project package, translate and sse import only documents, responses only
-// documents and openai, and only cmd/... imports gateway.
+// project package, translate and sse import only documents, responses and
+// anthropic only documents and openai, and only cmd/... imports gateway.
 func TestLayout(t *testing.T) {
 	const mod = "github.com/docstream/docstream/"
 	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "../../...").Output()
@@ -31,7 +31,7 @@ func TestLayout(t *testing.T) {
 				t.Errorf("documents imports %s", dep)
 			case (pkg == "translate" || pkg == "sse") && dep != "documents":
 				t.Errorf("%s imports %s", pkg, dep)
-			case pkg == "responses" && dep != "documents" && dep != "openai":
+			case (pkg == "responses" || pkg == "anthropic") && dep != "documents" && dep != "openai":
 				t.Errorf("%s imports %s", pkg, dep)
 			case (dep == "gateway" || strings.HasPrefix(dep, "gateway/")) && !strings.HasPrefix(pkg, "cmd/") && !strings.HasPrefix(pkg, "gateway"):
 				t.Errorf("%s imports %s", pkg, dep)

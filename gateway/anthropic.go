@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/anthropic"
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/openai"
+	"github.com/docstream/docstream/sse"
+)
+
+// handleMessages serves POST /v1/messages: Anthropic's Messages API, a run
+// prepared as a chat completion's is and answered as a Message.
+func (s *Server) handleMessages(c echo.Context) error {
+	var req anthropic.Request
+	if err := s.decodeBody(c, &req, nil); err != nil {
+		return err
+	}
+	system, turns, err := req.Thread()
+	if err != nil {
+		var ie *anthropic.InvalidError
+		if !errors.As(err, &ie) {
+			return err
+		}
+		he := errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param)
+		s.reject(he)
+		return he
+	}
+	if err := checkMessages(turns); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	model := cmp.Or(req.Model, "auto")
+	spec, thread, err := s.openAISpec(ctx, openAITurn{model: model, msgs: turns, system: system, param: "messages", thinking: req.ThinkingOn()})
+	if err != nil {
+		return err
+	}
+	run, err := s.prepare(spec)
+	if err != nil {
+		return err
+	}
+	cr := &completionRun{run: run, renderer: &openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningContent},
+		remember: s.rememberReply(ctx, thread, model, openai.RenderMarkdown), id: "msg_" + strings.TrimPrefix(run.ID, "chat_"),
+		created: time.Now().Unix(), model: model}
+	if req.Stream {
+		return s.streamMessage(c, cr)
+	}
+	return s.waitMessage(c, cr)
+}
+
+// handleCountTokens serves POST /v1/messages/count_tokens, which is not
+// supported: the agent counts its tokens as it runs, and they are never
+// guessed.
+func (s *Server) handleCountTokens(c echo.Context) error {
+	return errBadRequest("unsupported", "token counting is not supported here: the agent counts the tokens of a run as it runs, and Docstream never guesses them; a message's usage is in its message_delta event, or its usage field")
+}
+
+// waitMessage answers a run as one Message once it is done, or its failure
+// as an error.
+func (s *Server) waitMessage(c echo.Context, cr *completionRun) error {
+	msg := anthropic.NewMessage(cr.id, cr.model)
+	var blocks anthropic.Blocks
+	var done documents.Done
+	cr.run.Observe(func(ev documents.Event) {
+		cr.remember(ev)
+		for _, p := range cr.renderer.Event(ev) {
+			for _, e := range blocks.Add(p) {
+				msg.Apply(e)
+			}
+		}
+		if d, ok := ev.(documents.Done); ok {
+			done = d
+		}
+	})
+	cr.run.Launch()
+	detach := cr.run.Attach()
+	defer detach()
+	if !waitDone(c.Request().Context(), cr.run) {
+		return nil
+	}
+	h := c.Response().Header()
+	h.Set("X-Docstream-Response-Id", cr.run.ID)
+	if done.ConversationID != nil {
+		h.Set("X-Docstream-Conversation-Id", *done.ConversationID)
+	}
+	if done.Status != documents.StatusCompleted {
+		// The agent already ran: a retry would run it again.
+		h.Set("X-Should-Retry", "false")
+		return runFailed(cr, done)
+	}
+	stop := anthropic.EndTurn
+	msg.StopReason, msg.Usage = &stop, anthropic.UsageOf(done.Usage)
+	return writeJSON(c, http.StatusOK, msg)
+}
+
+// runFailed is the error of a run that did not complete.
+func runFailed(cr *completionRun, done documents.Done) *HTTPError {
+	code := cmp.Or(string(done.Metadata.StopReason), "agent_error")
+	return &HTTPError{Status: http.StatusBadGateway, Code: code, Message: openai.ErrorMessage(cr.renderer.Content()) + " (" + code + ")"}
+}
+
+// pingFrame is the heartbeat of a Messages stream.
+var pingFrame = func() []byte {
+	var b bytes.Buffer
+	_ = writeEvent(&b, anthropic.NewPing())
+	return b.Bytes()
+}()
+
+// messageStream writes a run as Messages events.
+type messageStream struct {
+	cr     *completionRun
+	st     *streamer
+	blocks anthropic.Blocks
+}
+
+// streamMessage streams a run as Messages events: message_start at once,
+// the content blocks as the run goes, then message_delta and message_stop,
+// or an error event when the run fails.
+func (s *Server) streamMessage(c echo.Context, cr *completionRun) error {
+	detach := cr.run.Attach()
+	defer detach()
+	defer cr.run.Launch()
+	ms := &messageStream{cr: cr, st: s.startStream(c, cr.run)}
+	ms.st.ping = pingFrame
+	if writeEvent(ms.st, anthropic.Start(anthropic.NewMessage(cr.id, cr.model))) != nil || ms.st.rc.Flush() != nil {
+		return nil
+	}
+	cr.run.Launch()
+	ms.st.follow(c.Request().Context(), cr.run, 0, ms.send, "ping")
+	if ms.st.lost {
+		if writeEvent(ms.st, anthropic.NewError(http.StatusInternalServerError, errEventsDropped(cr.run).Message)) == nil {
+			_ = ms.st.rc.Flush()
+		}
+	}
+	return nil
+}
+
+// writeEvent writes one event, named by its type.
+func writeEvent(w io.Writer, ev anthropic.Event) error {
+	b, err := json.Marshal(ev, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return err
+	}
+	return sse.WriteEvent(w, ev.EventType(), b)
+}
+
+// send writes the events of one frame of the run, and the end of the
+// message after done.
+func (ms *messageStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
+	cr := ms.cr
+	cr.remember(ev)
+	var evs []anthropic.Event
+	for _, p := range cr.renderer.Event(ev) {
+		if p.Comment != "" {
+			if err := sse.WriteComment(ms.st, p.Comment); err != nil {
+				return false, err
+			}
+			continue
+		}
+		evs = append(evs, ms.blocks.Add(p)...)
+	}
+	d, done := ev.(documents.Done)
+	if done {
+		evs = append(evs, ms.blocks.Close()...)
+		if d.Status == documents.StatusCompleted {
+			evs = append(evs, anthropic.End(d.Usage)...)
+		} else {
+			he := runFailed(cr, d)
+			evs = append(evs, anthropic.NewError(he.Status, he.Message))
+		}
+	}
+	for _, e := range evs {
+		if err := writeEvent(ms.st, e); err != nil {
+			return false, err
+		}
+	}
+	return done, nil
+}
+
+// isAnthropicRoute reports whether a request path answers errors in
+// Anthropic's shape.
+func isAnthropicRoute(path string) bool {
+	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
+}
+
+// anthropicError is an error answer in Anthropic's shape, with its status:
+// Anthropic's 529 for a gateway that sheds load.
+func anthropicError(c echo.Context, he *HTTPError) (int, anthropic.ErrorBody) {
+	status := he.Status
+	if status == http.StatusServiceUnavailable {
+		status = anthropic.StatusOverloaded
+	}
+	body := anthropic.NewError(status, he.Message)
+	body.RequestID = c.Response().Header().Get("X-Request-Id")
+	return status, body
+}
