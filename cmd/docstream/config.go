@@ -339,7 +339,7 @@ var settingEnv = func() []string {
 
 // harnessEnv are the DOCSTREAM_* variables the test harnesses read: the Go
 // tests', the simulator's and the browser and SDK tests'.
-var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
+var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_TEST_PG", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
 
 // serviceLinkEnv matches the variables Kubernetes sets for a Service named
 // docstream (DOCSTREAM_SERVICE_HOST, DOCSTREAM_PORT_8080_TCP, …) unless
