@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/runs"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
@@ -180,6 +181,9 @@ func (s *Server) admitClient(c echo.Context) error {
 		// The handlers, and what runs on the request's context (a
 		// WebSocket's turns), know the key by its id.
 		c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
+	}
+	if s.admitHop(c) {
+		return nil // the replica that forwarded it took it from the limit
 	}
 	if err := s.rateLimit(id); err != nil {
 		return err
@@ -414,6 +418,9 @@ func methodLabel(m string) string {
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start, rid := time.Now(), requestID(c)
+		if s.cluster != nil {
+			c.Response().Header().Set(cluster.ReplicaHeader, s.cluster.ID)
+		}
 		s.requestDone(c, start, rid, s.guard(c, next))
 		return nil
 	}

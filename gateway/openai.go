@@ -240,7 +240,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), s.historyKey(ctx, openai.Fingerprint(thread, reply.Content(), model)), *d.ConversationID))
 		}
 	}
-	run, err := s.prepare(spec)
+	run, err := s.prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -155,7 +155,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			if err != nil {
 				s.reject(err)
 			} else {
-				run, err = s.prepare(spec)
+				run, err = s.prepare(ctx, spec)
 			}
 			if err != nil {
 				if sendErr(asHTTPError(err)) != nil {
