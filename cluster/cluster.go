@@ -300,9 +300,40 @@ type Session struct {
 	Alive     bool // its replica beats
 }
 
+// settleWait bounds how long Session waits for the end of a conversation's
+// running turn to be recorded.
+const settleWait = 2 * time.Second
+
 // Session returns where the conversation's agent session lives; ok is
-// false for a conversation no replica has recorded.
-func (c *Cluster) Session(ctx context.Context, conv string) (s Session, ok bool, err error) {
+// false for a conversation no replica has recorded. A turn of it that a
+// live replica still runs is waited for (its end is recorded right after
+// its done, which a client may have read already) for settleWait at most;
+// past it, the session is that replica's, which has the turn.
+func (c *Cluster) Session(ctx context.Context, conv string) (Session, bool, error) {
+	deadline := time.Now().Add(settleWait)
+	for {
+		var r Replica
+		err := c.db.QueryRow(ctx, `SELECT p.id, p.url FROM turns t JOIN replica_runs x ON x.response_id = t.response_id
+			JOIN replicas p ON p.id = x.replica_id WHERE t.conversation_id = $1 AND p.heartbeat >= now() - make_interval(secs => $2) LIMIT 1`,
+			conv, c.timeout()).Scan(&r.ID, &r.URL)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return c.session(ctx, conv)
+		case err != nil:
+			return Session{}, false, fmt.Errorf("finding the session of conversation %s: %w", conv, err)
+		case time.Now().After(deadline):
+			return Session{Replica: r, SessionID: conv, Here: r.ID == c.ID, Alive: true}, true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return Session{}, false, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// session reads where the conversation's agent session was recorded.
+func (c *Cluster) session(ctx context.Context, conv string) (s Session, ok bool, err error) {
 	var url *string
 	var alive *bool
 	err = c.db.QueryRow(ctx, `SELECT s.replica_id, s.session_id, p.url, p.heartbeat >= now() - make_interval(secs => $2)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -143,7 +144,41 @@ func (s *Server) foldHistory(ctx context.Context, conv, prompt string) (string, 
 }
 
 // hopHeaders are not passed on by a forward.
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Accept-Encoding"}
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Content-Length", "Accept-Encoding", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"}
+
+// isHopHeader reports whether a header is not passed on.
+func isHopHeader(k string) bool {
+	return slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) })
+}
+
+// toPeer sends a request to another replica with the client's headers and
+// the cluster's secret. Its context ends, and with it the answer's body,
+// when the replica stops beating or ctx ends; stop must be called once the
+// answer is read.
+func (s *Server) toPeer(ctx context.Context, to cluster.Replica, method, uri string, header http.Header, body []byte) (resp *http.Response, stop context.CancelFunc, err error) {
+	ctx, stop = context.WithCancel(ctx)
+	go s.watchReplica(ctx, stop, to.ID)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(to.URL, "/")+uri, bytes.NewReader(body))
+	if err == nil {
+		for k, v := range header {
+			if !isHopHeader(k) {
+				req.Header[k] = v
+			}
+		}
+		s.cluster.Sign(req.Header)
+		resp, err = s.peers.Do(req)
+	}
+	if err != nil {
+		stop()
+		if ctx.Err() == nil {
+			s.log.Warn().Err(err).Str("replica", to.ID).Msg("forwarding to a replica")
+		}
+		return nil, nil, &HTTPError{Status: http.StatusBadGateway, Code: "replica_unreachable", RetryAfter: int(s.cluster.OwnerTimeout().Seconds()),
+			Message: fmt.Sprintf("replica %s, which runs this, does not answer; once it has been silent for cluster.owner_timeout (%s) another replica takes over", to.ID, s.cluster.OwnerTimeout())}
+	}
+	return resp, stop, nil
+}
 
 // forward sends the request to the replica and relays its answer as it
 // comes; a document stream the replica stops answering mid-way ends with
@@ -151,29 +186,42 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", 
 func (s *Server) forward(c echo.Context, to cluster.Replica) {
 	r := c.Request()
 	body, _ := c.Get(bodyKey).([]byte)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go s.watchReplica(ctx, cancel, to.ID)
-	req, err := http.NewRequestWithContext(ctx, r.Method, strings.TrimSuffix(to.URL, "/")+r.URL.RequestURI(), bytes.NewReader(body))
-	if err == nil {
-		req.Header = r.Header.Clone()
-		for _, h := range hopHeaders {
-			req.Header.Del(h)
+	resp, stop, err := s.toPeer(r.Context(), to, r.Method, r.URL.RequestURI(), r.Header, body)
+	if err != nil {
+		if r.Context().Err() == nil {
+			c.Error(err)
 		}
-		s.cluster.Sign(req.Header)
-		var resp *http.Response
-		if resp, err = s.peers.Do(req); err == nil {
-			defer resp.Body.Close()
-			s.relay(c, resp, cancel)
+		return
+	}
+	defer stop()
+	defer resp.Body.Close()
+	h := c.Response().Header()
+	for k, v := range resp.Header {
+		if !isHopHeader(k) {
+			h[k] = v
+		}
+	}
+	c.Response().WriteHeader(resp.StatusCode)
+	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
+	st.deadline()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_, _ = io.Copy(st, resp.Body)
+		return
+	}
+	var tail streamTail
+	complete := s.readPeerStream(resp.Body, stop, func(line []byte, _ *sse.Frame) bool {
+		_, err := st.Write(line)
+		return err == nil && (len(bytes.TrimSpace(line)) > 0 || st.rc.Flush() == nil)
+	}, &tail)
+	if complete || r.Context().Err() != nil || !isDocumentStream(c.Path()) {
+		return
+	}
+	for _, f := range s.tailFrames(r.Context(), &tail, cmp.Or(resp.Header.Get("X-Docstream-Response-Id"), c.Param("id"))) {
+		if _, err := f.WriteTo(st); err != nil {
 			return
 		}
 	}
-	if r.Context().Err() != nil {
-		return
-	}
-	s.log.Warn().Err(err).Str("replica", to.ID).Msg("forwarding to a replica")
-	c.Error(&HTTPError{Status: http.StatusBadGateway, Code: "replica_unreachable", RetryAfter: int(s.cluster.OwnerTimeout().Seconds()),
-		Message: fmt.Sprintf("replica %s, which runs this, does not answer; once it has been silent for cluster.owner_timeout (%s) another replica takes over", to.ID, s.cluster.OwnerTimeout())})
+	_ = st.rc.Flush()
 }
 
 // watchReplica cancels a forward once its replica stops beating.
@@ -193,60 +241,29 @@ func (s *Server) watchReplica(ctx context.Context, cancel context.CancelFunc, id
 	}
 }
 
-// relay writes the replica's answer: its status, headers and body, each
-// event of a stream flushed as it comes.
-func (s *Server) relay(c echo.Context, resp *http.Response, cancel context.CancelFunc) {
-	h := c.Response().Header()
-	for k, v := range resp.Header {
-		if !slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
-			h[k] = v
-		}
-	}
-	c.Response().WriteHeader(resp.StatusCode)
-	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
-	st.deadline()
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_, _ = io.Copy(st, resp.Body)
-		return
-	}
-	// A stream is silent at most a heartbeat; a replica silent for longer
-	// than two, and the cluster's timeout, has stopped answering.
+// readPeerStream reads a replica's SSE stream line by line, giving each
+// line (and, at the blank line that ends an event, the event) to take,
+// until take returns false, the stream ends, or the replica is silent for
+// longer than two heartbeats and the cluster's timeout (then stop ends
+// it). It reports whether the stream reached its done.
+func (s *Server) readPeerStream(body io.Reader, stop context.CancelFunc, take func(line []byte, ev *sse.Frame) bool, tail *streamTail) bool {
 	idle := 2*s.heartbeat() + s.cluster.OwnerTimeout()
-	timer := time.AfterFunc(idle, cancel)
+	timer := time.AfterFunc(idle, stop)
 	defer timer.Stop()
-	var tail streamTail
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	br := bufio.NewReaderSize(body, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
 		timer.Reset(idle)
 		if len(line) > 0 {
-			if _, werr := st.Write(line); werr != nil {
-				return
-			}
-			if tail.read(line) && (st.rc.Flush() != nil || tail.done) {
-				return
+			ev := tail.read(line)
+			if !take(line, ev) || ev != nil && ev.Name == documents.EventDone {
+				return ev != nil && ev.Name == documents.EventDone
 			}
 		}
 		if err != nil {
-			break
+			return false
 		}
 	}
-	if c.Request().Context().Err() != nil || !isDocumentStream(c.Path()) {
-		return
-	}
-	id := resp.Header.Get("X-Docstream-Response-Id")
-	if id == "" {
-		id = c.Param("id")
-	}
-	// A re-attach has not seen the documents before its Last-Event-ID:
-	// the stored response counts them.
-	if t, err := s.store.Turn(c.Request().Context(), id); err == nil {
-		var resp documents.ChatResponse
-		if json.Unmarshal(t.Response, &resp) == nil {
-			tail.seq = max(tail.seq, len(resp.Documents))
-		}
-	}
-	tail.end(st, id)
 }
 
 // isDocumentStream reports whether a route streams document events.
@@ -257,54 +274,66 @@ func isDocumentStream(route string) bool {
 // streamTail follows a relayed document stream, to end it as the owner
 // would have when the owner stops answering.
 type streamTail struct {
-	last, seq int
-	event     string
-	conv      *string
-	open      []string // documents started and not ended
-	done      bool
+	ev   sse.Frame // the event being read
+	seq  int
+	conv *string
+	open []string // documents started and not ended
 }
 
-// read takes one line of the stream and reports whether it ended an
-// event.
-func (t *streamTail) read(line []byte) bool {
+// read takes one line of the stream and returns the event it ends, if
+// it ends one.
+func (t *streamTail) read(line []byte) *sse.Frame {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) == 0 {
-		t.event = ""
-		return true
+		if t.ev.Name == "" {
+			return nil // a comment's end
+		}
+		ev := t.ev
+		t.ev = sse.Frame{ID: ev.ID}
+		return &ev
 	}
 	k, v, _ := bytes.Cut(line, []byte(":"))
 	v = bytes.TrimPrefix(v, []byte(" "))
 	switch string(k) {
 	case "id":
-		t.last, _ = strconv.Atoi(string(v))
+		t.ev.ID, _ = strconv.Atoi(string(v))
 	case "event":
-		t.event = string(v)
-		t.done = t.done || t.event == documents.EventDone
+		t.ev.Name = string(v)
 	case "data":
-		switch t.event {
-		case "response_start":
+		t.ev.Data = append(t.ev.Data, v...)
+		switch t.ev.Name {
+		case documents.EventResponseStart:
 			var e documents.ResponseStart
 			if json.Unmarshal(v, &e) == nil {
 				t.conv = e.ConversationID
 			}
-		case "document_start":
+		case documents.EventDocumentStart:
 			var e documents.DocumentStart
 			if json.Unmarshal(v, &e) == nil {
 				t.seq = max(t.seq, e.Sequence)
 				t.open = append(t.open, e.ID)
 			}
-		case "document_end":
+		case documents.EventDocumentEnd:
 			var e documents.DocumentEnd
 			if json.Unmarshal(v, &e) == nil {
 				t.open = slices.DeleteFunc(t.open, func(id string) bool { return id == e.DocumentID })
 			}
 		}
 	}
-	return false
+	return nil
 }
 
-// end closes the open documents and writes an error document and done.
-func (t *streamTail) end(st *streamer, responseID string) {
+// tailFrames are the frames that end a relayed stream whose replica
+// stopped answering: its open documents closed, an error document, done.
+func (s *Server) tailFrames(ctx context.Context, t *streamTail, responseID string) []sse.Frame {
+	// A re-attach has not seen the documents before its Last-Event-ID:
+	// the stored response counts them.
+	if tu, err := s.store.Turn(ctx, responseID); err == nil {
+		var resp documents.ChatResponse
+		if json.Unmarshal(tu.Response, &resp) == nil {
+			t.seq = max(t.seq, len(resp.Documents))
+		}
+	}
 	msg := "the replica that runs this response stopped answering"
 	meta, _ := json.Marshal(documents.ErrorMeta{ErrorCode: documents.CodeInterrupted, Source: "gateway",
 		Details: "the stream was relayed from another replica, which stopped answering; GET /v1/chat/" + responseID + " has what was stored"})
@@ -318,15 +347,81 @@ func (t *streamTail) end(st *streamer, responseID string) {
 		documents.DocumentEnd{DocumentID: id, FinalContent: &msg, Metadata: meta},
 		documents.Done{ID: responseID, ConversationID: t.conv, Status: documents.StatusError,
 			Metadata: documents.ResponseMetadata{StopReason: documents.StopInterrupted}})
+	var out []sse.Frame
+	last := t.ev.ID
 	for _, ev := range evs {
-		t.last++
-		f, err := sse.NewFrame(t.last, ev)
-		if err != nil {
-			return
+		last++
+		if f, err := sse.NewFrame(last, ev); err == nil {
+			out = append(out, f)
 		}
-		if _, err := f.WriteTo(st); err != nil {
+	}
+	return out
+}
+
+// peerTurn is a WebSocket turn that runs on another replica, whose events
+// are relayed to the socket.
+type peerTurn struct {
+	s      *Server
+	to     cluster.Replica
+	id     string
+	header http.Header
+}
+
+// Cancel asks the replica to cancel the turn.
+func (p *peerTurn) Cancel(kill bool) {
+	body, _ := json.Marshal(map[string]string{"signal": map[bool]string{true: "KILL", false: "TERM"}[kill]})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), p.s.cluster.OwnerTimeout())
+		defer cancel()
+		if resp, stop, err := p.s.toPeer(ctx, p.to, http.MethodPost, "/v1/chat/"+p.id+"/cancel", p.header, body); err == nil {
+			resp.Body.Close()
+			stop()
+		}
+	}()
+}
+
+// startPeerTurn starts a WebSocket chat turn on the replica that holds its
+// conversation, as a stream of document events.
+func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, *http.Response, context.CancelFunc, error) {
+	h := header.Clone()
+	h.Set("Content-Type", "application/json")
+	resp, stop, err := s.toPeer(ctx, to, http.MethodPost, "/v1/chat?stream=true", h, body)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer stop()
+		defer resp.Body.Close()
+		he := &HTTPError{Status: resp.StatusCode, Code: "replica_error", Message: "the replica of this conversation refused the turn"}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		_ = json.Unmarshal(b, &errorBody{Error: he})
+		return nil, nil, nil, he
+	}
+	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h}, resp, stop, nil
+}
+
+// relayWS sends a relayed turn's events to the socket as they come, and
+// ends the turn with an error document and done when its replica stops
+// answering. release is called before done goes out.
+func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, stop context.CancelFunc, send func(wsMessage) error, release func()) {
+	defer stop()
+	defer resp.Body.Close()
+	var tail streamTail
+	sent := true
+	relay := func(f sse.Frame) bool {
+		if f.Name == documents.EventDone {
+			release()
+		}
+		sent = send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) == nil
+		return sent
+	}
+	complete := s.readPeerStream(resp.Body, stop, func(_ []byte, ev *sse.Frame) bool { return ev == nil || relay(*ev) }, &tail)
+	if complete || !sent || ctx.Err() != nil {
+		return
+	}
+	for _, f := range s.tailFrames(ctx, &tail, p.id) {
+		if !relay(f) {
 			return
 		}
 	}
-	_ = st.rc.Flush()
 }

@@ -259,3 +259,45 @@ func TestClusterPostgresRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterWSElsewhere sends follow-up turns over a WebSocket on another
+// replica: each runs on the replica of the conversation's session, its
+// events relayed in order, and a cancel sent on the socket reaches it.
+func TestClusterWSElsewhere(t *testing.T) {
+	pg := pgtest.Start(t)
+	reps := startCluster(t, pg, 2, e2ePaced)
+	a, b := reps[0], reps[1]
+	first := a.chatJSON(t, map[string]any{"prompt": "hello"})
+	conv := *first.ConversationID
+	ws := b.dialWS(t)
+	ws.send(map[string]any{"type": "chat", "prompt": "long:3", "conversationId": conv})
+	turn := ws.turn()
+	if got := wsFold(t, turn); got.Status != documents.StatusCompleted || *got.ConversationID != conv {
+		t.Fatalf("relayed turn: %s in %v", got.Status, got.ConversationID)
+	}
+	for i, m := range turn {
+		if m.ID != i+1 {
+			t.Fatalf("message %d has id %d", i+1, m.ID)
+		}
+	}
+	ws.send(map[string]any{"type": "chat", "prompt": "long:300", "conversationId": conv})
+	ws.accepted()
+	for ws.read().Type != documents.EventDocumentStart { // the agent runs
+	}
+	ws.send(map[string]any{"type": "cancel"})
+	var last wsMsg
+	for last.Type != documents.EventDone {
+		last = ws.read()
+	}
+	var done documents.Done
+	if err := json.Unmarshal(last.Data, &done); err != nil || done.Metadata.StopReason != documents.StopCancelled {
+		t.Fatalf("the cancelled turn ended %s", last.Data)
+	}
+	starts := a.simStarts(t)
+	if len(starts) != 3 || !slices.Contains(argv(starts[2]), "--resume") {
+		t.Fatalf("the session's replica started %d agents; want 3, resuming", len(starts))
+	}
+	if n := len(b.simStarts(t)); n != 0 {
+		t.Errorf("the socket's replica started %d agents", n)
+	}
+}
