@@ -65,7 +65,7 @@ func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	}
 	to, ok, err := s.cluster.RunOwner(ctx, id)
 	if err != nil {
-		return fmt.Errorf("finding the replica of run %s: %w", id, err)
+		return errStoreAway(err)
 	}
 	if !ok {
 		return nil
@@ -85,7 +85,7 @@ func (s *Server) routeTurn(ctx context.Context, spec *runs.Spec) error {
 	sess, ok, err := s.cluster.Session(ctx, conv)
 	switch {
 	case err != nil:
-		return err
+		return errStoreAway(err)
 	case !ok:
 		return nil // a conversation from before the cluster: resumed as it was
 	case sess.Here || sess.Alive && forwarded(ctx):
@@ -101,6 +101,13 @@ func (s *Server) routeTurn(ctx context.Context, spec *runs.Spec) error {
 	s.log.Info().Str("conversation_id", conv).Str("from", sess.ID).Msg("the conversation's replica is gone: its history goes to a new agent session here")
 	spec.Prompt, spec.SessionID = prompt, ""
 	return nil
+}
+
+// errStoreAway answers what needs the shared store while it does not
+// answer.
+func errStoreAway(err error) *HTTPError {
+	return &HTTPError{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 5, Err: err,
+		Message: "the shared store does not answer, so the replica that runs this cannot be found; try again shortly"}
 }
 
 // foldHistory returns the prompt with the conversation's earlier turns
