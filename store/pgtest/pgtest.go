@@ -6,6 +6,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -112,47 +113,77 @@ func asUser(cmd *exec.Cmd) *exec.Cmd {
 // PostgreSQL's binaries t is skipped, or fails when RequiredEnv is set.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := binDir()
-	if bin == "" {
+	if binDir() == "" {
 		if os.Getenv(RequiredEnv) != "" {
 			t.Fatalf("%s is set but PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb): run bash store/pgtest/install.sh", RequiredEnv)
 		}
 		t.Skip("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb) and " + RequiredEnv + " is unset: skipped; `make unit` installs it")
 	}
-	tmpl, err := template(bin)
+	s, err := Launch()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "docstream-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := own(dir); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := asUser(exec.Command("cp", "-a", tmpl, filepath.Join(dir, "data"))).CombinedOutput(); err != nil {
-		t.Fatalf("copying the template: %v\n%s", err, out)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "sock"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := own(filepath.Join(dir, "sock")); err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{dir: dir, bin: bin, port: freePort(t)}
-	s.Restart(t)
-	t.Cleanup(s.Stop)
+	t.Cleanup(s.Remove)
 	return s
 }
 
-func freePort(t testing.TB) int {
+// ErrNotInstalled is Launch's error where PostgreSQL is not installed.
+var ErrNotInstalled = errors.New("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb)")
+
+// Launch starts a PostgreSQL server in a new folder; Remove stops it and
+// deletes the folder.
+func Launch() (*Server, error) {
+	bin := binDir()
+	if bin == "" {
+		return nil, ErrNotInstalled
+	}
+	tmpl, err := template(bin)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "docstream-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin}
+	if err := s.prepare(tmpl); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.start(); err != nil {
+		s.Remove()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare copies the template into the server's folder and picks its port.
+func (s *Server) prepare(tmpl string) error {
+	if err := own(s.dir); err != nil {
+		return err
+	}
+	if out, err := asUser(exec.Command("cp", "-a", tmpl, filepath.Join(s.dir, "data"))).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying the template: %w\n%s", err, out)
+	}
+	sock := filepath.Join(s.dir, "sock")
+	if err := os.Mkdir(sock, 0o755); err != nil {
+		return err
+	}
+	if err := own(sock); err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	s.port = l.Addr().(*net.TCPAddr).Port
+	return l.Close()
+}
+
+// Remove stops the server and deletes its folder.
+func (s *Server) Remove() {
+	s.Stop()
+	os.RemoveAll(s.dir)
 }
 
 // DSN is the address of the server's postgres database.
@@ -160,29 +191,20 @@ func (s *Server) DSN() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 }
 
-// Database creates a new database on the server and returns its DSN.
-func (s *Server) Database(t testing.TB, name string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, name)
-}
-
-// Restart starts the server (again, once stopped) and waits until it
-// takes connections.
+// Restart starts the server again once stopped, and waits until it takes
+// connections.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start starts the server and waits until it takes connections.
+func (s *Server) start() error {
 	log, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.log = log
 	s.cmd = asUser(exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
@@ -190,7 +212,7 @@ func (s *Server) Restart(t testing.TB) {
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"))
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) {
@@ -204,16 +226,16 @@ func (s *Server) Restart(t testing.TB) {
 		cancel()
 		if err == nil {
 			conn.Close(context.Background())
-			return
+			return nil
 		}
 		select {
 		case <-s.exited:
 			b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-			t.Fatalf("postgres exited at start:\n%s", b)
+			return fmt.Errorf("postgres exited at start:\n%s", b)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("postgres does not take connections: %v", err)
+			return fmt.Errorf("postgres does not take connections: %w", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
