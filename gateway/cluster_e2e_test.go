@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func startCluster(t *testing.T, pg *pgtest.Server, n int, extra ...string) []*te
 		s := newTestServer(t, nil)
 		s.env = append(s.env, "DOCSTREAM_STORE_DRIVER=postgres", "DOCSTREAM_STORE_DSN="+dsn,
 			"DOCSTREAM_CLUSTER_ADVERTISE_URL="+s.URL, "DOCSTREAM_CLUSTER_SECRET="+clusterSecret,
-			"DOCSTREAM_CLUSTER_HEARTBEAT=200ms", "DOCSTREAM_CLUSTER_OWNER_TIMEOUT=2s", "DOCSTREAM_AUTH_RATE_PER_MINUTE=0")
+			"DOCSTREAM_CLUSTER_HEARTBEAT=200ms", "DOCSTREAM_CLUSTER_OWNER_TIMEOUT=2s", "DOCSTREAM_AUTH_RATE_PER_MINUTE=0", "DOCSTREAM_SERVER_SHUTDOWN_TIMEOUT=3s")
 		s.env = append(s.env, extra...)
 		s.start(t)
 		t.Cleanup(func() { s.stop(t) })
@@ -299,5 +300,31 @@ func TestClusterWSElsewhere(t *testing.T) {
 	}
 	if n := len(b.simStarts(t)); n != 0 {
 		t.Errorf("the socket's replica started %d agents", n)
+	}
+}
+
+// TestClusterOwnerStalls stops the replica that runs a re-attached stream
+// (SIGSTOP: its connections stay open, nothing comes): the relaying replica
+// ends the client's stream with an error document and done once the owner
+// has missed its heartbeat for cluster.owner_timeout.
+func TestClusterOwnerStalls(t *testing.T) {
+	pg := pgtest.Start(t)
+	reps := startCluster(t, pg, 2, e2ePaced)
+	a, b := reps[0], reps[1]
+	st := a.e2eOpen(t, map[string]any{"prompt": "long:400"})
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	evs := st.Take(3)
+	st.Close()
+	re := b.e2eReattach(t, id, len(evs), false)
+	defer re.Close()
+	evs = append(evs, re.Take(2)...)
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-a.cmd.Process.Pid, syscall.SIGCONT)
+	evs = append(evs, re.Rest()...)
+	checkEvents(t, evs)
+	if got := fold(t, evs); got.Status != documents.StatusError || got.Metadata.StopReason != documents.StopInterrupted {
+		t.Fatalf("the relayed stream ended %s (%s)", got.Status, got.Metadata.StopReason)
 	}
 }
