@@ -312,15 +312,12 @@ const settleWait = 2 * time.Second
 func (c *Cluster) Session(ctx context.Context, conv string) (Session, bool, error) {
 	deadline := time.Now().Add(settleWait)
 	for {
-		var r Replica
-		err := c.db.QueryRow(ctx, `SELECT p.id, p.url FROM turns t JOIN replica_runs x ON x.response_id = t.response_id
-			JOIN replicas p ON p.id = x.replica_id WHERE t.conversation_id = $1 AND p.heartbeat >= now() - make_interval(secs => $2) LIMIT 1`,
-			conv, c.timeout()).Scan(&r.ID, &r.URL)
+		r, running, err := c.RunningTurn(ctx, conv)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return c.session(ctx, conv)
 		case err != nil:
-			return Session{}, false, fmt.Errorf("finding the session of conversation %s: %w", conv, err)
+			return Session{}, false, err
+		case !running:
+			return c.session(ctx, conv)
 		case time.Now().After(deadline):
 			return Session{Replica: r, SessionID: conv, Here: r.ID == c.ID, Alive: true}, true, nil
 		}
@@ -330,6 +327,22 @@ func (c *Cluster) Session(ctx context.Context, conv string) (Session, bool, erro
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// RunningTurn returns the live replica that runs a turn of the
+// conversation, if one does.
+func (c *Cluster) RunningTurn(ctx context.Context, conv string) (Replica, bool, error) {
+	var r Replica
+	err := c.db.QueryRow(ctx, `SELECT p.id, p.url FROM turns t JOIN replica_runs x ON x.response_id = t.response_id
+		JOIN replicas p ON p.id = x.replica_id WHERE t.conversation_id = $1 AND p.heartbeat >= now() - make_interval(secs => $2) LIMIT 1`,
+		conv, c.timeout()).Scan(&r.ID, &r.URL)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("finding the running turn of conversation %s: %w", conv, err)
+	}
+	return r, true, nil
 }
 
 // session reads where the conversation's agent session was recorded.

@@ -73,6 +73,22 @@ func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	return &forwardError{to: to}
 }
 
+// runningElsewhere refuses, as busy, what cannot be done while another
+// replica runs a turn of the conversation.
+func (s *Server) runningElsewhere(ctx context.Context, conv string) error {
+	if s.cluster == nil {
+		return nil
+	}
+	r, running, err := s.cluster.RunningTurn(ctx, conv)
+	switch {
+	case err != nil:
+		return errStoreAway(err)
+	case running && r.ID != s.cluster.ID:
+		return &runs.BusyError{}
+	}
+	return nil
+}
+
 // routeTurn decides where a follow-up turn runs: on the replica that holds
 // its conversation's agent session (a forwardError when that is another
 // live one), or here, resuming this replica's session, or, when the

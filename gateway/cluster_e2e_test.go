@@ -94,14 +94,25 @@ func TestClusterReattachElsewhere(t *testing.T) {
 }
 
 // TestClusterCancelElsewhere cancels a run through another replica: the
-// owner cancels it, and its stream ends with done.
+// owner cancels it, and its stream ends with done. Meanwhile the other
+// replica refuses to delete its conversation.
 func TestClusterCancelElsewhere(t *testing.T) {
 	pg := pgtest.Start(t)
 	reps := startCluster(t, pg, 2, e2ePaced)
 	st := reps[0].e2eOpen(t, map[string]any{"prompt": "long:200"})
 	defer st.Close()
 	id := st.Resp.Header.Get("X-Docstream-Response-Id")
-	st.Take(3)
+	var start documents.ResponseStart
+	upTo := st.Until(documents.EventResponseStart)
+	if err := json.Unmarshal([]byte(upTo[len(upTo)-1].Data), &start); err != nil || start.ConversationID == nil {
+		t.Fatalf("response_start: %+v, %v", start, err)
+	}
+	st.Take(2)
+	// Nor can another replica delete the conversation meanwhile.
+	del := reps[1].e2eDo(t, http.MethodDelete, "/v1/conversations/"+*start.ConversationID, nil)
+	if b := readAll(t, del); del.StatusCode != http.StatusConflict {
+		t.Errorf("deleting the running conversation through another replica: %d %s", del.StatusCode, b)
+	}
 	resp := reps[1].e2eDo(t, http.MethodPost, "/v1/chat/"+id+"/cancel", nil)
 	body := readAll(t, resp)
 	if resp.StatusCode != 200 && resp.StatusCode != 202 {
@@ -326,5 +337,41 @@ func TestClusterOwnerStalls(t *testing.T) {
 	checkEvents(t, evs)
 	if got := fold(t, evs); got.Status != documents.StatusError || got.Metadata.StopReason != documents.StopInterrupted {
 		t.Fatalf("the relayed stream ended %s (%s)", got.Status, got.Metadata.StopReason)
+	}
+}
+
+// TestClusterOpenAIElsewhere resends an OpenAI history through another
+// replica: the turn resumes the session on the replica that ran the first.
+func TestClusterOpenAIElsewhere(t *testing.T) {
+	pg := pgtest.Start(t)
+	reps := startCluster(t, pg, 2)
+	a, b := reps[0], reps[1]
+	complete := func(s *testServer, msgs ...any) string {
+		t.Helper()
+		resp := s.post(t, "/v1/chat/completions", map[string]any{"model": "auto", "messages": msgs})
+		body := readAll(t, resp)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		var out struct {
+			Choices []struct {
+				Message struct {
+					Content string `json:"content"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil || len(out.Choices) != 1 {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return out.Choices[0].Message.Content
+	}
+	reply := complete(a, userMsg("hello"))
+	complete(b, userMsg("hello"), map[string]any{"role": "assistant", "content": reply}, userMsg("and again"))
+	starts := a.simStarts(t)
+	if len(starts) != 2 || !slices.Contains(argv(starts[1]), "--resume") {
+		t.Fatalf("the first turn's replica started %d agents; want 2, the second resuming", len(starts))
+	}
+	if n := len(b.simStarts(t)); n != 0 {
+		t.Errorf("the forwarding replica started %d agents", n)
 	}
 }
