@@ -7,7 +7,7 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -66,7 +66,7 @@ const ReplicaHeader = "X-Docstream-Replica"
 // Cluster is this replica's membership.
 type Cluster struct {
 	cfg Config
-	// ID is this replica's id, new at each start.
+	// ID is this replica's id, from its advertised URL.
 	ID  string
 	st  *store.PostgresStore
 	db  *pgxpool.Pool
@@ -88,13 +88,38 @@ type Replica struct {
 	ID, URL string
 }
 
-// Join registers this replica and starts its heartbeat.
+// Join registers this replica and starts its heartbeat. The replica's id
+// follows from its advertised URL, so that a replica that restarts (with
+// its agent sessions on the same volume) is the same one: the runs its last
+// life left live are marked interrupted, and its conversations stay. A
+// replica whose id still beats is waited for, up to cluster.owner_timeout
+// (a crash a moment ago); past that, two replicas advertise one URL.
 func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.Logger) (*Cluster, error) {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	c := &Cluster{cfg: cfg, ID: "rep_" + hex.EncodeToString(b), st: st, db: st.Pool(), log: log, stopped: make(chan struct{})}
+	sum := sha256.Sum256([]byte(cfg.AdvertiseURL))
+	c := &Cluster{cfg: cfg, ID: "rep_" + hex.EncodeToString(sum[:8]), st: st, db: st.Pool(), log: log, stopped: make(chan struct{})}
+	deadline := time.Now().Add(cfg.OwnerTimeout + cfg.Heartbeat)
+	for {
+		alive, err := c.Alive(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("registering the replica: %w", err)
+		}
+		if !alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("replica %s (cluster.advertise_url %s) is registered and beating: two replicas advertise the same URL", c.ID, cfg.AdvertiseURL)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(cfg.Heartbeat):
+		}
+	}
 	if err := c.beat(ctx); err != nil {
 		return nil, fmt.Errorf("registering the replica: %w", err)
+	}
+	if err := c.reapRuns(ctx, `SELECT response_id FROM replica_runs WHERE replica_id = $1`, c.ID); err != nil {
+		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
 	}
 	c.beating = time.Now()
 	loop, stop := context.WithCancel(context.Background())
@@ -165,27 +190,33 @@ func (c *Cluster) loop(ctx context.Context) {
 // reap marks the live runs of the replicas that stopped beating as
 // interrupted, and forgets those replicas.
 func (c *Cluster) reap(ctx context.Context) error {
-	rows, err := c.db.Query(ctx, `SELECT response_id FROM replica_runs WHERE replica_id NOT IN
-		(SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout())
+	if err := c.reapRuns(ctx, `SELECT response_id FROM replica_runs WHERE replica_id NOT IN
+		(SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout()); err != nil {
+		return err
+	}
+	_, err := c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
+	return err
+}
+
+// reapRuns marks the runs the query selects interrupted and forgets them.
+func (c *Cluster) reapRuns(ctx context.Context, query string, args ...any) error {
+	rows, err := c.db.Query(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	n, err := c.st.MarkTurnsInterrupted(ctx, ids)
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 {
-		n, err := c.st.MarkTurnsInterrupted(ctx, ids)
-		if err != nil {
-			return err
-		}
-		if _, err := c.db.Exec(ctx, `DELETE FROM replica_runs WHERE response_id = ANY($1)`, ids); err != nil {
-			return err
-		}
-		c.log.Warn().Int("runs", n).Msg("marked the runs of a stopped replica interrupted")
+	if _, err := c.db.Exec(ctx, `DELETE FROM replica_runs WHERE response_id = ANY($1)`, ids); err != nil {
+		return err
 	}
-	_, err = c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
-	return err
+	c.log.Warn().Int("runs", n).Msg("marked the runs of a stopped replica interrupted")
+	return nil
 }
 
 // Leave stops the heartbeat and unregisters the replica, once the runs

@@ -375,3 +375,37 @@ func TestClusterOpenAIElsewhere(t *testing.T) {
 		t.Errorf("the forwarding replica started %d agents", n)
 	}
 }
+
+// TestClusterReplicaRestarts kills a replica mid-run (kill -9) and starts
+// it again at the same address: it is the same replica (its id follows
+// from its URL), it marks the run its last life left interrupted, and the
+// conversation's next turn, sent through another replica, resumes the
+// agent session it kept.
+func TestClusterReplicaRestarts(t *testing.T) {
+	pg := pgtest.Start(t)
+	reps := startCluster(t, pg, 2, e2ePaced)
+	a, b := reps[0], reps[1]
+	id := replicaOf(a.e2eDo(t, http.MethodGet, "/healthz", nil))
+	first := a.chatJSON(t, map[string]any{"prompt": "hello"})
+	conv := *first.ConversationID
+	st := a.e2eOpen(t, map[string]any{"prompt": "long:400", "conversationId": conv})
+	run := st.Resp.Header.Get("X-Docstream-Response-Id")
+	st.Take(5)
+	a.kill()
+	st.Close()
+	a.start(t)
+	if got := replicaOf(a.e2eDo(t, http.MethodGet, "/healthz", nil)); got != id {
+		t.Fatalf("the restarted replica is %q; want %q, as before", got, id)
+	}
+	if cr := b.e2eGetChat(t, run); cr.Status != documents.StatusError || cr.Metadata.StopReason != documents.StopInterrupted {
+		t.Fatalf("the run of the killed replica: %s (%s); want interrupted", cr.Status, cr.Metadata.StopReason)
+	}
+	next := b.chatJSON(t, map[string]any{"prompt": "after the restart", "conversationId": conv})
+	if next.Status != documents.StatusCompleted {
+		t.Fatalf("the turn after the restart: %s", next.Status)
+	}
+	starts := a.simStarts(t)
+	if got := argv(starts[len(starts)-1]); len(starts) != 3 || !slices.Contains(got, "--resume") || !slices.Contains(got, conv) {
+		t.Fatalf("the restarted replica's agent starts: %d, the last %v; want it to resume %s", len(starts), got, conv)
+	}
+}
