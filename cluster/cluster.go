@@ -239,8 +239,8 @@ func (c *Cluster) Leave(ctx context.Context) {
 }
 
 // trackWait bounds the write that records a run's start: past it the run
-// starts anyway, and another replica answers 204 for it until the write
-// is retried.
+// starts anyway, the write is retried, and meanwhile another replica does
+// not know where the run is (a re-attach there answers 204).
 const trackWait = 2 * time.Second
 
 // Track records that r runs here, and at its end which agent session its
@@ -252,13 +252,20 @@ func (c *Cluster) Track(r *runs.Run) {
 			ended <- d
 		}
 	})
+	start := func(ctx context.Context) error {
+		_, err := c.db.Exec(ctx, `INSERT INTO replica_runs (response_id, replica_id, live) VALUES ($1, $2, true)
+			ON CONFLICT (response_id) DO UPDATE SET replica_id = excluded.replica_id, live = true`, r.ID, c.ID)
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), trackWait)
-	_, err := c.db.Exec(ctx, `INSERT INTO replica_runs (response_id, replica_id, live) VALUES ($1, $2, true)
-		ON CONFLICT (response_id) DO UPDATE SET replica_id = excluded.replica_id, live = true`, r.ID, c.ID)
+	err := start(ctx)
 	cancel()
 	c.tracks.Add(1)
 	go func() {
 		defer c.tracks.Done()
+		if err != nil {
+			c.retry("recording a run", start)
+		}
 		d := <-ended
 		conv, session := "", ""
 		if d.ConversationID != nil {
