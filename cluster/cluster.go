@@ -118,7 +118,7 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	if err := c.beat(ctx); err != nil {
 		return nil, fmt.Errorf("registering the replica: %w", err)
 	}
-	if err := c.reapRuns(ctx, `SELECT response_id FROM replica_runs WHERE replica_id = $1`, c.ID); err != nil {
+	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
 		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
 	}
 	c.beating = time.Now()
@@ -190,33 +190,38 @@ func (c *Cluster) loop(ctx context.Context) {
 // reap marks the live runs of the replicas that stopped beating as
 // interrupted, and forgets those replicas.
 func (c *Cluster) reap(ctx context.Context) error {
-	if err := c.reapRuns(ctx, `SELECT response_id FROM replica_runs WHERE replica_id NOT IN
-		(SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout()); err != nil {
+	if err := c.reapRuns(ctx, `replica_id NOT IN (SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout()); err != nil {
 		return err
 	}
 	_, err := c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
 	return err
 }
 
-// reapRuns marks the runs the query selects interrupted and forgets them.
-func (c *Cluster) reapRuns(ctx context.Context, query string, args ...any) error {
-	rows, err := c.db.Query(ctx, query, args...)
+// keepEnded is how long the record of a finished run is kept, for
+// re-attaches forwarded to the replica that may still hold it
+// (runs.keep_finished there).
+const keepEnded = 24 * time.Hour
+
+// reapRuns marks the live runs of the replicas where selects interrupted,
+// and forgets those replicas' runs, and the ones that ended keepEnded ago.
+func (c *Cluster) reapRuns(ctx context.Context, where string, args ...any) error {
+	rows, err := c.db.Query(ctx, `SELECT response_id FROM replica_runs WHERE live AND `+where, args...)
 	if err != nil {
 		return err
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	n, err := c.st.MarkTurnsInterrupted(ctx, ids)
 	if err != nil {
 		return err
 	}
-	if _, err := c.db.Exec(ctx, `DELETE FROM replica_runs WHERE response_id = ANY($1)`, ids); err != nil {
-		return err
+	if len(ids) > 0 {
+		n, err := c.st.MarkTurnsInterrupted(ctx, ids)
+		if err != nil {
+			return err
+		}
+		c.log.Warn().Int("runs", n).Msg("marked the runs of a stopped replica interrupted")
 	}
-	c.log.Warn().Int("runs", n).Msg("marked the runs of a stopped replica interrupted")
-	return nil
+	_, err = c.db.Exec(ctx, `DELETE FROM replica_runs WHERE `+where+fmt.Sprintf(` OR ended < now() - make_interval(secs => %d)`, int(keepEnded.Seconds())), args...)
+	return err
 }
 
 // Leave stops the heartbeat and unregisters the replica, once the runs
@@ -282,7 +287,7 @@ func (c *Cluster) Track(r *runs.Run) {
 		}
 		c.retry("recording the end of a run", func(ctx context.Context) error {
 			return pgx.BeginFunc(ctx, c.db, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `DELETE FROM replica_runs WHERE response_id = $1`, r.ID); err != nil {
+				if _, err := tx.Exec(ctx, `UPDATE replica_runs SET live = false, ended = now() WHERE response_id = $1`, r.ID); err != nil {
 					return err
 				}
 				if conv == "" {
@@ -318,8 +323,8 @@ func (c *Cluster) retry(what string, write func(ctx context.Context) error) {
 	}
 }
 
-// RunOwner returns the live replica, other than this one, that runs the
-// run of the response id, if any.
+// RunOwner returns the live replica, other than this one, that runs (or
+// ran) the run of the response id, if any.
 func (c *Cluster) RunOwner(ctx context.Context, id string) (Replica, bool, error) {
 	var r Replica
 	err := c.db.QueryRow(ctx, `SELECT p.id, p.url FROM replica_runs x JOIN replicas p ON p.id = x.replica_id
@@ -372,7 +377,7 @@ func (c *Cluster) Session(ctx context.Context, conv string) (Session, bool, erro
 func (c *Cluster) RunningTurn(ctx context.Context, conv string) (Replica, bool, error) {
 	var r Replica
 	err := c.db.QueryRow(ctx, `SELECT p.id, p.url FROM turns t JOIN replica_runs x ON x.response_id = t.response_id
-		JOIN replicas p ON p.id = x.replica_id WHERE t.conversation_id = $1 AND p.heartbeat >= now() - make_interval(secs => $2) LIMIT 1`,
+		JOIN replicas p ON p.id = x.replica_id WHERE t.conversation_id = $1 AND x.live AND p.heartbeat >= now() - make_interval(secs => $2) LIMIT 1`,
 		conv, c.timeout()).Scan(&r.ID, &r.URL)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil

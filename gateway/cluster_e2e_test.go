@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/docstream/docstream/documents"
 	"github.com/docstream/docstream/store/pgtest"
@@ -85,6 +87,25 @@ func TestClusterReattachElsewhere(t *testing.T) {
 	}
 	checkEvents(t, all)
 	e2eCheckParagraphs(t, fold(t, all), n)
+	// Once the run's end is recorded, its replay is the same bytes from
+	// the owner and through another replica.
+	if !waitFor(10*time.Second, func() bool {
+		conn, err := pgx.Connect(context.Background(), pg.DSN())
+		if err != nil {
+			return false
+		}
+		defer conn.Close(context.Background())
+		var live bool
+		return conn.QueryRow(context.Background(), `SELECT live FROM replica_runs WHERE response_id = $1`, id).Scan(&live) == nil && !live
+	}) {
+		t.Fatalf("the end of the run is not recorded")
+	}
+	replay := func(s *testServer) string {
+		return string(readAll(t, s.e2eDo(t, http.MethodGet, "/v1/chat/"+id+"/stream", nil, "Last-Event-ID", "7")))
+	}
+	if got, want := replay(b), replay(a); got != want || !strings.Contains(want, "event: done") {
+		t.Errorf("the replay through another replica differs from the owner's (%d and %d bytes)", len(got), len(want))
+	}
 	for _, s := range reps {
 		if !waitFor(10*time.Second, func() bool { return s.e2eGetChat(t, id).Status == documents.StatusCompleted }) {
 			t.Fatalf("the response is not completed on %s", s.URL)

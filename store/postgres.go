@@ -60,7 +60,8 @@ var pgMigrations = []string{
 	CREATE TABLE replica_runs (
 		response_id text PRIMARY KEY,
 		replica_id text NOT NULL,
-		live boolean NOT NULL
+		live boolean NOT NULL,
+		ended timestamptz
 	);
 	CREATE INDEX replica_runs_live ON replica_runs(replica_id) WHERE live;
 	CREATE TABLE replica_sessions (
