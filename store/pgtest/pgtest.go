@@ -100,9 +100,11 @@ func own(dir string) error {
 	return os.Chown(dir, nobody, nobody)
 }
 
-// asUser runs cmd as the server's user when the tests run as root.
+// asUser runs cmd as the server's user when the tests run as root. A
+// server outlives no test process: it gets SIGQUIT (its immediate
+// shutdown) when the process ends.
 func asUser(cmd *exec.Cmd) *exec.Cmd {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
