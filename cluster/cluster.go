@@ -238,6 +238,8 @@ func (c *Cluster) Leave(ctx context.Context) {
 	}
 	c.stop()
 	<-c.stopped
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.OwnerTimeout)
+	defer cancel()
 	if _, err := c.db.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, c.ID); err != nil {
 		c.log.Warn().Err(err).Msg("leaving the cluster")
 	}
