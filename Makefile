@@ -17,7 +17,8 @@ check:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	bash store/pgtest/install.sh
+	DOCSTREAM_TEST_PG=1 $(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) bash .ci/fuzz ./documents ./translate ./sse ./openai ./agent ./gateway ./cmd/docstream

@@ -153,11 +153,12 @@ var contractConfigKeys = map[string][]string{
 	"limits": {"max_concurrent_runs", "queue_size", "queue_timeout", "spawn_per_second"},
 	"agent": {"binary", "args_prefix", "api_key", "headers", "force", "trust", "approve_mcps", "workspaces", "default_workspace",
 		"idle_timeout", "run_timeout", "linger_after_result", "kill_grace", "max_line_bytes", "stderr_tail_bytes"},
-	"runs":   {"detach_grace", "keep_finished", "keep_finished_bytes", "log_max_events", "log_max_bytes"},
-	"store":  {"driver", "path"},
-	"openai": {"render", "reasoning", "aliases"},
-	"cloud":  {"base_url", "api_key", "poll_interval"},
-	"log":    {"format", "level"},
+	"runs":    {"detach_grace", "keep_finished", "keep_finished_bytes", "log_max_events", "log_max_bytes"},
+	"store":   {"driver", "path", "dsn"},
+	"cluster": {"advertise_url", "secret", "heartbeat", "owner_timeout"},
+	"openai":  {"render", "reasoning", "aliases"},
+	"cloud":   {"base_url", "api_key", "poll_interval"},
+	"log":     {"format", "level"},
 }
 
 // checkGatewayConfig checks a Docstream config.yaml against the known
@@ -182,7 +183,7 @@ func checkGatewayConfig(t *testing.T, name string, data []byte) map[string]map[s
 			}
 		}
 	}
-	for _, secret := range [][2]string{{"agent", "api_key"}, {"auth", "api_keys"}, {"cloud", "api_key"}} {
+	for _, secret := range [][2]string{{"agent", "api_key"}, {"auth", "api_keys"}, {"cloud", "api_key"}, {"store", "dsn"}, {"cluster", "secret"}} {
 		if _, ok := cfg[secret[0]][secret[1]]; ok {
 			t.Errorf("%s: %s.%s is a secret: it belongs in the environment (a Secret), not in the config file", name, secret[0], secret[1])
 		}

@@ -393,8 +393,11 @@ func TestKubernetesManifests(t *testing.T) {
 
 	t.Run("ingress", func(t *testing.T) {
 		ing := byKind["Ingress"][0].ing
-		if got := ing.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"]; got != "$http_x_docstream_conversation_id" {
-			t.Errorf("upstream-hash-by = %q, want $http_x_docstream_conversation_id", got)
+		// Any replica answers any request: no affinity.
+		for _, a := range []string{"upstream-hash-by", "affinity"} {
+			if got, ok := ing.Annotations["nginx.ingress.kubernetes.io/"+a]; ok {
+				t.Errorf("%s = %q: the replicas forward to each other, the Ingress balances plainly", a, got)
+			}
 		}
 		if ing.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"] != "off" {
 			t.Errorf("SSE needs proxy-buffering off")
@@ -511,6 +514,9 @@ func TestKubernetesManifests(t *testing.T) {
 		namespaces := map[string]bool{}
 		for _, r := range np.Spec.Ingress {
 			for _, from := range r.From {
+				if from.NamespaceSelector == nil && from.PodSelector != nil && labelSelectorMatches(t, from.PodSelector, podLabels) {
+					continue // the other replicas
+				}
 				if from.NamespaceSelector == nil || from.IPBlock != nil {
 					t.Errorf("ingress rule allows more than whole namespaces: %+v", from)
 					continue
@@ -534,13 +540,13 @@ func TestKubernetesManifests(t *testing.T) {
 				egress[fmt.Sprintf("%s/%s", *p.Protocol, p.Port.String())] = true
 			}
 		}
-		for _, want := range []string{"UDP/53", "TCP/53", "TCP/443"} {
+		for _, want := range []string{"UDP/53", "TCP/53", "TCP/443", "TCP/5432", "TCP/8080"} {
 			if !egress[want] {
 				t.Errorf("egress does not allow %s", want)
 			}
 		}
-		if len(egress) != 3 {
-			t.Errorf("egress allows more than DNS and 443: %v", egress)
+		if len(egress) != 5 {
+			t.Errorf("egress allows more than DNS, PostgreSQL, the replicas and 443: %v", egress)
 		}
 	})
 
@@ -549,7 +555,7 @@ func TestKubernetesManifests(t *testing.T) {
 		if len(s.Data) > 0 {
 			t.Errorf("the Secret template has data: values; use stringData placeholders only")
 		}
-		for _, key := range []string{"CURSOR_API_KEY", "DOCSTREAM_AUTH_API_KEYS"} {
+		for _, key := range []string{"CURSOR_API_KEY", "DOCSTREAM_AUTH_API_KEYS", "DOCSTREAM_STORE_DSN", "DOCSTREAM_CLUSTER_SECRET"} {
 			v, ok := s.StringData[key]
 			if !ok {
 				t.Errorf("the Secret template has no %s", key)
@@ -561,10 +567,24 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	})
 
+	t.Run("advertise", func(t *testing.T) {
+		sts := byKind["StatefulSet"][0].sts
+		env := sts.Spec.Template.Spec.Containers[0].Env
+		pod := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" })
+		adv := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "DOCSTREAM_CLUSTER_ADVERTISE_URL" })
+		want := "http://$(POD_NAME)." + sts.Spec.ServiceName + ":8080"
+		if pod < 0 || adv < pod || env[adv].Value != want {
+			t.Errorf("each pod must advertise %s, after POD_NAME is set; env %v", want, env)
+		}
+	})
+
 	t.Run("configmap", func(t *testing.T) {
 		cfg := gatewayConfigFromConfigMap(t, byKind["ConfigMap"])
-		if cfg["store"]["driver"] != "sqlite" || cfg["store"]["path"] != "/home/docstream/data/docstream.db" {
-			t.Errorf("the store must be SQLite on the data volume, have %v", cfg["store"])
+		if cfg["store"]["driver"] != "postgres" || cfg["store"]["dsn"] != nil {
+			t.Errorf("the store must be PostgreSQL, its DSN from the Secret; have %v", cfg["store"])
+		}
+		if cfg["cluster"]["secret"] != nil || cfg["cluster"]["advertise_url"] != nil {
+			t.Errorf("cluster.secret comes from the Secret and advertise_url from each pod's name; have %v", cfg["cluster"])
 		}
 		if cfg["server"]["addr"] != "0.0.0.0:8080" {
 			t.Errorf("server.addr = %v, want 0.0.0.0:8080", cfg["server"]["addr"])

@@ -45,7 +45,7 @@ func (s *Server) handleMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.prepare(spec)
+	run, err := s.prepare(ctx, spec)
 	if err != nil {
 		return err
 	}

@@ -62,14 +62,21 @@ func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	}
 	// A stream's headers go out before the run starts (streamRun launches
 	// it), so that they never wait behind the agent's spawn.
-	run, err := s.prepare(spec)
+	run, err := s.prepare(c.Request().Context(), spec)
 	return run, stream, err
 }
 
-// prepare admits and registers a run. A cloud agent launched for a run
-// that is then refused is stopped again.
-func (s *Server) prepare(spec *runs.Spec) (*runs.Run, error) {
+// prepare admits and registers a run, here or, for a turn of a
+// conversation that lives on another replica, there (a forwardError). A
+// cloud agent launched for a run that is then refused is stopped again.
+func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error) {
+	if err := s.routeTurn(ctx, spec); err != nil {
+		return nil, err
+	}
 	run, err := s.reg.Prepare(spec)
+	if err == nil && s.cluster != nil {
+		s.cluster.Track(run)
+	}
 	if cs, ok := spec.Cloud.(*cloud.RunSpec); err != nil && ok && !cs.FollowUp && s.cloud != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -573,6 +580,9 @@ func (s *Server) handleGetChat(c echo.Context) error {
 func (s *Server) handleStream(c echo.Context) error {
 	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
+		if err := s.runElsewhere(c.Request().Context(), c.Param("id")); err != nil {
+			return err
+		}
 		return c.NoContent(http.StatusNoContent)
 	}
 	after := 0
@@ -602,6 +612,9 @@ func (s *Server) handleStream(c echo.Context) error {
 func (s *Server) handleCancel(c echo.Context) error {
 	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
+		if err := s.runElsewhere(c.Request().Context(), c.Param("id")); err != nil {
+			return err
+		}
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
 	}
 	body, err := readBody(c, 4096)

@@ -127,7 +127,12 @@ func (s *Server) handleDeleteConversation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.reg.DeleteConversation(id, func() error { return s.store.DeleteConversation(ctx, id) })
+	err = s.reg.DeleteConversation(id, func() error {
+		if err := s.runningElsewhere(ctx, id); err != nil {
+			return err
+		}
+		return s.store.DeleteConversation(ctx, id)
+	})
 	var busy *runs.BusyError
 	switch {
 	case errors.As(err, &busy):

@@ -65,6 +65,10 @@ func errorHandler(s *Server) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
+		if fe, ok := errors.AsType[*forwardError](err); ok {
+			s.forward(c, fe.to)
+			return
+		}
 		he := asHTTPError(err)
 		if he.Status >= 500 && he.Code != "overloaded" {
 			// An overload sheds load on purpose; its request line says so.

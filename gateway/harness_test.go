@@ -108,6 +108,17 @@ func startServer(t testing.TB, extra ...string) *testServer {
 // is not empty.
 func startServerVia(t testing.TB, launch []string, extra ...string) *testServer {
 	t.Helper()
+	s := newTestServer(t, launch)
+	s.env = append(s.env, extra...)
+	s.start(t)
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// newTestServer prepares what startServerVia starts: the folders, the
+// address and the environment.
+func newTestServer(t testing.TB, launch []string) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -126,9 +137,6 @@ func startServerVia(t testing.TB, launch []string, extra ...string) *testServer 
 		"DOCSTREAM_SIM_LOG="+filepath.Join(dir, "sim.log"),
 		"DOCSTREAM_LOG_FORMAT=json",
 	)
-	s.env = append(s.env, extra...)
-	s.start(t)
-	t.Cleanup(func() { s.stop(t) })
 	return s
 }
 

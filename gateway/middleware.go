@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/runs"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
@@ -147,8 +148,11 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			// Handlers, and what runs on the request's context, know the key by its id.
 			c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
 		}
-		if err := s.rateLimit(id); err != nil {
-			return err
+		// A request another replica forwarded was taken from the limit there.
+		if !s.admitHop(c) {
+			if err := s.rateLimit(id); err != nil {
+				return err
+			}
 		}
 		return next(c)
 	}
@@ -405,6 +409,9 @@ func methodLabel(m string) string {
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start, rid := time.Now(), requestID(c)
+		if s.cluster != nil {
+			c.Response().Header().Set(cluster.ReplicaHeader, s.cluster.ID)
+		}
 		s.requestDone(c, start, rid, s.guard(c, next))
 		return nil
 	}

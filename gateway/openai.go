@@ -131,7 +131,7 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 		return nil, err
 	}
 	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
-	run, err := s.prepare(spec)
+	run, err := s.prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,7 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		}
 		return nil, errBadRequest("bad_body", "reading the request body: %v", err)
 	}
+	c.Set(bodyKey, b) // for a forward to another replica
 	return b, nil
 }
 

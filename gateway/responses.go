@@ -84,7 +84,7 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	meta := responses.Meta{ID: responseID(spec.ResponseID), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
 		PreviousResponseID: req.PreviousResponseID, Background: req.Background, Store: stored, Reasoning: req.Reasoning, Metadata: req.Metadata}
 	spec.Surface = meta
-	run, err := s.prepare(spec)
+	run, err := s.prepare(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/docstream/docstream/agent"
 	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/metrics"
 	"github.com/docstream/docstream/openai"
 	"github.com/docstream/docstream/runs"
@@ -50,6 +51,8 @@ type Deps struct {
 	Metrics  *metrics.Metrics
 	Agent    *agent.Backend
 	Cloud    *cloud.Client // nil when the cloud backend is not configured
+	// Cluster is this replica's membership; nil without a shared store.
+	Cluster *cluster.Cluster
 }
 
 // Server is the gateway's http.Handler.
@@ -66,6 +69,8 @@ type Server struct {
 	models           *modelCache
 	auth             *authenticator
 	echo             *echo.Echo
+	cluster          *cluster.Cluster
+	peers            *http.Client // forwards to other replicas
 	// stopping is closed when the gateway starts to shut down.
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -74,7 +79,8 @@ type Server struct {
 // NewServer builds the gateway from its dependencies.
 func NewServer(d Deps) (*Server, error) {
 	s := &Server{cfg: d.Config, log: d.Logger, store: d.Store, metrics: d.Metrics, reg: d.Registry, cli: d.Agent,
-		cloud: d.Cloud, stopping: make(chan struct{})}
+		cloud: d.Cloud, cluster: d.Cluster, stopping: make(chan struct{}),
+		peers: &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 32}}}
 	ws, def, err := resolveWorkspaces(d.Config.Agent)
 	if err != nil {
 		return nil, err
@@ -172,7 +178,14 @@ func (s *Server) handleReady(c echo.Context) error {
 		status, code = "not_ready", http.StatusServiceUnavailable
 	}
 	storeStatus := "ok"
-	if err := s.store.Ping(c.Request().Context()); err != nil {
+	if err := s.store.Ping(c.Request().Context()); err != nil && s.cluster != nil {
+		// A shared database that is away: runs go on, their writes are
+		// retried, and what another replica runs cannot be reached.
+		storeStatus = "unreachable, writes are retried: " + err.Error()
+		if status == "ready" {
+			status = "degraded"
+		}
+	} else if err != nil {
 		storeStatus = err.Error()
 		status, code = "not_ready", http.StatusServiceUnavailable
 	} else if err := s.reg.StoreError(); err != nil {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,7 +62,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 	chats := 0
 	var mu sync.Mutex
-	var current *runs.Run
+	var current wsTurn
 	var following chan struct{} // closed when the last turn's events are sent
 	// At shutdown the socket closes with "going away", once the running
 	// turn's events, its error and done included, are sent.
@@ -155,7 +156,15 @@ func (s *Server) handleWS(c echo.Context) error {
 			if err != nil {
 				s.reject(err)
 			} else {
-				run, err = s.prepare(spec)
+				run, err = s.prepare(ctx, spec)
+			}
+			// A turn of a conversation that lives on another replica runs
+			// there, its events relayed.
+			var peer *peerTurn
+			var peerResp *http.Response
+			var stopPeer context.CancelFunc
+			if fe, ok := errors.AsType[*forwardError](err); ok {
+				peer, peerResp, stopPeer, err = s.startPeerTurn(ctx, fe.to, c.Request().Header, body)
 			}
 			if err != nil {
 				if sendErr(asHTTPError(err)) != nil {
@@ -163,15 +172,22 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				continue
 			}
-			run.Launch()
+			var turn wsTurn = peer
+			id := ""
+			if peer != nil {
+				id = peer.id
+			} else {
+				run.Launch()
+				turn, id = run, run.ID
+			}
 			mu.Lock()
-			current = run
+			current = turn
 			mu.Unlock()
 			var conv *string
 			if spec.ConversationID != "" {
 				conv = &spec.ConversationID
 			}
-			accepted, _ := json.Marshal(map[string]any{"id": run.ID, "conversationId": conv})
+			accepted, _ := json.Marshal(map[string]any{"id": id, "conversationId": conv})
 			if send(wsMessage{Type: "accepted", Data: accepted}) != nil {
 				return nil
 			}
@@ -185,12 +201,16 @@ func (s *Server) handleWS(c echo.Context) error {
 				// the next chat before this goroutine returns.
 				release := func() {
 					mu.Lock()
-					if current == run {
+					if current == turn {
 						current = nil
 					}
 					mu.Unlock()
 				}
 				defer release()
+				if peer != nil {
+					s.relayWS(ctx, peer, peerResp, stopPeer, send, release)
+					return
+				}
 				detach := run.Attach()
 				defer detach()
 				last := 0
@@ -355,7 +375,11 @@ func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 	}
 }
 
-func currentRun(mu *sync.Mutex, r **runs.Run) *runs.Run {
+// wsTurn is a socket's running turn: a run here, or one on another
+// replica.
+type wsTurn interface{ Cancel(kill bool) }
+
+func currentRun(mu *sync.Mutex, r *wsTurn) wsTurn {
 	mu.Lock()
 	defer mu.Unlock()
 	return *r

@@ -51,7 +51,7 @@ func listAll(t *testing.T, st Store, q ListQuery, limit int) (got []string, page
 	return nil, nil
 }
 
-// TestStoreConversationsList checks, on both stores, that conversations
+// TestStoreConversationsList checks, on each store, that conversations
 // are listed the most recently active first, ties by id, greatest first;
 // that pages follow on from a cursor without a gap or a repeat, also
 // through ties and across whole and fractional seconds; and that the
@@ -126,7 +126,7 @@ func TestStoreConversationsList(t *testing.T) {
 	})
 }
 
-// TestStoreDeleteConversation checks, on both stores, that a deleted
+// TestStoreDeleteConversation checks, on each store, that a deleted
 // conversation goes with its turns and fingerprints, and leaves the others
 // as they were; an unknown one is ErrNotFound.
 func TestStoreDeleteConversation(t *testing.T) {

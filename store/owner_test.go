@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestStoreOwner checks, on both stores, that conversations and turns keep
+// TestStoreOwner checks, on each store, that conversations and turns keep
 // the key id that made them, and that a conversation keeps its first
 // owner when it is put again (a later turn, from any key).
 func TestStoreOwner(t *testing.T) {

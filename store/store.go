@@ -148,6 +148,7 @@ var clock = time.Now
 type Config struct {
 	Driver         string        `yaml:"driver"`
 	Path           string        `yaml:"path"`
+	DSN            string        `yaml:"dsn"`
 	MaxAge         time.Duration `yaml:"max_age"`
 	MemoryMaxBytes int64         `yaml:"memory_max_bytes"`
 }
@@ -161,6 +162,8 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return m, nil
 	case "sqlite", "":
 		return OpenSQLite(ctx, cfg.Path)
+	case "postgres":
+		return OpenPostgres(ctx, cfg.DSN)
 	}
 	return nil, fmt.Errorf("unknown store driver %q", cfg.Driver)
 }

@@ -9,13 +9,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docstream/docstream/store/pgtest"
 )
 
 // eachStore runs test on a new store of each driver.
 func eachStore(t *testing.T, test func(t *testing.T, st Store)) {
-	for _, driver := range []string{"memory", "sqlite"} {
+	for _, driver := range []string{"memory", "sqlite", "postgres"} {
 		t.Run(driver, func(t *testing.T) {
-			st, err := Open(context.Background(), Config{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")})
+			cfg := Config{Driver: driver, Path: filepath.Join(t.TempDir(), "s.db")}
+			if driver == "postgres" {
+				cfg.DSN = pgtest.Start(t).DSN()
+			}
+			st, err := Open(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -25,7 +31,7 @@ func eachStore(t *testing.T, test func(t *testing.T, st Store)) {
 	}
 }
 
-// TestStoreConversationTurns checks, on both stores, that a conversation
+// TestStoreConversationTurns checks, on each store, that a conversation
 // returns its own turns oldest first, that replacing a turn keeps one copy,
 // that a turn moved to another conversation leaves the first one, and that
 // a turn stored before it has a conversation joins it once.
@@ -98,7 +104,7 @@ func TestStoreConversationTurns(t *testing.T) {
 	})
 }
 
-// TestStoreHistories checks, on both stores, that a history the
+// TestStoreHistories checks, on each store, that a history the
 // conversation has moved past is not where it stands, but still names it.
 func TestStoreHistories(t *testing.T) {
 	ctx := context.Background()
@@ -125,7 +131,7 @@ func TestStoreHistories(t *testing.T) {
 	})
 }
 
-// TestStorePrune checks, on both stores, that Prune deletes the
+// TestStorePrune checks, on each store, that Prune deletes the
 // conversations with no turn since the cut, with their turns and
 // fingerprints, and finished turns of no conversation, and keeps a
 // conversation with a newer or a running turn.
@@ -303,7 +309,7 @@ func BenchmarkMemoryStoreFull(b *testing.B) {
 	}
 }
 
-// TestStoreConversationInfo checks, on both stores, that a conversation is
+// TestStoreConversationInfo checks, on each store, that a conversation is
 // read without its turns, and that an unknown one is ErrNotFound.
 func TestStoreConversationInfo(t *testing.T) {
 	eachStore(t, func(t *testing.T, st Store) {

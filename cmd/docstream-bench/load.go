@@ -39,6 +39,9 @@ type loadSpec struct {
 	KeepDeltas bool
 	// Runs > 1 has each stream post Runs requests, one after another.
 	Runs int
+	// URLs, when set, are servers the streams go to in turn (stream i to
+	// URLs[i mod len]) instead of the one runLoad is given.
+	URLs []string
 }
 
 // loadResult is what the client measured.
@@ -249,8 +252,12 @@ func runLoad(ctx context.Context, url string, pid int, spec loadSpec) *loadResul
 					return
 				}
 			}
+			to := url
+			if len(spec.URLs) > 0 {
+				to = spec.URLs[i%len(spec.URLs)]
+			}
 			for j := range mine {
-				runStream(ctx, client, url, body, spec, &mine[j], held, release, &opened)
+				runStream(ctx, client, to, body, spec, &mine[j], held, release, &opened)
 			}
 			ended.Add(1)
 		}()

@@ -262,12 +262,16 @@ func bench(ctx context.Context, o options) (*report, error) {
 				return nil, ctx.Err()
 			}
 			logf("e2e: %s", c.Title)
-			out := runCase(ctx, env, c)
+			run := runCase
+			if c.Replicas > 0 {
+				run = runClusterCase
+			}
+			out := run(ctx, env, c)
 			if o.smoke && len(caseFailures(out)) > 0 && ctx.Err() == nil {
 				// A regression fails again; a load spike on a shared
 				// machine seldom hits twice.
 				logf("  %v; running the case again", caseFailures(out))
-				out = runCase(ctx, env, c)
+				out = run(ctx, env, c)
 			}
 			rep.E2E = append(rep.E2E, out)
 			if out.Err != nil {
@@ -339,6 +343,9 @@ type e2eCase struct {
 	Defaults bool
 	// Env holds more of the gateway's settings (DOCSTREAM_…=…).
 	Env []string
+	// Replicas > 0 runs the case on that many replicas on one PostgreSQL
+	// beside one replica with SQLite, in place of the gateway and the relay.
+	Replicas int
 }
 
 // The simulator spaces bench deltas 6 ms apart at speed 1: speed 0.6 gives
@@ -387,6 +394,12 @@ var fullCases = []e2eCase{
 		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200 every=10ms", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "builtin-burst-sqlite", Title: "200 simultaneous requests, no child (bench:20), SQLite store (the default)", Agent: "builtin", Kind: "burst",
 		Rounds: 3, SQLite: true, Spec: loadSpec{Streams: 200, Prompt: "bench:20", Events: 20, Timeout: 60 * time.Second}},
+	// Replicas on PostgreSQL, the streams spread round robin over three,
+	// beside one replica with its SQLite store, with the same simulator
+	// children; the docstream column is the three replicas.
+	{Key: "cluster-100", Title: "100 streams × 100 ev/s over 3 replicas on PostgreSQL (docstream column) beside 1 replica on SQLite (other column), agent = simulator child, started over 1 s",
+		Agent: "child:0.6", Kind: "cluster", Rounds: 3, Replicas: 3,
+		Spec: loadSpec{Streams: 100, Ramp: time.Second, Stagger: 10 * time.Millisecond, Prompt: "bench:200", Events: 200, Timeout: 60 * time.Second}},
 	{Key: "builtin-max", Title: "1 stream as fast as possible, no child", Agent: "builtin", Kind: "throughput",
 		Rounds: 3, Spec: loadSpec{Streams: 1, Prompt: "bench:50000", Events: 50000, Timeout: 60 * time.Second}},
 	{Key: "builtin-idle", Title: "1,000 idle streams, no child (one delta, then silence)", Agent: "builtin", Kind: "idle",

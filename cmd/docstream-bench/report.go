@@ -177,6 +177,12 @@ func e2eRows(o e2eOutcome) []row {
 				cmp("server CPU per event (agents not counted)", cpuPer))
 			rows = append(rows, allocRow(title, g, r)...)
 		}
+	case "cluster":
+		gr, _, _ := g.stat(rate)
+		rr, _, _ := r.stat(rate)
+		rows = append(rows, cmp("added latency per event, p50", latP50), cmp("added latency per event, p99", latP99),
+			both("time to response headers, p50 / p99", tthP50, tthP99), both("time to first delta, p50 / p99", ttfdP50, ttfdP99),
+			row{"events/s delivered", title, fmt.Sprintf("%.0f", gr), fmt.Sprintf("%.0f", rr), ratio(gr, rr), "", ""})
 	case "throughput":
 		gr, glo, ghi := g.stat(rate)
 		rr, rlo, rhi := r.stat(rate)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/docstream/docstream/agent"
 	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/gateway"
 	"github.com/docstream/docstream/openai"
 	"github.com/docstream/docstream/runs"
@@ -29,15 +30,16 @@ import (
 // Config is the whole configuration: config.yaml, then DOCSTREAM_<SECTION>_<KEY>
 // environment overrides, then flags.
 type Config struct {
-	Server gateway.ServerConfig `yaml:"server"`
-	Auth   gateway.AuthConfig   `yaml:"auth"`
-	Limits runs.Limits          `yaml:"limits"`
-	Agent  agent.Config         `yaml:"agent"`
-	Runs   runs.Config          `yaml:"runs"`
-	Store  store.Config         `yaml:"store"`
-	OpenAI openai.Config        `yaml:"openai"`
-	Cloud  cloud.Config         `yaml:"cloud"`
-	Log    LogConfig            `yaml:"log"`
+	Server  gateway.ServerConfig `yaml:"server"`
+	Auth    gateway.AuthConfig   `yaml:"auth"`
+	Limits  runs.Limits          `yaml:"limits"`
+	Agent   agent.Config         `yaml:"agent"`
+	Runs    runs.Config          `yaml:"runs"`
+	Store   store.Config         `yaml:"store"`
+	OpenAI  openai.Config        `yaml:"openai"`
+	Cloud   cloud.Config         `yaml:"cloud"`
+	Cluster cluster.Config       `yaml:"cluster"`
+	Log     LogConfig            `yaml:"log"`
 	// Demo is set by --demo: the built-in simulator is the agent.
 	Demo bool `yaml:"-"`
 }
@@ -68,10 +70,11 @@ func DefaultConfig() Config {
 		},
 		Runs: runs.Config{DetachGrace: 30 * time.Second, KeepFinished: 15 * time.Minute, KeepFinishedBytes: 256 << 20,
 			LogMaxEvents: 200000, LogMaxBytes: 128 << 20},
-		Store:  store.Config{Driver: "sqlite", Path: "./data/docstream.db", MaxAge: 30 * 24 * time.Hour, MemoryMaxBytes: 256 << 20},
-		OpenAI: openai.Config{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]openai.ModelAlias{}},
-		Cloud:  cloud.Config{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second, RequestTimeout: 30 * time.Second},
-		Log:    LogConfig{Format: "auto", Level: "info"},
+		Store:   store.Config{Driver: "sqlite", Path: "./data/docstream.db", MaxAge: 30 * 24 * time.Hour, MemoryMaxBytes: 256 << 20},
+		OpenAI:  openai.Config{Render: "markdown", Reasoning: "reasoning_content", Aliases: map[string]openai.ModelAlias{}},
+		Cloud:   cloud.Config{BaseURL: "https://api.cursor.com/v0", PollInterval: 2 * time.Second, RequestTimeout: 30 * time.Second},
+		Cluster: cluster.Config{Heartbeat: 2 * time.Second, OwnerTimeout: 15 * time.Second},
+		Log:     LogConfig{Format: "auto", Level: "info"},
 	}
 }
 
@@ -171,8 +174,13 @@ func (c *Config) Validate() error {
 	}
 	switch c.Store.Driver {
 	case "sqlite", "memory":
+	case "postgres":
+		if c.Store.DSN == "" {
+			return errors.New("store.driver postgres needs store.dsn (DOCSTREAM_STORE_DSN), as in postgres://user:password@host:5432/docstream")
+		}
+		return c.Cluster.Check()
 	default:
-		return fmt.Errorf("store.driver %q: want sqlite or memory", c.Store.Driver)
+		return fmt.Errorf("store.driver %q: want sqlite, memory or postgres", c.Store.Driver)
 	}
 	return nil
 }
@@ -339,7 +347,7 @@ var settingEnv = func() []string {
 
 // harnessEnv are the DOCSTREAM_* variables the test harnesses read: the Go
 // tests', the simulator's and the browser and SDK tests'.
-var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
+var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_TEST_PG", "DOCSTREAM_SIM_TEST_CHILD", "DOCSTREAM_BIN", "DOCSTREAM_URL"}
 
 // serviceLinkEnv matches the variables Kubernetes sets for a Service named
 // docstream (DOCSTREAM_SERVICE_HOST, DOCSTREAM_PORT_8080_TCP, …) unless

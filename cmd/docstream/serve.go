@@ -21,6 +21,7 @@ import (
 
 	"github.com/docstream/docstream/agent"
 	"github.com/docstream/docstream/cloud"
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/gateway"
 	"github.com/docstream/docstream/metrics"
 	"github.com/docstream/docstream/runs"
@@ -106,9 +107,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
+		if cfg.Store.Driver == "postgres" {
+			return usageError{error: fmt.Errorf("store: PostgreSQL cannot be used: %w", err)}
+		}
 		return err
 	}
 	defer st.Close()
+	var cl *cluster.Cluster
+	if pg, ok := st.(*store.PostgresStore); ok {
+		if cl, err = cluster.Join(ctx, cfg.Cluster, pg, log); err != nil {
+			return usageError{error: fmt.Errorf("cluster: %w", err)}
+		}
+	}
 	pidDir, home := "", ""
 	if dataDir != "" {
 		pidDir, home = filepath.Join(dataDir, "agents"), agent.HomeMark(dataDir)
@@ -119,10 +129,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Warn().Int("process_groups", n).Msg("ended agents left running by the last crash")
 		}
 	}
-	if n, err := st.MarkInterrupted(ctx); err != nil {
-		log.Warn().Err(err).Msg("marking interrupted runs")
-	} else if n > 0 {
-		log.Warn().Int("runs", n).Msg("marked runs interrupted by the last shutdown")
+	// In a cluster the replicas mark the runs of one that stopped instead.
+	if cl == nil {
+		if n, err := st.MarkInterrupted(ctx); err != nil {
+			log.Warn().Err(err).Msg("marking interrupted runs")
+		} else if n > 0 {
+			log.Warn().Int("runs", n).Msg("marked runs interrupted by the last shutdown")
+		}
 	}
 	if cfg.Store.MaxAge > 0 {
 		pruneCtx, stopPruning := context.WithCancel(ctx)
@@ -155,7 +168,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv, err := gateway.NewServer(gateway.Deps{
 		Config: gateway.Config{Server: cfg.Server, Auth: cfg.Auth, OpenAI: cfg.OpenAI, Agent: cfg.Agent,
 			CloudDefault: cfg.Cloud.Default, CloudRequestTimeout: cfg.Cloud.RequestTimeout, Demo: cfg.Demo},
-		Logger: log, Registry: reg, Store: st, Metrics: m, Agent: cli, Cloud: cc})
+		Logger: log, Registry: reg, Store: st, Metrics: m, Agent: cli, Cloud: cc, Cluster: cl})
 	if err != nil {
 		return configError(err)
 	}
@@ -200,6 +213,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}()
 	go func() {
 		srv.Shutdown(drain)
+		if cl != nil {
+			leave, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			cl.Leave(leave)
+			cancel()
+		}
 		close(done)
 	}()
 	final, cancel2 := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout+10*time.Second)
@@ -252,7 +270,7 @@ func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 // secrets are the values no run may send or store: the agent's key and
 // header values, the cloud key and the client API keys given in plain.
 func secrets(cfg Config) []string {
-	out := append(cfg.Agent.Secrets(), cfg.Cloud.APIKey)
+	out := append(cfg.Agent.Secrets(), cfg.Cloud.APIKey, cfg.Cluster.Secret)
 	for _, k := range cfg.Auth.APIKeys {
 		if !strings.HasPrefix(strings.TrimSpace(k), "sha256:") {
 			out = append(out, k)
