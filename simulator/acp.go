@@ -52,6 +52,10 @@ type acpTurn struct {
 	approved bool                // the last permission asked for was given
 }
 
+// exitNoReply is what a turn that ended without answering its prompt
+// reports; the process exits 0.
+const exitNoReply = -1
+
 // serveACP serves ACP until stdin ends (then the running turn finishes
 // first) or a scenario exits the process; it returns the exit code.
 func serveACP(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, opts options) int {
@@ -86,6 +90,9 @@ func serveACP(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr 
 			s.mu.Lock()
 			s.turn = nil
 			s.mu.Unlock()
+			if code == exitNoReply {
+				return exitOK
+			}
 			if code != exitOK {
 				return code
 			}
@@ -206,6 +213,8 @@ func (s *acpServer) prompt(m acp.Message, ended chan<- int) {
 		case err != nil && s.ctx.Err() == nil:
 			fmt.Fprintf(s.stderr, "Error: %v\n", err)
 			code = exitFailure
+		case err == nil && !t.replied:
+			code = exitNoReply // fault:no-result: the turn ends without its result, and so does the process
 		}
 		ended <- code
 	}()

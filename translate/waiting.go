@@ -28,6 +28,7 @@ func (s *Segmenter) SetApproval(id string, a documents.Approval) {
 	m := map[string]jsontext.Value{}
 	unmarshal(marshal(startMeta(st, &st.decoded, s.workspaceDir())), &m)
 	unmarshal(marshal(a), &m)
+	m["toolCallId"] = marshal(st.callID)
 	s.update(st, m)
 }
 
