@@ -142,8 +142,8 @@ type Notification struct {
 // fields with Content as a list of ToolCallContent, plan the Entries.
 type Update struct {
 	SessionUpdate string `json:"sessionUpdate,omitzero"`
-	ToolCall `json:",inline"`
-	Entries []PlanEntry `json:"entries,omitzero"`
+	ToolCall      `json:",inline"`
+	Entries       []PlanEntry `json:"entries,omitzero"`
 }
 
 // ToolCall is a tool call or an update of one; an update's fields replace
