@@ -294,3 +294,36 @@ func docSummary(cr documents.ChatResponse, ws string) []string {
 	}
 	return out
 }
+
+// TestACPWebSocketRespond: a socket answers its turn's waiting command
+// with {"type":"respond"}; a bad answer is an error message, not the end.
+func TestACPWebSocketRespond(t *testing.T) {
+	s := startACP(t)
+	c := s.dialWS(t)
+	c.send(map[string]any{"type": "chat", "prompt": "permissions", "interactive": true})
+	var errs, responded int
+	for m := c.read(); m.Type != documents.EventDone; m = c.read() {
+		switch m.Type {
+		case "error":
+			if !strings.Contains(string(m.Data), "unknown_option") {
+				t.Fatalf("error: %s", m.Data)
+			}
+			errs++
+		case "responded":
+			if !strings.Contains(string(m.Data), documents.StatusApproved) {
+				t.Fatalf("responded: %s", m.Data)
+			}
+			responded++
+		case documents.EventDocumentUpdate:
+			var u documents.DocumentUpdate
+			var meta documents.TerminalCommandMeta
+			if json.Unmarshal(m.Data, &u) == nil && json.Unmarshal(u.Metadata, &meta) == nil && meta.Status == documents.StatusAwaitingApproval {
+				c.send(map[string]any{"type": "respond", "toolCallId": meta.ToolCallID, "optionId": "never"})
+				c.send(map[string]any{"type": "respond", "toolCallId": meta.ToolCallID, "optionId": "allow-once"})
+			}
+		}
+	}
+	if errs != 2 || responded != 2 {
+		t.Fatalf("%d errors and %d answers, want 2 of each", errs, responded)
+	}
+}

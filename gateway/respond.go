@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
 
 	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/runs"
 )
 
 // RespondRequest is the body of POST /v1/chat/{id}/respond: the answer to
@@ -94,4 +96,32 @@ func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
 		return errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
 	}
 	return nil
+}
+
+// wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
+// WebSocket: the run is id, else the socket's running turn. The answer is
+// {"type":"responded","data":{…as POST /v1/chat/{id}/respond answers…}}.
+func (s *Server) wsRespond(ctx context.Context, msg []byte, current *runs.Run) (wsMessage, *HTTPError) {
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(msg, &head)
+	id := head.ID
+	if id == "" && current != nil {
+		id = current.ID
+	}
+	var req RespondRequest
+	if err := decodeStrict(removeMember(removeMember(msg, "type"), "id"), &req, respondFields); err != nil {
+		s.reject(err)
+		return wsMessage{}, asHTTPError(err)
+	}
+	ans, err := s.respond(ctx, id, &req)
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	b, err := json.Marshal(ans)
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	return wsMessage{Type: "responded", Data: b}, nil
 }
