@@ -28,7 +28,7 @@ const handshakeTimeout = 30 * time.Second
 const (
 	reasonSkipped   = "Questions skipped by the user, continue with the information you already have"
 	reasonPolicy    = "rejected by agent.permissions"
-	reasonCancelled = "the run was cancelled while it waited"
+	reasonCancelled = "the run ended before an answer came"
 )
 
 var (
@@ -230,6 +230,7 @@ func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Se
 	b.acpRuns[spec.ResponseID] = s
 	b.acpMu.Unlock()
 	err = s.converse()
+	s.cancelWaits() // what still waits when the agent died
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
@@ -412,7 +413,11 @@ func (s *acpSession) cancel() {
 		_ = s.w.Notify(acp.MethodCancel, acp.CancelParams{SessionID: s.session})
 	}
 	s.cancelWaits()
-	s.grace = time.After(cmp.Or(s.b.cfg.KillGrace, time.Second))
+	grace := cmp.Or(s.b.cfg.KillGrace, time.Second)
+	if s.session == "" {
+		grace = 0 // no prompt to end
+	}
+	s.grace = time.After(grace)
 }
 
 // inbound handles one message of the agent that is not the answer awaited.

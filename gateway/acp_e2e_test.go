@@ -231,6 +231,17 @@ func TestACPPolicy(t *testing.T) {
 	if a.Status != documents.StatusApproved || a.Answer.By != "policy" || b.Status != documents.StatusRejected || !b.Rejected {
 		t.Fatalf("policy: %+v / %+v", a, b)
 	}
+	// The next turn loads the session; what the agent replays of it is not
+	// said again.
+	next := s.chatJSON(t, map[string]any{"prompt": "hello again", "conversationId": *cr.ConversationID})
+	if next.Status != documents.StatusCompleted || *next.ConversationID != *cr.ConversationID {
+		t.Fatalf("the next turn: %s in %v", next.Status, next.ConversationID)
+	}
+	for _, d := range next.Documents {
+		if d.Content != nil && strings.Contains(*d.Content, "earlier answer") {
+			t.Fatalf("the replayed conversation became a document: %q", *d.Content)
+		}
+	}
 	resp := s.e2eDo(t, http.MethodPost, "/v1/chat/completions", map[string]any{"model": "auto", "messages": []map[string]string{{"role": "user", "content": "ask"}}})
 	if b := readAll(t, resp); resp.StatusCode != 200 || !strings.Contains(string(b), "could not get answers") {
 		t.Fatalf("chat completions: %d %s", resp.StatusCode, b)
