@@ -214,8 +214,13 @@ func (s *acpSession) cancelWaits() {
 	}
 }
 
-// arm sets the timer to the first deadline of what waits; s.mu is held.
+// arm sets the timer to the first deadline of what waits, and marks the
+// agent waiting, not idle, while something does; s.mu is held.
 func (s *acpSession) arm() {
+	waiting := len(s.waits) > 0
+	if s.p.waiting.Swap(waiting) && !waiting {
+		s.p.lastLine.Store(int64(time.Since(s.p.start))) // its silence starts again now
+	}
 	next := time.Hour
 	for _, w := range s.waits {
 		next = min(next, time.Until(w.deadline))

@@ -195,6 +195,9 @@ type proc struct {
 	killer runs.Killer
 	// lastLine is when the last line was read, as time since start.
 	lastLine atomic.Int64
+	// waiting is set while an ACP agent waits for a client's answer: it
+	// is silent then without being idle.
+	waiting atomic.Bool
 
 	exited   chan struct{} // closed once the leader is reaped
 	readDone chan struct{} // closed once the output is read
@@ -349,6 +352,10 @@ func (p *proc) watch() {
 	t = time.AfterFunc(idle, func() {
 		// The timer re-arms from the last line, so that reading a line
 		// does not touch it.
+		if p.waiting.Load() {
+			t.Reset(idle)
+			return
+		}
 		if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < idle {
 			t.Reset(idle - silent)
 			return

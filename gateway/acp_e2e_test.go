@@ -158,7 +158,9 @@ func TestACPPermissions(t *testing.T) {
 // TestACPAnswerTimeout: what no one answers is refused, or skipped, after
 // agent.answer_timeout, and the documents say so.
 func TestACPAnswerTimeout(t *testing.T) {
-	s := startACP(t, "DOCSTREAM_AGENT_ANSWER_TIMEOUT=300ms", "DOCSTREAM_AGENT_IDLE_TIMEOUT=30s")
+	// The agent is silent for longer than its idle timeout while it waits:
+	// that is not idleness.
+	s := startACP(t, "DOCSTREAM_AGENT_ANSWER_TIMEOUT=2500ms", "DOCSTREAM_AGENT_IDLE_TIMEOUT=1s")
 	cr := fold(t, s.e2eOpen(t, map[string]any{"prompt": "tour", "interactive": true}).Rest())
 	if cr.Status != documents.StatusCompleted {
 		t.Fatalf("status %s", cr.Status)
