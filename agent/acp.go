@@ -54,7 +54,7 @@ type acpSession struct {
 	session   string
 	replaying bool // session/load replays the conversation: not a new turn
 	thinking  bool
-	planned   bool
+	plans     int // the ACP plan updates so far
 	calls     map[string]*acpCall
 
 	mu      sync.Mutex
@@ -499,14 +499,15 @@ func (s *acpSession) update(u acp.Update) {
 		for i, e := range u.Entries {
 			todos[i] = acp.Todo{ID: fmt.Sprintf("plan-%d", i+1), Content: e.Content, Status: e.Status}
 		}
-		if !s.planned {
-			s.planned = true
+		s.plans++
+		id := fmt.Sprintf("acp-plan-%d", s.plans)
+		if s.plans == 1 {
 			args, _ := json.Marshal(acp.PlanParams{Name: "Plan", Todos: todos})
-			s.toolDoc(fmt.Sprintf("plan-%d", s.next), "createPlanToolCall", args, `{"success":{}}`)
+			s.toolDoc(id, "createPlanToolCall", args, `{"success":{}}`)
 			return
 		}
 		args, _ := json.Marshal(acp.TodosParams{Todos: todos})
-		s.toolDoc(fmt.Sprintf("plan-%d", s.next), "updateTodosToolCall", args, `{"success":{}}`)
+		s.toolDoc(id, "updateTodosToolCall", args, `{"success":{}}`)
 	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
 		"session_info_update", "usage_update":
 	default:
