@@ -256,6 +256,19 @@ func TestACPPolicy(t *testing.T) {
 func TestACPFaultsAgreeWithPrint(t *testing.T) {
 	env := []string{"DOCSTREAM_AGENT_IDLE_TIMEOUT=10s", "DOCSTREAM_AGENT_MAX_LINE_BYTES=8388608"}
 	print, acpS := startE2E(t, env...), startACP(t, env...)
+	for _, c := range []struct {
+		s    *testServer
+		body map[string]any
+		code string
+	}{
+		{print, map[string]any{"prompt": "ask", "interactive": true}, "not_interactive"},
+		{acpS, map[string]any{"prompt": "ask", "include_raw": true}, "no_raw_events"},
+	} {
+		resp := c.s.e2eDo(t, http.MethodPost, "/v1/chat", c.body)
+		if b := readAll(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), c.code) {
+			t.Errorf("%v: %d %s, want 400 %s", c.body, resp.StatusCode, b, c.code)
+		}
+	}
 	var prompts []string
 	for _, sc := range simulator.Scenarios() {
 		if !strings.Contains(sc.Name, "<") && sc.Name != "echo" {

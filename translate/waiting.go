@@ -10,12 +10,6 @@ import (
 	"github.com/docstream/docstream/documents"
 )
 
-// ToolOpen reports whether the document of tool call id is open.
-func (s *Segmenter) ToolOpen(id string) bool {
-	st := s.tools[id]
-	return st != nil && !st.ended
-}
-
 // SetApproval records the approval state of tool call id's open document,
 // which its final metadata keeps, and emits document_update with its
 // metadata so far.
@@ -29,7 +23,9 @@ func (s *Segmenter) SetApproval(id string, a documents.Approval) {
 	unmarshal(marshal(startMeta(st, &st.decoded, s.workspaceDir())), &m)
 	unmarshal(marshal(a), &m)
 	m["toolCallId"] = marshal(st.callID)
-	s.update(st, m)
+	if b, err := json.Marshal(m, json.Deterministic(true)); err == nil {
+		s.emit(documents.DocumentUpdate{DocumentID: st.docID, Metadata: b})
+	}
 }
 
 // SetAnswers records the state of clarification id's open document: still
@@ -42,14 +38,6 @@ func (s *Segmenter) SetAnswers(id string, awaiting bool, answers []documents.Que
 	st.awaiting, st.answers = awaiting, answers
 	_, meta := clarificationMeta(st, &st.decoded, outcomePending, "")
 	s.emit(documents.DocumentUpdate{DocumentID: st.docID, Metadata: marshal(meta)})
-}
-
-func (s *Segmenter) update(st *toolState, m map[string]jsontext.Value) {
-	b, err := json.Marshal(m, json.Deterministic(true))
-	if err != nil {
-		return
-	}
-	s.emit(documents.DocumentUpdate{DocumentID: st.docID, Metadata: b})
 }
 
 // clarificationMeta builds a clarification document's content and

@@ -95,6 +95,7 @@ test('questions: the page answers the waiting clarification and the agent goes o
   await withPage('questions', async (page) => {
     await sendPrompt(page, 'ask');
     const clar = page.locator('[data-doc-type="clarification"]');
+    await clar.locator('[data-role="answer-hint"]', { hasText: 'The agent waits for your answers' }).waitFor();
     await clar.locator('button[data-action="answer"][data-option-id="jwt"]').click();
     await clar.locator('button[data-action="answer"][data-option-id="postgres"]').click();
     const answered = page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith('/respond'));
