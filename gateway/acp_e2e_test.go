@@ -307,9 +307,15 @@ func docSummary(cr documents.ChatResponse, ws string) []string {
 	for _, d := range cr.Documents {
 		var m map[string]any
 		_ = json.Unmarshal(d.Metadata, &m)
+		// A command's result holds what its protocol reports of it (its
+		// exitCode and output are compared); an edit's diff is the changed
+		// lines rather than the first hunk with its context.
 		for _, k := range []string{"toolCallId", "duration_ms", "details", "status", "options", "answer", "awaiting", "answers",
-			"rawKind", "diff", "unifiedDiff", "linesAdded", "linesRemoved", "arguments", "result", "reason"} {
+			"diff", "unifiedDiff", "linesAdded", "linesRemoved", "reason"} {
 			delete(m, k)
+		}
+		if d.Type != documents.TypeToolCall {
+			delete(m, "rawKind")
 		}
 		b, _ := json.Marshal(m, json.Deterministic(true))
 		c := ""
