@@ -233,6 +233,9 @@ func TestACPPolicy(t *testing.T) {
 	if a.Status != documents.StatusApproved || a.Answer.By != "policy" || b.Status != documents.StatusRejected || !b.Rejected {
 		t.Fatalf("policy: %+v / %+v", a, b)
 	}
+	if u := cr.Usage; !u.Reported || u.PromptTokens == 0 || u.TotalTokens != u.PromptTokens+u.CompletionTokens || u.CacheReadTokens == 0 {
+		t.Fatalf("the prompt result's usage: %+v", u)
+	}
 	// The next turn loads the session; what the agent replays of it is not
 	// said again.
 	next := s.chatJSON(t, map[string]any{"prompt": "hello again", "conversationId": *cr.ConversationID})
