@@ -223,6 +223,7 @@ func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Se
 	go p.readACP(in, quit)
 	s := &acpSession{b: b, spec: spec, seg: seg, p: p, w: acp.NewWriter(stdinW), in: in, done: ctx.Done(),
 		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	defer s.timer.Stop()
 	if spec.Kill != nil {
 		s.kill = spec.Kill.KillNow()
 	}
