@@ -21,7 +21,7 @@ unit:
 	DOCSTREAM_TEST_PG=1 $(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) bash .ci/fuzz ./documents ./translate ./sse ./openai ./agent ./gateway ./cmd/docstream
+	GO=$(GO) FUZZTIME=$(FUZZTIME) bash .ci/fuzz ./acp ./documents ./translate ./sse ./openai ./agent ./gateway ./cmd/docstream
 
 conformance:
 	@if [ -d $(SHARED)/conformance ]; then \

@@ -44,6 +44,16 @@ type Config struct {
 	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
 	EnvAllow          []string          `yaml:"env_allow"`
 	EnvDeny           []string          `yaml:"env_deny"`
+	// Protocol is how the agent is run: "print" (stream-json) or "acp"
+	// (`agent acp`, which can wait for the client's answers).
+	Protocol string `yaml:"protocol"`
+	// Permissions answers the agent's permission requests that no client
+	// answers: ask (an interactive client decides; the others are
+	// refused), allow or deny. The allow lists are allowed in any case.
+	Permissions   string        `yaml:"permissions"`
+	AllowCommands []string      `yaml:"allow_commands"`
+	AllowMCPTools []string      `yaml:"allow_mcp_tools"`
+	AnswerTimeout time.Duration `yaml:"answer_timeout"`
 }
 
 // DefaultMaxLineBytes is agent.max_line_bytes by default. A line costs the
@@ -80,6 +90,10 @@ type Backend struct {
 	pending    map[string]int // mark → process group
 	sweepSince int            // the lowest pid the pending marks need read
 	sweeping   bool
+
+	// The ACP runs, by response id, for Respond.
+	acpMu   sync.Mutex
+	acpRuns map[string]*acpSession
 }
 
 var _ runs.Backend = (*Backend)(nil)
@@ -87,7 +101,7 @@ var _ runs.Backend = (*Backend)(nil)
 // New resolves the agent binary and the agent's environment. The binary is
 // cfg.Binary, else `agent`, else `cursor-agent` on PATH.
 func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
-	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary}
+	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary, acpRuns: map[string]*acpSession{}}
 	if b.binary == "" {
 		for _, name := range []string{"agent", "cursor-agent"} {
 			if p, err := exec.LookPath(name); err == nil {
@@ -181,6 +195,9 @@ type proc struct {
 	killer runs.Killer
 	// lastLine is when the last line was read, as time since start.
 	lastLine atomic.Int64
+	// waiting is set while an ACP agent waits for a client's answer: it
+	// is silent then without being idle.
+	waiting atomic.Bool
 
 	exited   chan struct{} // closed once the leader is reaped
 	readDone chan struct{} // closed once the output is read
@@ -198,12 +215,17 @@ type proc struct {
 // Run runs the agent for spec, feeding its output to seg, and returns how
 // it ended. ctx ends the run: its cause (see runs.StopCause) says why.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
+	if b.cfg.Protocol == "acp" {
+		return b.runACP(ctx, spec, seg)
+	}
 	start := time.Now()
 	if err := b.Ready(); err != nil {
 		b.metrics.SpawnFailures.Inc()
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
 	}
-	p, err := b.spawn(ctx, spec, start)
+	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
+	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
+	p, err := b.spawn(ctx, spec, start, b.Args(spec), strings.NewReader(""))
 	if err != nil {
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
 	}
@@ -212,9 +234,10 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	return p.end(seg, readErr)
 }
 
-// spawn starts the agent in its own process group, its stdout on a pipe
-// read by the run and its stderr kept in a tail, with its watchdogs armed.
-func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
+// spawn starts the agent with args in its own process group, its stdin
+// read from stdin, its stdout on a pipe read by the run and its stderr kept
+// in a tail, with its watchdogs armed.
+func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, args []string, stdin io.Reader) (*proc, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating a pipe: %w", err)
@@ -228,16 +251,14 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	ctx, stop := context.WithCancelCause(ctx)
 	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: stdoutR, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
 		killer: spec.Kill, exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
+	cmd := exec.CommandContext(ctx, b.binary, args...)
 	cmd.Dir = spec.Workspace
 	p.mark = groupMark()
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
 	if b.Home != "" {
 		cmd.Env = append(cmd.Env, homeMarkName+"="+b.Home)
 	}
-	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
-	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = stdin
 	cmd.Stdout = stdoutW
 	cmd.Stderr = stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -331,6 +352,10 @@ func (p *proc) watch() {
 	t = time.AfterFunc(idle, func() {
 		// The timer re-arms from the last line, so that reading a line
 		// does not touch it.
+		if p.waiting.Load() {
+			t.Reset(idle)
+			return
+		}
 		if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < idle {
 			t.Reset(idle - silent)
 			return

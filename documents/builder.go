@@ -95,6 +95,10 @@ func (b *Builder) Add(ev Event) {
 				d.doc.Metadata = e.Metadata
 			}
 		}
+	case DocumentUpdate:
+		if d := b.doc(e.DocumentID); d != nil && len(e.Metadata) > 0 {
+			d.doc.Metadata = e.Metadata
+		}
 	case Done:
 		b.done = true
 		b.resp.ID = e.ID

@@ -188,6 +188,7 @@ type FileEditMeta struct {
 	Rejected     bool   `json:"rejected,omitzero"`
 	Reason       string `json:"reason,omitzero"`
 	Error        string `json:"error,omitzero"`
+	Approval     `json:",inline"`
 }
 
 // ToolResult is the outcome of a tool call.
@@ -206,6 +207,7 @@ type ToolCallMeta struct {
 	RawKind    string         `json:"rawKind,omitzero"`
 	Rejected   bool           `json:"rejected,omitzero"`
 	Reason     string         `json:"reason,omitzero"`
+	Approval   `json:",inline"`
 }
 
 // TerminalCommandMeta is the metadata of a terminal_command document.
@@ -222,6 +224,7 @@ type TerminalCommandMeta struct {
 	Rejected         bool     `json:"rejected,omitzero"`
 	Reason           string   `json:"reason,omitzero"`
 	Error            string   `json:"error,omitzero"`
+	Approval         `json:",inline"`
 }
 
 // PlanTodo is one task of a plan.
@@ -257,10 +260,12 @@ type Question struct {
 
 // ClarificationMeta is the metadata of a clarification document.
 type ClarificationMeta struct {
-	Questions  []Question `json:"questions"`
-	ToolCallID string     `json:"toolCallId,omitzero"`
-	Rejected   bool       `json:"rejected,omitzero"`
-	Reason     string     `json:"reason,omitzero"`
+	Questions  []Question       `json:"questions"`
+	ToolCallID string           `json:"toolCallId,omitzero"`
+	Rejected   bool             `json:"rejected,omitzero"`
+	Reason     string           `json:"reason,omitzero"`
+	Awaiting   bool             `json:"awaiting,omitzero"`
+	Answers    []QuestionAnswer `json:"answers,omitzero"`
 }
 
 // ErrorMeta is the metadata of an error document.

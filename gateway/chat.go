@@ -196,6 +196,10 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"),
 		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
 	}
+	if err := s.checkInteractive(req, backend); err != nil {
+		return nil, err
+	}
+	spec.Interactive = req.Interactive
 	if backend == "cloud" {
 		return s.cloudSpec(ctx, spec, req)
 	}

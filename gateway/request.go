@@ -35,6 +35,7 @@ type ChatRequest struct {
 	Source         jsontext.Value   `json:"source"`
 	Target         jsontext.Value   `json:"target"`
 	Images         []jsontext.Value `json:"images"`
+	Interactive    bool             `json:"interactive"`
 }
 
 // checkMessages checks that every message's content is a string, an array
@@ -69,7 +70,7 @@ type Answer struct {
 
 var chatFields = map[string]bool{"prompt": true, "messages": true, "conversationId": true, "mode": true, "model": true,
 	"workspace": true, "stream": true, "thinking": true, "include_raw": true, "answers": true, "backend": true,
-	"source": true, "target": true, "images": true}
+	"source": true, "target": true, "images": true, "interactive": true}
 
 // drainLimit bounds how much of a refused body is read so that the client,
 // still sending, gets the 413 instead of a reset connection.

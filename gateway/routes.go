@@ -45,6 +45,7 @@ func (s *Server) routes() *echo.Echo {
 	get(api, "/chat/:id", s.handleGetChat)
 	api.GET("/chat/:id/stream", s.handleStream)
 	api.POST("/chat/:id/cancel", s.handleCancel)
+	api.POST("/chat/:id/respond", s.handleRespond)
 	get(api, "/conversations", s.handleConversations)
 	get(api, "/conversations/:id", s.handleConversation)
 	api.DELETE("/conversations/:id", s.handleDeleteConversation)

@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 
 	"fmt"
@@ -172,7 +173,7 @@ func (s *Server) handleHealth(c echo.Context) error {
 // handleReady serves /readyz: the agent binary runs and the store answers.
 func (s *Server) handleReady(c echo.Context) error {
 	status, code := "ready", http.StatusOK
-	agent := map[string]any{"binary": s.cli.Binary(), "simulator": s.cfg.Demo}
+	agent := map[string]any{"binary": s.cli.Binary(), "simulator": s.cfg.Demo, "protocol": cmp.Or(s.cfg.Agent.Protocol, "print")}
 	if err := s.cli.Ready(); err != nil {
 		agent["error"] = err.Error()
 		status, code = "not_ready", http.StatusServiceUnavailable

@@ -28,8 +28,8 @@ type wsMessage struct {
 }
 
 // handleWS serves GET /v1/chat/ws: the document stream over a WebSocket.
-// The client sends {"type":"chat", …the /v1/chat body…} or
-// {"type":"cancel"}; several turns may follow one another on one socket.
+// The client sends {"type":"chat", …the /v1/chat body…}, {"type":"cancel"}
+// or {"type":"respond", …the respond body…} (see wsRespond); several turns may follow one another on one socket.
 // Each chat is answered at once with {"type":"accepted","data":{"id",
 // "conversationId"}}, then the run's events follow. Every chat after the
 // first is taken from the client's rate limit, as a request would be, and
@@ -126,6 +126,15 @@ func (s *Server) handleWS(c echo.Context) error {
 		case "cancel":
 			if r := currentRun(&mu, &current); r != nil {
 				r.Cancel(false)
+			}
+		case "respond":
+			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current))
+			if he != nil {
+				m = wsMessage{Type: "error"}
+				m.Data, _ = json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
+			}
+			if send(m) != nil {
+				return nil
 			}
 		case "chat":
 			if currentRun(&mu, &current) != nil {
@@ -243,7 +252,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 			}()
 		default:
-			he := errBadRequest("bad_type", "type must be chat or cancel")
+			he := errBadRequest("bad_type", "type must be chat, cancel or respond")
 			s.reject(he)
 			if sendErr(he) != nil {
 				return nil

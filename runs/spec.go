@@ -28,6 +28,9 @@ type Spec struct {
 	Backend        string // the backend's name: "cli" or "cloud"
 	Thinking       bool
 	IncludeRaw     bool
+	// Interactive says that the client answers the agent's questions and
+	// permission requests (ACP mode); other runs never wait for them.
+	Interactive bool
 	// Owner is the id of the API key that asked for the run ("" when auth
 	// is off): a digest prefix, never the key. It is stored with the turn
 	// and, for a new conversation, with the conversation.

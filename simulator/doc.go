@@ -76,6 +76,8 @@
 //   - plan: thinking, no text, one createPlanToolCall (todos with dependencies).
 //   - ask: an askQuestionToolCall with stable ids (q1: jwt, session; q2:
 //     postgres, sqlite), then text.
+//   - permissions: two shell commands outside the CLI's allow list (npm
+//     test, rm -rf build/), rejected in print mode; asked for in ACP mode.
 //   - echo: the assistant text is a JSON object {argv, prompt, resume, stdin,
 //     model, mode, workspace, force, trust, approveMcps, streamPartialOutput}.
 //   - tools: shell, read, glob, grep, ls, semantic search, read lints, web
@@ -108,6 +110,21 @@
 //   - fault:auth: the CLI's authentication error on stderr, exit 1, no output.
 //
 // Scenarios returns the same list for documentation.
+//
+// # ACP
+//
+// `agent-sim [options] acp` speaks the Agent Client Protocol on stdin and
+// stdout instead, as `agent acp` does: initialize, authenticate,
+// session/new, session/load (which replays a short history first),
+// session/set_mode, session/prompt and session/cancel. Each prompt plays
+// the scenario it names: text and thinking come as chunks, tool calls as
+// tool_call and tool_call_update (shell output in rawOutput, edits as diff
+// content); a command print mode rejects asks with
+// session/request_permission (allow-once, allow-always, reject-once) and
+// waits; questions and plans are cursor/ask_question and cursor/create_plan
+// requests that wait for the client, todos cursor/update_todos; the prompt
+// ends with its stopReason and usage. The faults fail the same way; an
+// error event is a JSON-RPC error without id.
 //
 // # Signals and logging
 //

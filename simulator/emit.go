@@ -112,6 +112,13 @@ type toolCall struct {
 	// duration is how long the call runs at speed 1.
 	duration time.Duration
 
+	// asks says that the call is not on the CLI's allow list: print mode
+	// rejects it, ACP mode asks the client; approvedOutput is its output
+	// when allowed, and ran says that it was.
+	asks           bool
+	approvedOutput string
+	ran            bool
+
 	callID    string
 	startedAt int64
 }
@@ -137,6 +144,8 @@ type run struct {
 	text          strings.Builder // all flushed segments, for result.result
 	toolCount     int
 	thinkingChars int
+
+	acp *acpTurn // set when the run speaks ACP (agent-sim acp)
 }
 
 // sleep waits d scaled by the speed, or returns the context's error.
@@ -182,6 +191,9 @@ func (r *run) write(line []byte) error {
 // event writes v as a JSON line. In the text and json output formats only the
 // result is printed.
 func (r *run) event(v any) error {
+	if r.acp != nil {
+		return r.acp.event(r, v)
+	}
 	if r.format != "stream-json" {
 		res, ok := v.(resultEvent)
 		if !ok {
@@ -337,6 +349,15 @@ func (r *run) tools(calls ...*toolCall) error {
 	if err := r.flushMidTurn(); err != nil {
 		return err
 	}
+	if r.acp != nil {
+		if err := r.acp.tools(r, calls); err != nil {
+			return err
+		}
+		r.toolCount += len(calls)
+		r.step++
+		r.modelCallID = ""
+		return r.sleep(modelDelay)
+	}
 	mcid := r.callID()
 	for i, c := range calls {
 		if i > 0 {
@@ -383,6 +404,10 @@ func (r *run) startTool(c *toolCall) error {
 	}
 	c.callID = newCallID(r.step, 0)
 	c.startedAt = r.nowMs()
+	if r.acp != nil {
+		_, err := r.acp.started(r, c)
+		return err
+	}
 	return r.event(toolEvent{
 		Type: "tool_call", Subtype: "started", CallID: c.callID, ToolCall: c.toolCallObj(false, 0),
 		ModelCallID: r.callID(), SessionID: r.sessionID, TimestampMs: r.nowMs(),

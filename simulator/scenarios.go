@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ var scenarioList = []Scenario{
 	{"tour", "Every document type in one run: text, a code block with a language, a code reference (```12:14:src/main.py), file creation and edit (editToolCall), file deletion, a shell success and a rejected shell, read, glob, grep, ls, MCP and web fetch calls, a plan, a todo update, a clarification, two parallel shell calls that complete out of order, thinking, and a final text."},
 	{"plan", "What --mode plan gives (also picked by --mode plan for any prompt that names no scenario): thinking, no text, and a createPlanToolCall whose todos have dependencies."},
 	{"ask", "A clarification: an askQuestionToolCall with stable ids (q1: jwt, session; q2: postgres, sqlite), then text."},
+	{"permissions", "Two shell commands outside the CLI's allow list (npm test, then rm -rf build/): print mode rejects them; in ACP mode each asks the client for permission and runs when allowed."},
 	{"echo", "A tiny run whose assistant text is a JSON object {argv, prompt, resume, stdin, model, mode, workspace, force, trust, approveMcps, streamPartialOutput} describing what the simulator received."},
 	{"tools", "One of each non-file tool in a row: shell, read, glob, grep, ls, semantic search, read lints, web search, web fetch and MCP."},
 	{"long:<n>", "n paragraphs of text (default 5, at most 10000) streamed as deltas."},
@@ -117,6 +119,7 @@ func init() {
 		"tour":                  playTour,
 		"plan":                  playPlan,
 		"ask":                   playAsk,
+		"permissions":           playPermissions,
 		"echo":                  playEcho,
 		"tools":                 playTools,
 		"fault:crash":           playCrash,
@@ -338,10 +341,54 @@ func playAsk(s *session) (int, error) {
 	if err := r.tools(askQuestion("Authentication setup", askQuestions, 120*time.Millisecond)); err != nil {
 		return 0, err
 	}
+	if r.acp != nil && len(r.acp.answers) > 0 {
+		var chosen []string
+		for _, q := range askQuestions {
+			for _, op := range q.options {
+				if slices.Contains(r.acp.answers[q.id], op[0]) {
+					chosen = append(chosen, "**"+op[1]+"**")
+				}
+			}
+		}
+		if err := r.say("You chose " + strings.Join(chosen, " and ") + ". I'll set up authentication accordingly."); err != nil {
+			return 0, err
+		}
+		return 0, r.finish()
+	}
 	if err := r.say("I could not get answers in this run, so nothing has been changed yet. " +
 		"Reply with your choices (for example **JSON Web Tokens** and **PostgreSQL**) and I'll set up " +
 		"authentication accordingly."); err != nil {
 		return 0, err
+	}
+	return 0, r.finish()
+}
+
+// playPermissions runs two commands that need the user's permission.
+func playPermissions(s *session) (int, error) {
+	if err := s.begin(); err != nil {
+		return 0, err
+	}
+	r := s.run
+	if err := r.think("Run the tests, then clean up; both commands need approval."); err != nil {
+		return 0, err
+	}
+	for _, c := range []shellSpec{
+		{command: "npm test", description: "Run the tests", stdout: "12 passing\n", rejected: true, duration: 300 * time.Millisecond},
+		{command: "rm -rf build/", description: "Remove build output", rejected: true, duration: 60 * time.Millisecond},
+	} {
+		if err := r.say("Next: `" + c.command + "`."); err != nil {
+			return 0, err
+		}
+		if err := r.tools(r.shell(c)); err != nil {
+			return 0, err
+		}
+		outcome := " was not allowed, so I left it."
+		if r.acp != nil && r.acp.approved {
+			outcome = " ran."
+		}
+		if err := r.say("`" + c.command + "`" + outcome); err != nil {
+			return 0, err
+		}
 	}
 	return 0, r.finish()
 }

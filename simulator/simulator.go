@@ -206,6 +206,11 @@ func mainWith(parent context.Context, args []string, stdin io.Reader, stdout, st
 		return exitOK
 	}
 
+	if !cfg.dashdash && len(cfg.positional) == 1 && cfg.positional[0] == "acp" {
+		writeLog(getenv, opts, args, "")
+		return serveACP(ctx, cfg, stdin, stdout, stderr, getenv, opts)
+	}
+
 	cwd, err := workingDir(cfg.workspace, opts)
 	if err != nil {
 		writeLog(getenv, opts, args, "")

@@ -82,6 +82,7 @@ func (r *run) shell(s shellSpec) *toolCall {
 	}
 	c := &toolCall{kind: "shellToolCall", args: args, description: s.description, duration: s.duration}
 	if s.rejected {
+		c.asks, c.approvedOutput = true, s.stdout
 		c.resultOnly = true
 		c.result = o("rejected", o(
 			"command", s.command,

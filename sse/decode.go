@@ -35,6 +35,8 @@ func DecodeFrame(f Frame) (documents.Event, error) {
 		ev, err = decodeAs[documents.AgentEvent](f.Data)
 	case documents.EventStatus:
 		ev, err = decodeAs[documents.StatusEvent](f.Data)
+	case documents.EventDocumentUpdate:
+		ev, err = decodeAs[documents.DocumentUpdate](f.Data)
 	default:
 		return nil, fmt.Errorf("unknown event %q", f.Name)
 	}

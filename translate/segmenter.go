@@ -120,6 +120,10 @@ type toolState struct {
 	startedAt int64
 	startTS   int64
 	ended     bool
+	// what the call waited for: the client's approval or answers
+	approval documents.Approval
+	awaiting bool
+	answers  []documents.QuestionAnswer
 }
 
 // NewSegmenter returns a Segmenter that emits through emit.

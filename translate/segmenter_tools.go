@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -220,23 +219,8 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		}
 		meta = documents.TodoUpdateMeta{Todos: todos, Merge: a.Merge, ToolCallID: st.callID}
 	case classAsk:
-		qs := make([]documents.Question, 0, len(a.Questions))
-		for i, q := range a.Questions {
-			opts := make([]documents.Option, 0, len(q.Options))
-			for j, o := range q.Options {
-				opts = append(opts, documents.Option{ID: cmp.Or(o.ID, strconv.Itoa(j+1)), Label: cmp.Or(o.Label, o.Text, o.ID)})
-			}
-			qs = append(qs, documents.Question{ID: cmp.Or(q.ID, "q"+strconv.Itoa(i+1)), Text: cmp.Or(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
-		}
-		if a.Title != "" {
-			t := a.Title
-			content = &t
-		}
-		m := documents.ClarificationMeta{Questions: qs, ToolCallID: st.callID}
-		if out == outcomeRejected {
-			m.Rejected, m.Reason = true, reason
-		}
-		meta = m
+		st.awaiting = false
+		content, meta = clarificationMeta(st, a, out, reason)
 	default:
 		m := documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
 			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name)}
@@ -246,6 +230,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		if out == outcomeRejected || out == outcomePending {
 			m.Rejected, m.Reason = out == outcomeRejected, reason
 		}
+		m.Approval = st.approval
 		if out == outcomeFailed || out == outcomePending {
 			m.Reason = reason
 		}
@@ -301,7 +286,7 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 	wd := cmp.Or(b.WorkingDirectory, a.WorkingDirectory, a.WorkingDirSnake, a.Cwd, s.workspaceDir())
 	m := documents.TerminalCommandMeta{
 		Command: cmp.Or(a.Command, b.Command), WorkingDirectory: wd, Permissions: []string{},
-		ToolCallID: st.callID, Signal: b.Signal, Background: bg || a.IsBackground,
+		ToolCallID: st.callID, Signal: b.Signal, Background: bg || a.IsBackground, Approval: st.approval,
 	}
 	if a.Sandbox != nil {
 		if a.Sandbox.NetworkAccess {
@@ -345,7 +330,7 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 
 // fileEditMeta builds a file_edit document's content and metadata.
 func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason string, dur int64) (*string, documents.FileEditMeta) {
-	m := documents.FileEditMeta{FilePath: cmp.Or(a.path(), b.Path), ToolCallID: st.callID, DurationMs: dur}
+	m := documents.FileEditMeta{FilePath: cmp.Or(a.path(), b.Path), ToolCallID: st.callID, DurationMs: dur, Approval: st.approval}
 	var content *string
 	set := func(s string) { content = &s }
 	switch st.class {

@@ -64,7 +64,9 @@ func DefaultConfig() Config {
 			ArgsPrefix: []string{}, Headers: []string{}, Workspaces: map[string]string{},
 			Trust: true, IdleTimeout: 30 * time.Minute, RunTimeout: 2 * time.Hour, LingerAfterResult: 3 * time.Second,
 			KillGrace: 5 * time.Second, MaxLineBytes: agent.DefaultMaxLineBytes, StderrTailBytes: 16 << 10,
-			EnvAllow: []string{"*"},
+			Protocol: "print", Permissions: agent.PermissionsAsk, AllowCommands: []string{}, AllowMCPTools: []string{},
+			AnswerTimeout: 10 * time.Minute,
+			EnvAllow:      []string{"*"},
 			EnvDeny: []string{"DOCSTREAM_*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
 				"*COOKIE*", "*_AUTH", "*_AUTH_*", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS"},
 		},
@@ -135,6 +137,16 @@ func (c *Config) Validate() error {
 	}
 	if err := noNegatives(c); err != nil {
 		return err
+	}
+	switch c.Agent.Protocol {
+	case "", "print", "acp":
+	default:
+		return fmt.Errorf("agent.protocol %q: want print or acp", c.Agent.Protocol)
+	}
+	switch c.Agent.Permissions {
+	case "", agent.PermissionsAsk, agent.PermissionsAllow, agent.PermissionsDeny:
+	default:
+		return fmt.Errorf("agent.permissions %q: want ask, allow or deny", c.Agent.Permissions)
 	}
 	switch c.Log.Level {
 	case "", "trace", "debug", "info", "warn", "error":

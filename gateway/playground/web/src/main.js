@@ -55,6 +55,9 @@ const state = {
   cancelling: false,
 };
 
+/** The agent runs in ACP mode: its questions and permission requests wait for this page. */
+let interactive = false;
+
 // ---- settings -----------------------------------------------------------
 
 function loadSettings() {
@@ -118,6 +121,7 @@ async function loadReady() {
     return;
   }
   const agent = body.agent || {};
+  interactive = agent.protocol === 'acp';
   ui.simulator.hidden = agent.simulator !== true;
   ui.examples.hidden = agent.simulator !== true;
   // "degraded": runs are served, but the store does not keep them.
@@ -333,6 +337,7 @@ function send() {
   if (!prompt || state.active) return;
   const settings = requestSettings();
   const body = { prompt, mode: settings.mode, stream: true, thinking: settings.thinking };
+  if (interactive) body.interactive = true;
   if (settings.model) body.model = settings.model;
   if (settings.workspace) body.workspace = settings.workspace;
   if (conversation.id) body.conversationId = conversation.id;
@@ -349,6 +354,7 @@ function answer({ conversationId, answers, prompt, summary, onRefused }) {
   if (state.active) return false;
   const settings = requestSettings();
   const body = { conversationId, stream: true, mode: settings.mode, thinking: settings.thinking };
+  if (interactive) body.interactive = true;
   if (answers.length) body.answers = answers;
   if (prompt) body.prompt = prompt;
   if (settings.model) body.model = settings.model;

@@ -342,7 +342,8 @@ function renderClarification(doc) {
   const args = doc.arguments || {};
   const questions = clarificationQuestions(doc);
   const draft = doc.draft || emptyDraft();
-  const sent = Boolean(doc.sent);
+  const m = doc.metadata || {};
+  const sent = Boolean(doc.sent) || (Array.isArray(m.answers) && m.answers.length > 0 && !m.awaiting);
   const intro = doc.content || args.title || '';
   const qs = questions.map((q) => {
     const answered = isChosenAny(draft, q);
@@ -369,7 +370,7 @@ function renderClarification(doc) {
       : ready
         ? 'Ready to send.'
         : 'Write your answer in the note.';
-    const skipped = doc.metadata && doc.metadata.rejected ? 'The agent went on without an answer; yours continue the conversation. ' : '';
+    const skipped = m.awaiting ? 'The agent waits for your answers. ' : m.rejected ? 'The agent went on without an answer; yours continue the conversation. ' : '';
     const hint = doc.answerProblem ? `<span class="answer-problem" role="alert">${esc(doc.answerProblem)}</span>` : esc(skipped + status);
     const label = questions.length > 1 ? 'Send answers' : 'Send answer';
     footer = `<div class="answer-actions"><button type="button" class="primary small send-answers" data-action="send-answers" ${CONTROL_MARK} data-focus-key="send"${ready ? '' : ' disabled'}>${label}</button><p class="muted hint-line" data-role="answer-hint">${hint}</p></div>`;
@@ -446,6 +447,29 @@ function renderError(doc) {
     ${details ? `<details data-key="err-details"><summary>Details</summary><pre class="code plain-out">${esc(details)}</pre></details>` : ''}`;
 }
 
+// ---- approval -----------------------------------------------------------
+// A tool call the agent asks permission for (ACP mode): its options as
+// buttons while it waits, then who answered and how.
+
+const BY = { client: 'you', policy: 'the gateway\'s policy', timeout: 'nobody in time', cancel: 'the cancel' };
+
+function approvalHTML(doc) {
+  const m = doc.metadata || {};
+  if (doc.type === 'clarification' || !m.status) return '';
+  if (m.status === 'awaiting_approval' && Array.isArray(m.options)) {
+    const busy = Boolean(doc.responding);
+    const buttons = m.options.map(
+      (o) =>
+        `<button type="button" class="option${String(o.kind).startsWith('reject') ? ' reject' : ''}" data-action="approve" ${CONTROL_MARK} data-focus-key="${esc(`approve ${o.optionId}`)}" data-option-id="${esc(o.optionId)}"${busy ? ' disabled' : ''}>${esc(o.name || o.optionId)}</button>`,
+    );
+    const problem = doc.answerProblem ? `<span class="answer-problem" role="alert">${esc(doc.answerProblem)}</span>` : '';
+    return `<div class="approval" role="group" aria-label="Permission"><p class="approval-ask">The agent waits for your permission.</p><div class="options">${buttons.join('')}</div>${problem}</div>`;
+  }
+  const a = m.answer || {};
+  const how = m.status === 'approved' ? 'Approved' : 'Rejected';
+  return `<p class="approval-outcome" data-approval="${esc(m.status)}">${how}${a.optionId ? ` (${esc(a.optionId)})` : ''} by ${esc(BY[a.by] || a.by || 'the agent')}.</p>`;
+}
+
 // ---- dispatch -----------------------------------------------------------
 
 const RENDERERS = {
@@ -486,7 +510,7 @@ export function renderDocument(doc, ctx) {
   const focus = active && el.contains(active) && active.dataset.focusKey ? { key: active.dataset.focusKey, start: active.selectionStart, end: active.selectionEnd } : null;
   const render = RENDERERS[doc.type];
   el.innerHTML = render
-    ? render(doc, ctx)
+    ? render(doc, ctx) + approvalHTML(doc)
     : `<details data-key="unknown"><summary>${esc(doc.type)} document</summary><pre class="code plain-out">${esc(json({ content: doc.content, metadata: doc.metadata }))}</pre></details>`;
   for (const d of el.querySelectorAll('details[data-key]')) {
     if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);

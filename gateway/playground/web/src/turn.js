@@ -3,6 +3,7 @@
 import { nextNotice } from './agentstatus.js';
 import { answerTurn, choose, clarificationQuestions, emptyDraft, readyToSend } from './answers.js';
 import { browserPacer } from './pacer.js';
+import { postJSON } from './stream.js';
 import { createDocElement, formatDuration, isControl, planTodos, renderDocument, updateTodos } from './render.js';
 
 const TEXT_TYPES = new Set(['text', 'code_block', 'code_reference', 'error']);
@@ -179,6 +180,12 @@ export class Turn {
           else if ('content' in data) doc.content = data.content;
           if (data.metadata && typeof data.metadata === 'object') doc.metadata = { ...doc.metadata, ...data.metadata };
           doc.ended = true;
+          this.afterChange(doc);
+        });
+      case 'document_update': // a document that waits for an answer, or its answer
+        return this.withDoc(data, (doc) => {
+          if (data.metadata && typeof data.metadata === 'object') doc.metadata = { ...data.metadata };
+          doc.responding = false;
           this.afterChange(doc);
         });
       case 'thinking_delta':
@@ -415,6 +422,8 @@ export class Turn {
       this.chooseOption(doc, target.dataset.questionId, target.dataset.optionId);
     } else if (action === 'send-answers' && doc) {
       this.sendAnswers(doc);
+    } else if (action === 'approve' && doc) {
+      this.respond(doc, [{ toolCallId: doc.metadata.toolCallId, optionId: target.dataset.optionId }]);
     }
   }
 
@@ -450,9 +459,42 @@ export class Turn {
     schedule(doc, this.ctx);
   }
 
-  /** Sends every answer of a clarification's form (and its note) as one new turn. */
+  /**
+   * Answers what the running agent waits for (POST /v1/chat/{id}/respond),
+   * one body after another; the stream then shows the document's new state.
+   */
+  async respond(doc, bodies) {
+    if (doc.responding || !this.responseId) return;
+    doc.responding = true;
+    doc.answerProblem = '';
+    schedule(doc, this.ctx);
+    try {
+      for (const body of bodies) {
+        await postJSON(`/v1/chat/${encodeURIComponent(this.responseId)}/respond`, body, { conversationId: this.conversationId });
+      }
+      doc.sent = doc.type === 'clarification';
+    } catch (err) {
+      doc.responding = false;
+      doc.answerProblem = `The gateway refused the answer: ${err && err.message ? err.message : err}`;
+    }
+    schedule(doc, this.ctx);
+  }
+
+  /**
+   * Sends every answer of a clarification's form (and its note): to the
+   * agent that waits for them, or else as one new turn.
+   */
   sendAnswers(doc) {
     if (doc.sent) return;
+    if (doc.metadata && doc.metadata.awaiting && !this.finished) {
+      const draft = doc.draft || emptyDraft();
+      const note = draft.note.trim();
+      const bodies = clarificationQuestions(doc)
+        .filter((q) => (draft.choices[q.id] || []).length || note)
+        .map((q) => ({ questionId: q.id, optionIds: draft.choices[q.id] || [], ...(note ? { text: note } : {}) }));
+      this.respond(doc, bodies);
+      return;
+    }
     const conversationId = this.conversationId;
     const turn = answerTurn(clarificationQuestions(doc), doc.draft || emptyDraft());
     if (!conversationId || !turn) return;

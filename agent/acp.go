@@ -1,0 +1,471 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/acp"
+	"github.com/docstream/docstream/documents"
+	"github.com/docstream/docstream/runs"
+	"github.com/docstream/docstream/translate"
+)
+
+// handshakeTimeout bounds each request before the prompt: an agent that is
+// not logged in has been seen not to answer authenticate at all.
+const handshakeTimeout = 30 * time.Second
+
+// The no-answer reasons of questions and refused permissions.
+const (
+	reasonSkipped   = "Questions skipped by the user, continue with the information you already have"
+	reasonPolicy    = "rejected by agent.permissions"
+	reasonCancelled = "the run ended before an answer came"
+)
+
+var (
+	errStopped     = errors.New("the run was stopped")
+	errOutputEnded = errors.New("the agent's output ended")
+)
+
+// acpSession is one run of `agent acp`: the run's goroutine drives it,
+// reading the agent's messages while its own requests are pending, and the
+// gateway's goroutines answer what waits through Respond.
+type acpSession struct {
+	b     *Backend
+	spec  *runs.Spec
+	seg   *translate.Segmenter
+	p     *proc
+	w     *acp.Writer
+	in    <-chan inbound
+	done  <-chan struct{} // the run's context
+	kill  <-chan struct{}
+	grace <-chan time.Time // set once the run is cancelled
+
+	next      int64
+	session   string
+	replaying bool // session/load replays the conversation: not a new turn
+	thinking  bool
+	plans     int // the ACP plan updates so far
+	calls     map[string]*acpCall
+
+	mu      sync.Mutex
+	waits   map[string]*wait // by tool call id
+	wake    chan struct{}
+	timer   *time.Timer
+	stopped bool
+}
+
+// inbound is one line of the agent's output.
+type inbound struct {
+	msg  acp.Message
+	line []byte // a line that is not a message
+	size int    // a line over the limit
+	err  error
+}
+
+// acpCall is what is known of one tool call.
+type acpCall struct {
+	acp.ToolCall
+	opened   bool
+	rejected string // the reason, when the call was not allowed
+}
+
+// wait is a request of the agent that waits for the client: a permission
+// or Cursor's questions.
+type wait struct {
+	id        jsontext.Value // the request's
+	callID    string
+	options   []acp.PermissionOption
+	questions []acp.Question
+	chosen    string // the option the client chose
+	answers   []documents.QuestionAnswer
+	deadline  time.Time
+	handled   bool
+}
+
+// Answer is a client's answer to what a run waits for: a permission (ToolCallID and
+// OptionID) or a question (QuestionID, OptionIDs and or Text).
+type Answer struct {
+	ToolCallID string
+	OptionID   string
+	QuestionID string
+	OptionIDs  []string
+	Text       string
+}
+
+// ErrNothingPending answers an Answer for which the run waits for nothing.
+var ErrNothingPending = errors.New("the run waits for no such answer")
+
+// BadAnswerError refuses an answer that does not fit what is pending.
+type BadAnswerError struct{ Msg string }
+
+func (e *BadAnswerError) Error() string { return e.Msg }
+
+// Respond gives a run's pending permission or question the client's
+// answer; it returns the document's new state.
+func (b *Backend) Respond(runID string, a Answer) (string, error) {
+	b.acpMu.Lock()
+	s := b.acpRuns[runID]
+	b.acpMu.Unlock()
+	if s == nil {
+		return "", ErrNothingPending
+	}
+	return s.respond(a)
+}
+
+func (s *acpSession) respond(a Answer) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.QuestionID == "" {
+		w := s.waits[a.ToolCallID]
+		if w == nil || w.questions != nil || w.chosen != "" || s.stopped {
+			return "", ErrNothingPending
+		}
+		i := slices.IndexFunc(w.options, func(o acp.PermissionOption) bool { return o.OptionID == a.OptionID })
+		if i < 0 {
+			return "", &BadAnswerError{fmt.Sprintf("tool call %q offers no option %q", a.ToolCallID, a.OptionID)}
+		}
+		w.chosen = a.OptionID
+		s.signal()
+		return approvalStatus(w.options[i].Kind), nil
+	}
+	for _, w := range s.waits {
+		for _, q := range w.questions {
+			if q.ID != a.QuestionID || s.stopped || slices.ContainsFunc(w.answers, func(x documents.QuestionAnswer) bool { return x.QuestionID == q.ID }) {
+				continue
+			}
+			for _, id := range a.OptionIDs {
+				if !slices.ContainsFunc(q.Options, func(o acp.QuestionOption) bool { return o.ID == id }) {
+					return "", &BadAnswerError{fmt.Sprintf("question %q has no option %q", q.ID, id)}
+				}
+			}
+			switch {
+			case len(a.OptionIDs) == 0 && strings.TrimSpace(a.Text) == "":
+				return "", &BadAnswerError{"an answer needs optionIds or text"}
+			case len(a.OptionIDs) > 1 && !q.AllowMultiple:
+				return "", &BadAnswerError{fmt.Sprintf("question %q takes one option", q.ID)}
+			}
+			w.answers = append(w.answers, documents.QuestionAnswer{QuestionID: q.ID, OptionIDs: append([]string{}, a.OptionIDs...), Text: a.Text, By: "client"})
+			s.signal()
+			return "answered", nil
+		}
+	}
+	return "", ErrNothingPending
+}
+
+// signal wakes the run's goroutine; s.mu is held.
+func (s *acpSession) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func approvalStatus(kind string) string {
+	if strings.HasPrefix(kind, "allow") {
+		return documents.StatusApproved
+	}
+	return documents.StatusRejected
+}
+
+// acpArgs is the command line of `agent acp`, after the binary.
+func (b *Backend) acpArgs(spec *runs.Spec) []string {
+	args := append([]string(nil), b.cfg.ArgsPrefix...)
+	if spec.Model != "" && spec.Model != "auto" {
+		args = append(args, "--model", spec.Model)
+	}
+	if b.cfg.Force {
+		args = append(args, "--force")
+	}
+	if b.cfg.Trust {
+		args = append(args, "--trust")
+	}
+	if b.cfg.ApproveMCPs {
+		args = append(args, "--approve-mcps")
+	}
+	for _, h := range b.cfg.Headers {
+		args = append(args, "-H", h)
+	}
+	return append(args, "acp")
+}
+
+// runACP runs the agent in ACP mode for spec.
+func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
+	start := time.Now()
+	if err := b.Ready(); err != nil {
+		b.metrics.SpawnFailures.Inc()
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err)}
+	}
+	// The process is stopped after session/cancel had its grace, not at
+	// once with the run.
+	pctx, pstop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer pstop(nil)
+	p, err := b.spawn(pctx, spec, start, b.acpArgs(spec), stdinR)
+	stdinR.Close()
+	if err != nil {
+		stdinW.Close()
+		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	in, quit := make(chan inbound), make(chan struct{})
+	go p.readACP(in, quit)
+	s := &acpSession{b: b, spec: spec, seg: seg, p: p, w: acp.NewWriter(stdinW), in: in, done: ctx.Done(),
+		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	defer s.timer.Stop()
+	if spec.Kill != nil {
+		s.kill = spec.Kill.KillNow()
+	}
+	b.acpMu.Lock()
+	b.acpRuns[spec.ResponseID] = s
+	b.acpMu.Unlock()
+	err = s.converse()
+	s.cancelWaits() // what still waits when the agent died
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	b.acpMu.Lock()
+	delete(b.acpRuns, spec.ResponseID)
+	b.acpMu.Unlock()
+	if ctx.Err() != nil {
+		pstop(context.Cause(ctx))
+	}
+	stdinW.Close() // the agent exits at the end of its input
+	close(quit)
+	end := p.end(seg, nil)
+	var rpcErr *acp.Error
+	switch {
+	case ctx.Err() != nil && end.Reason == "":
+		end.Reason, end.Message, _ = runs.StopCause(ctx)
+	case errors.As(err, &rpcErr):
+		end.Reason, end.Message, end.Code = documents.StopAgentError, rpcErr.Message, documents.CodeAgentError
+		end.Source = "cursor-agent"
+	case errors.Is(err, context.DeadlineExceeded):
+		end.Reason, end.Message = documents.StopTimeout, fmt.Sprintf("the agent did not answer within %s", handshakeTimeout)
+	}
+	return end
+}
+
+// readACP passes the agent's lines to the run until its output ends or
+// quit is closed.
+func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
+	defer close(p.readDone)
+	send := func(m inbound) {
+		select {
+		case in <- m:
+		case <-quit:
+		}
+	}
+	err := acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
+		p.lastLine.Store(int64(time.Since(p.start)))
+		if l.Data == nil {
+			send(inbound{size: l.Size})
+			return
+		}
+		m, err := acp.Parse(l.Data)
+		if err != nil {
+			send(inbound{line: append([]byte(nil), l.Data...)})
+			return
+		}
+		send(inbound{msg: m})
+	})
+	if errors.Is(err, os.ErrClosed) {
+		err = nil
+	}
+	send(inbound{err: cmp.Or(err, errOutputEnded)})
+	close(in)
+}
+
+// converse runs the session: the handshake, then the prompt turn.
+func (s *acpSession) converse() error {
+	var init acp.InitializeResult
+	caps := acp.InitializeParams{ProtocolVersion: acp.ProtocolVersion, ClientInfo: acp.Implementation{Name: "docstream"}}
+	if err := s.call(acp.MethodInitialize, caps, &init, handshakeTimeout); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(init.AuthMethods, func(m acp.AuthMethod) bool { return m.ID == "cursor_login" }) {
+		if err := s.call(acp.MethodAuthenticate, acp.AuthenticateParams{MethodID: "cursor_login"}, nil, handshakeTimeout); err != nil {
+			return err
+		}
+	}
+	model := ""
+	if id := s.spec.SessionID; id != "" {
+		s.replaying = true
+		err := s.call(acp.MethodLoadSession, acp.SessionParams{SessionID: id, Cwd: s.spec.Workspace, MCPServers: []any{}}, nil, handshakeTimeout)
+		s.replaying = false
+		if err != nil {
+			return err
+		}
+		s.session = id
+	} else {
+		var res acp.NewSessionResult
+		if err := s.call(acp.MethodNewSession, acp.SessionParams{Cwd: s.spec.Workspace, MCPServers: []any{}}, &res, handshakeTimeout); err != nil {
+			return err
+		}
+		s.session = res.SessionID
+		if res.Models != nil {
+			model = res.Models.CurrentModelID
+		}
+	}
+	s.seg.Feed(translate.Event{Kind: translate.KindInit, Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: model}})
+	if s.spec.Mode == "plan" || s.spec.Mode == "ask" {
+		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil, handshakeTimeout); err != nil {
+			return err
+		}
+	}
+	var res acp.PromptResult
+	err := s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res, 0)
+	var rpcErr *acp.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		s.result(&translate.Result{IsError: true, Error: rpcErr.Message})
+		return nil
+	case err != nil:
+		return err
+	case res.StopReason == "cancelled" && s.grace != nil:
+		return errStopped
+	case res.StopReason == "end_turn" || res.StopReason == "":
+		r := &translate.Result{}
+		if u := res.Usage; u != nil {
+			r.Usage = &translate.AgentUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CachedReadTokens, CacheWriteTokens: u.CachedWriteTokens}
+		}
+		s.result(r)
+	default:
+		s.result(&translate.Result{IsError: true, Error: "the agent stopped the turn: " + res.StopReason})
+	}
+	return nil
+}
+
+// result ends the response with the prompt's result, after the calls
+// still waiting are answered as cancelled.
+func (s *acpSession) result(r *translate.Result) {
+	s.cancelWaits()
+	s.endThinking()
+	r.DurationMs = time.Since(s.p.start).Milliseconds()
+	s.seg.Feed(translate.Event{Kind: translate.KindResult, Result: r})
+}
+
+// call sends a request and runs the session until its answer comes; a
+// timeout > 0 bounds the wait.
+func (s *acpSession) call(method string, params, result any, timeout time.Duration) error {
+	s.next++
+	id := acp.ID(s.next)
+	if err := s.w.Request(id, method, params); err != nil {
+		return fmt.Errorf("writing %s: %w", method, err)
+	}
+	var limit <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		limit = t.C
+	}
+	for {
+		select {
+		case m, ok := <-s.in:
+			if !ok {
+				return errOutputEnded
+			}
+			if m.msg.IsResponse() && string(m.msg.ID) == string(id) {
+				if m.msg.Error != nil {
+					return m.msg.Error
+				}
+				if result != nil && json.Unmarshal(m.msg.Result, result) != nil {
+					return &acp.Error{Code: acp.CodeInternal, Message: "the agent's answer to " + method + " is malformed"}
+				}
+				return nil
+			}
+			if m.err != nil {
+				return m.err
+			}
+			s.inbound(m)
+		case <-s.wake:
+			s.answered()
+		case <-s.timer.C:
+			s.expire()
+		case <-limit:
+			return context.DeadlineExceeded
+		case <-s.done:
+			s.done = nil
+			s.cancel()
+		case <-s.grace:
+			return errStopped
+		case <-s.kill:
+			return errStopped
+		}
+	}
+}
+
+// cancel sends session/cancel and answers what waits as cancelled; the
+// prompt then has the kill grace to end.
+func (s *acpSession) cancel() {
+	if s.session != "" {
+		_ = s.w.Notify(acp.MethodCancel, acp.CancelParams{SessionID: s.session})
+	}
+	s.cancelWaits()
+	grace := cmp.Or(s.b.cfg.KillGrace, time.Second)
+	if s.session == "" {
+		grace = 0 // no prompt to end
+	}
+	s.grace = time.After(grace)
+}
+
+// inbound handles one message of the agent that is not the answer awaited.
+func (s *acpSession) inbound(m inbound) {
+	switch {
+	case m.size > 0:
+		s.seg.Feed(translate.Event{Kind: translate.KindOversize, Size: m.size})
+		return
+	case m.line != nil:
+		s.seg.Feed(translate.Event{Kind: translate.KindNotJSON, Raw: m.line})
+		return
+	}
+	msg := m.msg
+	switch msg.Method {
+	case "":
+		if msg.Error != nil && (len(msg.ID) == 0 || msg.ID.Kind() == 'n') {
+			s.seg.Feed(translate.Event{Kind: translate.KindError, Text: msg.Error.Message})
+		}
+	case acp.MethodUpdate:
+		var n acp.Notification
+		if json.Unmarshal(msg.Params, &n) == nil && !s.replaying {
+			s.update(n.Update)
+		}
+	case acp.MethodRequestPermission:
+		s.permission(msg)
+	case acp.MethodAskQuestion:
+		s.ask(msg)
+	case acp.MethodCreatePlan:
+		var p acp.PlanParams
+		_ = json.Unmarshal(msg.Params, &p)
+		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params, `{"success":{}}`)
+		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "accepted"}})
+	case acp.MethodUpdateTodos:
+		var p acp.TodosParams
+		_ = json.Unmarshal(msg.Params, &p)
+		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params, `{"success":{}}`)
+		if msg.IsRequest() {
+			_ = s.w.Reply(msg.ID, struct{}{})
+		}
+	default:
+		// Every request is answered: one left waiting would stall the agent.
+		switch {
+		case !msg.IsRequest():
+		case strings.HasPrefix(msg.Method, "cursor/"):
+			_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "cancelled"}})
+		default:
+			_ = s.w.Fail(msg.ID, acp.CodeMethodNotFound, "Docstream does not serve "+msg.Method)
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/docstream/docstream/acp"
+	"github.com/docstream/docstream/translate"
+)
+
+// update handles one session update.
+func (s *acpSession) update(u acp.Update) {
+	if u.SessionUpdate != "agent_thought_chunk" {
+		s.endThinking()
+	}
+	switch u.SessionUpdate {
+	case "agent_message_chunk", "agent_thought_chunk":
+		var c acp.ContentBlock
+		if json.Unmarshal(u.Content, &c) != nil || c.Type != "text" {
+			return
+		}
+		kind := translate.KindAssistant
+		if u.SessionUpdate == "agent_thought_chunk" {
+			kind, s.thinking = translate.KindThinkingDelta, true
+		}
+		s.seg.Feed(translate.Event{Kind: kind, Text: c.Text, HasTimestamp: true})
+	case "tool_call", "tool_call_update":
+		c := s.call1(u.ToolCall)
+		switch {
+		case u.Status == "completed" || u.Status == "failed":
+			s.open(c)
+			s.complete(c)
+		case len(c.RawInput) > 2:
+			s.open(c)
+		}
+	case "plan":
+		todos := make([]acp.Todo, len(u.Entries))
+		for i, e := range u.Entries {
+			todos[i] = acp.Todo{ID: fmt.Sprintf("plan-%d", i+1), Content: e.Content, Status: e.Status}
+		}
+		s.plans++
+		id := fmt.Sprintf("acp-plan-%d", s.plans)
+		if s.plans == 1 {
+			args, _ := json.Marshal(acp.PlanParams{Name: "Plan", Todos: todos})
+			s.toolDoc(id, "createPlanToolCall", args, `{"success":{}}`)
+			return
+		}
+		args, _ := json.Marshal(acp.TodosParams{Todos: todos})
+		s.toolDoc(id, "updateTodosToolCall", args, `{"success":{}}`)
+	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
+		"session_info_update", "usage_update":
+	default:
+		s.seg.Feed(translate.Event{Kind: translate.KindUnknown})
+	}
+}
+
+func (s *acpSession) endThinking() {
+	if s.thinking {
+		s.thinking = false
+		s.seg.Feed(translate.Event{Kind: translate.KindThinkingDone})
+	}
+}
+
+// toolDoc adds a whole tool document: started and completed at once.
+func (s *acpSession) toolDoc(id, kind string, args jsontext.Value, result string) {
+	tool := &translate.ToolCall{Kind: kind, Args: args}
+	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: id, Tool: tool})
+	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Result: jsontext.Value(result)}})
+}
+
+// call1 merges a tool call or update into what is known of the call.
+func (s *acpSession) call1(u acp.ToolCall) *acpCall {
+	c := s.calls[u.ToolCallID]
+	if c == nil {
+		c = &acpCall{}
+		s.calls[u.ToolCallID] = c
+	}
+	if c.ToolCallID == "" {
+		c.ToolCallID = u.ToolCallID
+	}
+	c.Title, c.Kind, c.Status = cmp.Or(u.Title, c.Title), cmp.Or(u.Kind, c.Kind), cmp.Or(u.Status, c.Status)
+	if u.Content != nil {
+		c.Content = u.Content
+	}
+	if u.Locations != nil {
+		c.Locations = u.Locations
+	}
+	if len(u.RawInput) > 2 || c.RawInput == nil {
+		c.RawInput = u.RawInput
+	}
+	if u.RawOutput != nil {
+		c.RawOutput = u.RawOutput
+	}
+	return c
+}
+
+// open opens the document of a tool call, once.
+func (s *acpSession) open(c *acpCall) {
+	if c.opened {
+		return
+	}
+	c.opened = true
+	kind, args := printKind(c)
+	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: c.ToolCallID, TimestampMs: time.Now().UnixMilli(),
+		Tool: &translate.ToolCall{Kind: kind, Name: c.Title, Args: args}})
+}
+
+// complete ends the document of a tool call with its result.
+func (s *acpSession) complete(c *acpCall) {
+	kind, args := printKind(c)
+	var body any = c.RawOutput
+	if c.RawOutput.Kind() != '{' {
+		body = map[string]any{}
+	}
+	var diffs []acp.ToolCallContent
+	_ = json.Unmarshal(c.Content, &diffs)
+	for _, d := range diffs {
+		if d.Type == "diff" {
+			b := map[string]any{"path": d.Path, "afterFullFileContent": d.NewText}
+			if d.OldText != nil {
+				b["beforeFullFileContent"] = *d.OldText
+				args = withArgs(args, changedLines(*d.OldText, d.NewText))
+			}
+			body = b
+			break
+		}
+	}
+	var res any = map[string]any{"success": body}
+	switch {
+	case c.rejected != "":
+		res = map[string]any{"rejected": map[string]string{"reason": c.rejected}}
+	case c.Status == "failed":
+		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(c.Content)})}
+	}
+	r, _ := json.Marshal(res)
+	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: c.ToolCallID, TimestampMs: time.Now().UnixMilli(),
+		Tool: &translate.ToolCall{Kind: kind, Args: args, Result: r}})
+}
+
+// printKind names a tool call as print mode does, from its ACP kind and
+// the arguments it carries, and returns its arguments.
+func printKind(c *acpCall) (string, jsontext.Value) {
+	var in map[string]jsontext.Value
+	_ = json.Unmarshal(c.RawInput, &in)
+	has := func(k string) bool { _, ok := in[k]; return ok }
+	args := c.RawInput
+	if args.Kind() != '{' {
+		args = jsontext.Value("{}")
+	}
+	switch {
+	case has("providerIdentifier"):
+		return "mcpToolCall", args
+	case c.Kind == "execute":
+		if !has("command") {
+			args = withArgs(args, map[string]string{"command": strings.Trim(c.Title, "`")})
+		}
+		return "shellToolCall", args
+	case c.Kind == "edit" || c.Kind == "delete" || c.Kind == "move":
+		if !has("path") && len(c.Locations) > 0 {
+			args = withArgs(args, map[string]string{"path": c.Locations[0].Path})
+		}
+		if c.Kind == "delete" {
+			return "deleteToolCall", args
+		}
+		return "editToolCall", args
+	case c.Kind == "read" && has("ignore"):
+		return "lsToolCall", args
+	case c.Kind == "read" && has("paths"):
+		return "readLintsToolCall", args
+	case c.Kind == "read":
+		return "readToolCall", args
+	case c.Kind == "search" && has("globPattern"):
+		return "globToolCall", args
+	case c.Kind == "search" && has("targetDirectories"):
+		return "semSearchToolCall", args
+	case c.Kind == "search":
+		return "grepToolCall", args
+	case c.Kind == "fetch" && has("url"):
+		return "webFetchToolCall", args
+	case c.Kind == "fetch":
+		return "webSearchToolCall", args
+	}
+	return "function", args
+}
+
+// withArgs returns args with the given members set.
+func withArgs(args jsontext.Value, set map[string]string) jsontext.Value {
+	m := map[string]jsontext.Value{}
+	_ = json.Unmarshal(args, &m)
+	for k, v := range set {
+		m[k], _ = json.Marshal(v)
+	}
+	b, err := json.Marshal(m, json.Deterministic(true))
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// changedLines returns the lines an edit replaced, as old_string and
+// new_string: what lies between the lines both texts begin and end with.
+func changedLines(before, after string) map[string]string {
+	a, b := strings.SplitAfter(before, "\n"), strings.SplitAfter(after, "\n")
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	j := 0
+	for j < len(a)-i && j < len(b)-i && a[len(a)-1-j] == b[len(b)-1-j] {
+		j++
+	}
+	return map[string]string{"old_string": strings.Join(a[i:len(a)-j], ""), "new_string": strings.Join(b[i:len(b)-j], "")}
+}
+
+func contentText(content jsontext.Value) string {
+	var items []acp.ToolCallContent
+	_ = json.Unmarshal(content, &items)
+	var b strings.Builder
+	for _, it := range items {
+		if it.Content != nil {
+			b.WriteString(it.Content.Text)
+		}
+	}
+	return cmp.Or(b.String(), "the tool failed")
+}

@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-json-experiment/json"
+	"github.com/labstack/echo/v4"
+
+	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/runs"
+)
+
+// RespondRequest is the body of POST /v1/chat/{id}/respond: the answer to
+// a question (questionId with optionIds and or text) or to a permission
+// request (toolCallId and optionId).
+type RespondRequest struct {
+	QuestionID string   `json:"questionId"`
+	OptionIDs  []string `json:"optionIds"`
+	Text       string   `json:"text"`
+	ToolCallID string   `json:"toolCallId"`
+	OptionID   string   `json:"optionId"`
+}
+
+var respondFields = map[string]bool{"questionId": true, "optionIds": true, "text": true, "toolCallId": true, "optionId": true}
+
+// respondAnswer is what a respond is answered with.
+type respondAnswer struct {
+	ID         string `json:"id"`
+	QuestionID string `json:"questionId,omitzero"`
+	ToolCallID string `json:"toolCallId,omitzero"`
+	Status     string `json:"status"` // answered, approved or rejected
+}
+
+// handleRespond serves POST /v1/chat/{id}/respond.
+func (s *Server) handleRespond(c echo.Context) error {
+	ctx := c.Request().Context()
+	if s.visibleRun(ctx, c.Param("id")) == nil {
+		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	}
+	var req RespondRequest
+	if err := s.decodeBody(c, &req, respondFields); err != nil {
+		return err
+	}
+	ans, err := s.respond(ctx, c.Param("id"), &req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, ans)
+}
+
+// respond checks an answer and gives it to run id.
+func (s *Server) respond(ctx context.Context, id string, req *RespondRequest) (*respondAnswer, error) {
+	if s.visibleRun(ctx, id) == nil {
+		return nil, &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	}
+	switch {
+	case (req.QuestionID == "") == (req.ToolCallID == ""):
+		return nil, errBadRequest("bad_answer", "send questionId (with optionIds or text) or toolCallId (with optionId)")
+	case req.ToolCallID != "" && (req.OptionID == "" || req.OptionIDs != nil || req.Text != ""):
+		return nil, errBadRequest("bad_answer", "a permission is answered with toolCallId and optionId alone")
+	case req.QuestionID != "" && req.OptionID != "":
+		return nil, errBadRequest("bad_answer", "a question is answered with optionIds (a list) and or text")
+	}
+	if err := checkText("an answer", req.Text, 64<<10); err != nil {
+		return nil, err
+	}
+	status, err := s.cli.Respond(id, agent.Answer{ToolCallID: req.ToolCallID, OptionID: req.OptionID,
+		QuestionID: req.QuestionID, OptionIDs: req.OptionIDs, Text: req.Text})
+	var bad *agent.BadAnswerError
+	switch {
+	case errors.As(err, &bad):
+		return nil, errBadRequest("unknown_option", "%s", bad.Msg)
+	case errors.Is(err, agent.ErrNothingPending):
+		what := fmt.Sprintf("tool call %q", req.ToolCallID)
+		if req.QuestionID != "" {
+			what = fmt.Sprintf("question %q", req.QuestionID)
+		}
+		return nil, &HTTPError{Status: http.StatusConflict, Code: "not_pending",
+			Message: fmt.Sprintf("the run waits for no answer to %s: it was answered, it timed out, or it was never asked", what)}
+	case err != nil:
+		return nil, err
+	}
+	return &respondAnswer{ID: id, QuestionID: req.QuestionID, ToolCallID: req.ToolCallID, Status: status}, nil
+}
+
+// checkInteractive refuses what ACP mode cannot do and what only it can.
+func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
+	acpMode := s.cfg.Agent.Protocol == "acp"
+	switch {
+	case req.Interactive && (backend != "cli" || !acpMode):
+		return errBadRequest("not_interactive", "interactive runs need the cli backend with agent.protocol: acp")
+	case req.IncludeRaw && acpMode && backend == "cli":
+		return errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
+	}
+	return nil
+}
+
+// wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
+// WebSocket: the run is id, else the socket's running turn. The answer is
+// {"type":"responded","data":{…as POST /v1/chat/{id}/respond answers…}}.
+func (s *Server) wsRespond(ctx context.Context, msg []byte, current *runs.Run) (wsMessage, *HTTPError) {
+	var head struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(msg, &head)
+	id := head.ID
+	if id == "" && current != nil {
+		id = current.ID
+	}
+	var req RespondRequest
+	if err := decodeStrict(removeMember(removeMember(msg, "type"), "id"), &req, respondFields); err != nil {
+		s.reject(err)
+		return wsMessage{}, asHTTPError(err)
+	}
+	ans, err := s.respond(ctx, id, &req)
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	b, err := json.Marshal(ans)
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	return wsMessage{Type: "responded", Data: b}, nil
+}
