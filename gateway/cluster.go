@@ -208,7 +208,14 @@ func (s *Server) toPeer(ctx context.Context, to cluster.Replica, method, uri str
 // an error document and done.
 func (s *Server) forward(c echo.Context, to cluster.Replica) {
 	r := c.Request()
-	body, _ := c.Get(bodyKey).([]byte)
+	body, read := c.Get(bodyKey).([]byte)
+	if !read && r.ContentLength != 0 {
+		var err error
+		if body, err = readBody(c, s.cfg.Server.MaxBodyBytes); err != nil {
+			c.Error(err)
+			return
+		}
+	}
 	resp, stop, err := s.toPeer(r.Context(), to, r.Method, r.URL.RequestURI(), r.Header, body)
 	if err != nil {
 		if r.Context().Err() == nil {

@@ -430,3 +430,33 @@ func TestClusterReplicaRestarts(t *testing.T) {
 		t.Fatalf("the restarted replica's agent starts: %d, the last %v; want it to resume %s", len(starts), got, conv)
 	}
 }
+
+// TestClusterRespondElsewhere answers an interactive run's permissions
+// through another replica: one by POST /v1/chat/{id}/respond, one over a
+// WebSocket on that replica; the owner's run takes both.
+func TestClusterRespondElsewhere(t *testing.T) {
+	pg := pgtest.Start(t)
+	reps := startCluster(t, pg, 2, "DOCSTREAM_AGENT_PROTOCOL=acp", "DOCSTREAM_AGENT_IDLE_TIMEOUT=3s")
+	st := reps[0].acpOpen(t, map[string]any{"prompt": "permissions", "interactive": true})
+	defer st.Close()
+	id := st.Resp.Header.Get("X-Docstream-Response-Id")
+	m := st.waiting(t)
+	reps[1].respond(t, id, map[string]any{"toolCallId": m["toolCallId"], "optionId": "maybe"}, http.StatusBadRequest)
+	if got := reps[1].respond(t, id, map[string]any{"toolCallId": m["toolCallId"], "optionId": "allow-once"}, 200); got["status"] != documents.StatusApproved {
+		t.Fatalf("respond through another replica: %v", got)
+	}
+	m = st.waiting(t)
+	c := reps[1].dialWS(t)
+	c.send(map[string]any{"type": "respond", "id": id, "toolCallId": m["toolCallId"], "optionId": "reject-once"})
+	if r := c.read(); r.Type != "responded" || !strings.Contains(string(r.Data), documents.StatusRejected) {
+		t.Fatalf("respond over a WebSocket on another replica: %s %s", r.Type, r.Data)
+	}
+	cr := fold(t, st.all())
+	cmds := acpDocs(cr, documents.TypeTerminalCommand)
+	var ran, refused documents.TerminalCommandMeta
+	_ = json.Unmarshal(cmds[0].Metadata, &ran)
+	_ = json.Unmarshal(cmds[1].Metadata, &refused)
+	if ran.Status != documents.StatusApproved || refused.Status != documents.StatusRejected {
+		t.Fatalf("the commands: %+v, %+v", ran, refused)
+	}
+}

@@ -1,15 +1,18 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
 
 	"github.com/docstream/docstream/agent"
+	"github.com/docstream/docstream/cluster"
 	"github.com/docstream/docstream/runs"
 )
 
@@ -38,6 +41,9 @@ type respondAnswer struct {
 func (s *Server) handleRespond(c echo.Context) error {
 	ctx := c.Request().Context()
 	if s.visibleRun(ctx, c.Param("id")) == nil {
+		if err := s.runElsewhere(ctx, c.Param("id")); err != nil {
+			return err
+		}
 		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
 	}
 	var req RespondRequest
@@ -101,19 +107,28 @@ func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
 // wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
 // WebSocket: the run is id, else the socket's running turn. The answer is
 // {"type":"responded","data":{…as POST /v1/chat/{id}/respond answers…}}.
-func (s *Server) wsRespond(ctx context.Context, msg []byte, current *runs.Run) (wsMessage, *HTTPError) {
+func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, header http.Header) (wsMessage, *HTTPError) {
 	var head struct {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal(msg, &head)
 	id := head.ID
-	if id == "" && current != nil {
-		id = current.ID
+	switch t := current.(type) {
+	case *runs.Run:
+		id = cmp.Or(id, t.ID)
+	case *peerTurn:
+		id = cmp.Or(id, t.id)
 	}
+	body := removeMember(removeMember(msg, "type"), "id")
 	var req RespondRequest
-	if err := decodeStrict(removeMember(removeMember(msg, "type"), "id"), &req, respondFields); err != nil {
+	if err := decodeStrict(body, &req, respondFields); err != nil {
 		s.reject(err)
 		return wsMessage{}, asHTTPError(err)
+	}
+	if s.visibleRun(ctx, id) == nil {
+		if fe, ok := errors.AsType[*forwardError](s.runElsewhere(ctx, id)); ok {
+			return s.peerRespond(ctx, fe.to, id, header, body)
+		}
 	}
 	ans, err := s.respond(ctx, id, &req)
 	if err != nil {
@@ -122,6 +137,30 @@ func (s *Server) wsRespond(ctx context.Context, msg []byte, current *runs.Run) (
 	b, err := json.Marshal(ans)
 	if err != nil {
 		return wsMessage{}, asHTTPError(err)
+	}
+	return wsMessage{Type: "responded", Data: b}, nil
+}
+
+// peerRespond gives an answer to a run that another replica runs, and
+// relays that replica's answer.
+func (s *Server) peerRespond(ctx context.Context, to cluster.Replica, id string, header http.Header, body []byte) (wsMessage, *HTTPError) {
+	resp, stop, err := s.toPeer(ctx, to, http.MethodPost, "/v1/chat/"+id+"/respond", header, body)
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	defer stop()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return wsMessage{}, asHTTPError(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error HTTPError `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		e.Error.Status = resp.StatusCode
+		return wsMessage{}, &e.Error
 	}
 	return wsMessage{Type: "responded", Data: b}, nil
 }

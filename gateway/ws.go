@@ -128,7 +128,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				r.Cancel(false)
 			}
 		case "respond":
-			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current))
+			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current), c.Request().Header)
 			if he != nil {
 				m = wsMessage{Type: "error"}
 				m.Data, _ = json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
