@@ -33,9 +33,8 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 	return &out, nil
 }
 
-// AllAgents iterates over every agent matching opts, page after page, starting
-// at opts.Cursor. On a failure it yields the error once and stops. It stops too
-// if the API repeats a cursor.
+// AllAgents iterates over every agent matching opts from opts.Cursor on; a
+// failure is yielded once and ends it.
 func (c *Client) AllAgents(ctx context.Context, opts ListOptions) iter.Seq2[Agent, error] {
 	return func(yield func(Agent, error) bool) {
 		seen := map[string]bool{}
@@ -88,12 +87,8 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 	return &out, nil
 }
 
-// Launch starts an agent (POST /v0/agents) and returns it, usually CREATING.
-// The request is checked first (prompt text, at most MaxImages images, a
-// repository or PR URL, webhook URL and secret length) and nothing is sent when
-// it is invalid. Launch is retried only after a 429; after a timeout, a
-// transport error or a 5xx it fails at once because an agent may already have
-// been started.
+// Launch checks req and starts an agent (POST /v0/agents). It is retried only
+// after a 429, since an agent may already have been started.
 func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) {
 	if err := validatePrompt(req.Prompt); err != nil {
 		return nil, err
@@ -117,9 +112,8 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 	return &out, nil
 }
 
-// FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup);
-// a stopped or finished agent restarts. Like Launch, it is retried only after a
-// 429.
+// FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup).
+// Like Launch, it is retried only after a 429.
 func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err := validatePrompt(prompt); err != nil {
 		return err
@@ -142,8 +136,7 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.do(ctx, r, &idResponse{})
 }
 
-// Delete removes an agent and its conversation for good (DELETE
-// /v0/agents/{id}).
+// Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
 func (c *Client) Delete(ctx context.Context, id string) error {
 	path, err := agentPath(id, "")
 	if err != nil {
@@ -163,8 +156,7 @@ func (c *Client) Me(ctx context.Context) (*APIKeyInfo, error) {
 	return &out, nil
 }
 
-// Models returns the recommended model names (GET /v0/models). Launching with
-// no model lets the API choose.
+// Models returns the recommended model names (GET /v0/models).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	var out struct {
 		Models []string `json:"models"`
@@ -192,8 +184,7 @@ func agentPath(id, suffix string) (string, error) {
 	if id == "" {
 		return "", badRequest("agent id is empty")
 	}
-	// "." and ".." would be dot-segments of the path, naming another
-	// endpoint however they are escaped.
+	// "." and ".." would name another endpoint however they are escaped.
 	if len(id) > 256 || id == "." || id == ".." || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", badRequest("agent id is not valid")
 	}

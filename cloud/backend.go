@@ -18,9 +18,8 @@ type Config struct {
 	APIKey       string        `yaml:"api_key"`
 	PollInterval time.Duration `yaml:"poll_interval"`
 	Default      bool          `yaml:"default"`
-	// RequestTimeout bounds what a pass-through route, or a cloud run's
-	// launch or follow-up, waits for the API, retries included (0: no
-	// bound but the client's own).
+	// RequestTimeout bounds a pass-through route, launch or follow-up,
+	// retries included (0: only the client's own).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
@@ -35,12 +34,10 @@ type RunSpec struct {
 // Backend watches a launched cloud agent and streams its messages
 // through the segmenter.
 type Backend struct {
-	Client   *Client
-	Interval time.Duration // how often the agent is polled
-	// RunTimeout and IdleTimeout are agent.run_timeout and
-	// agent.idle_timeout: a run that takes longer, or whose agent says
-	// nothing new for longer, is stopped (0: no limit).
-	RunTimeout, IdleTimeout time.Duration
+	Client      *Client
+	Interval    time.Duration // how often the agent is polled
+	RunTimeout  time.Duration // agent.run_timeout (0: no limit)
+	IdleTimeout time.Duration // agent.idle_timeout (0: no limit)
 }
 
 var _ runs.Backend = (*Backend)(nil)
@@ -85,8 +82,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 			return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
 		case u, ok := <-updates:
 			if !ok {
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
+				return agentError("the cloud agent watch ended early", "", start)
 			}
 			if idle != nil && u.Kind != UpdateStatus {
 				idle.Reset(b.IdleTimeout)
@@ -101,30 +97,31 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 				seg.EndSegment()
 				info.Status, info.Summary, info.BranchName, info.PRURL, info.URL = string(a.Status), a.Summary, a.Target.BranchName, a.Target.PRURL, a.Target.URL
 				seg.SetCloud(info)
-				el := time.Since(start).Milliseconds()
 				switch a.Status {
 				case StatusFinished:
-					seg.Complete(el)
+					seg.Complete(time.Since(start).Milliseconds())
 					return translate.End{}
 				case StatusStopped:
-					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
+					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: time.Since(start).Milliseconds()}
 				default:
-					return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-						Message: fmt.Sprintf("the cloud agent ended with status %s", a.Status), Stderr: a.Summary, Elapsed: el}
+					return agentError(fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary, start)
 				}
 			case UpdateError:
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the Cloud Agents API failed: " + u.Err.Error(), Elapsed: time.Since(start).Milliseconds()}
+				return agentError("the Cloud Agents API failed: "+u.Err.Error(), "", start)
 			}
 		}
 	}
 }
 
-// cloudMessages streams a cloud agent's messages as the segmenter's text,
-// and counts them as the response's turns. Messages are tracked by id: the
-// one last written to grows its segment; an earlier one that grows after
-// another was written adds only what is new, in a segment of its own,
-// since its documents are already closed.
+// agentError ends a run that the cloud agent or its API failed.
+func agentError(msg, stderr string, start time.Time) translate.End {
+	return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
+		Message: msg, Stderr: stderr, Elapsed: time.Since(start).Milliseconds()}
+}
+
+// cloudMessages streams a cloud agent's assistant messages as the segmenter's
+// text, by id: an earlier message that grows adds only what is new, in a
+// segment of its own.
 type cloudMessages struct {
 	seg     *translate.Segmenter
 	current string            // the message the open segment holds
