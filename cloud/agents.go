@@ -25,12 +25,7 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 	if opts.PRURL != "" {
 		q.Set("prUrl", opts.PRURL)
 	}
-	var out AgentList
-	r := &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[AgentList](ctx, c, &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"})
 }
 
 // AllAgents iterates over every agent matching opts from opts.Cursor on; a
@@ -64,12 +59,7 @@ func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out Agent
-	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Agent](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id})
 }
 
 // Conversation returns an agent's messages (GET /v0/agents/{id}/conversation).
@@ -79,12 +69,7 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 	if err != nil {
 		return nil, err
 	}
-	var out Conversation
-	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Conversation](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id})
 }
 
 // Launch checks req and starts an agent (POST /v0/agents). It is retried only
@@ -104,12 +89,7 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 			return nil, badRequest("webhook.secret has %d characters; at least %d are required", len(req.Webhook.Secret), MinWebhookSecretLen)
 		}
 	}
-	var out Agent
-	r := &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Agent](ctx, c, &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"})
 }
 
 // FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup).
@@ -148,12 +128,7 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 
 // Me describes the API key in use (GET /v0/me).
 func (c *Client) Me(ctx context.Context) (*APIKeyInfo, error) {
-	var out APIKeyInfo
-	r := &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[APIKeyInfo](ctx, c, &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"})
 }
 
 // Models returns the recommended model names (GET /v0/models).
@@ -166,6 +141,15 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return out.Models, nil
+}
+
+// send sends r and decodes its answer into a new T.
+func send[T any](ctx context.Context, c *Client, r *call) (*T, error) {
+	var out T
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // validatePrompt checks a prompt before it is sent.

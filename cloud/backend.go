@@ -68,9 +68,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	info := documents.CloudInfo{AgentID: cs.AgentID, Repository: cs.Repository}
 	seg.SetConversation(cs.AgentID)
 	seg.SetCloud(info)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates := b.Client.Watch(wctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp})
+	updates := b.Client.Watch(ctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp})
 	msgs := cloudMessages{seg: seg, sent: map[string]string{}}
 	for {
 		select {

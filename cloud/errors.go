@@ -12,22 +12,14 @@ import (
 
 // Error codes carried by *Error.
 const (
-	// CodeBadRequest is a 400 from the API, or a request refused locally.
-	CodeBadRequest = "bad_request"
-	// CodeUnauthorized is a 401 from the API, or no API key configured.
-	CodeUnauthorized = "cloud_unauthorized"
-	// CodeForbidden is a 403 from the API.
-	CodeForbidden = "cloud_forbidden"
-	// CodeNotFound is a 404 from the API (no such agent).
-	CodeNotFound = "not_found"
-	// CodeConflict is a 409 from the API, seen on follow-ups to a busy agent.
-	CodeConflict = "conflict"
-	// CodeRateLimited is a 429 from the API, or the local repositories limit.
-	CodeRateLimited = "rate_limited"
-	// CodeUnavailable is a 5xx, a transport failure or an unreadable answer.
-	CodeUnavailable = "cloud_unavailable"
-	// CodeUnexpected is any other status.
-	CodeUnexpected = "cloud_error"
+	CodeBadRequest   = "bad_request"        // a 400, or a request refused locally
+	CodeUnauthorized = "cloud_unauthorized" // a 401, or no API key configured
+	CodeForbidden    = "cloud_forbidden"    // a 403
+	CodeNotFound     = "not_found"          // a 404 (no such agent)
+	CodeConflict     = "conflict"           // a 409, seen on follow-ups to a busy agent
+	CodeRateLimited  = "rate_limited"       // a 429, or the local repositories limit
+	CodeUnavailable  = "cloud_unavailable"  // a 5xx, a transport failure or an unreadable answer
+	CodeUnexpected   = "cloud_error"        // any other status
 )
 
 // Error is a failure reported by the Cloud Agents API or found before sending.

@@ -122,19 +122,12 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 func (s *reposState) wait(now time.Time) time.Duration {
 	hourAgo := now.Add(-time.Hour)
 	s.sent = slices.DeleteFunc(s.sent, func(t time.Time) bool { return !t.After(hourAgo) })
-	until := s.blocked
+	wait := s.blocked.Sub(now)
 	if n := len(s.sent); n > 0 {
-		if t := s.sent[n-1].Add(time.Minute / RepositoriesPerMinute); t.After(until) {
-			until = t
-		}
-		if n >= RepositoriesPerHour {
-			if t := s.sent[n-RepositoriesPerHour].Add(time.Hour); t.After(until) {
-				until = t
-			}
-		}
+		wait = max(wait, s.sent[n-1].Add(time.Minute/RepositoriesPerMinute).Sub(now))
 	}
-	if until.After(now) {
-		return until.Sub(now)
+	if n := len(s.sent); n >= RepositoriesPerHour {
+		wait = max(wait, s.sent[n-RepositoriesPerHour].Add(time.Hour).Sub(now))
 	}
-	return 0
+	return max(wait, 0)
 }

@@ -5,14 +5,12 @@ import (
 	"time"
 )
 
-// MaxImages is the largest number of images a prompt may carry.
-const MaxImages = 5
-
-// MinWebhookSecretLen is the shortest webhook secret the API accepts.
-const MinWebhookSecretLen = 32
-
-// MaxListLimit is the largest page size ListAgents accepts.
-const MaxListLimit = 100
+// Limits of the API's requests.
+const (
+	MaxImages           = 5   // images in a prompt
+	MinWebhookSecretLen = 32  // the shortest webhook secret
+	MaxListLimit        = 100 // the largest page of ListAgents
+)
 
 // Status is an agent's status as the API reports it, such as "RUNNING".
 type Status string

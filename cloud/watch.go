@@ -60,9 +60,7 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) <-chan
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultWatchMaxBackoff
 	}
-	if opts.MaxBackoff < opts.Interval {
-		opts.MaxBackoff = opts.Interval
-	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.Interval)
 	if opts.MaxErrors <= 0 {
 		opts.MaxErrors = DefaultWatchMaxErrors
 	}
