@@ -46,9 +46,7 @@ type Registry struct {
 // StoreWrote records how a store write went.
 func (g *Registry) StoreWrote(err error) {
 	if err == nil {
-		if g.storeErr.Load() != nil {
-			g.storeErr.Store(nil)
-		}
+		g.storeErr.Store(nil)
 		return
 	}
 	g.metrics.StoreErrors.Inc()

@@ -119,18 +119,10 @@ func (r *Run) stored() documents.ChatResponse {
 
 // fillResponse sets the fields a response has before its events say them.
 func fillResponse(resp *documents.ChatResponse, spec *Spec) {
-	if resp.ID == "" {
-		resp.ID = spec.ResponseID
-	}
-	if resp.Model == "" {
-		resp.Model = cmp.Or(spec.Model, "auto")
-	}
-	if resp.Mode == "" {
-		resp.Mode = cmp.Or(spec.Mode, "agent")
-	}
-	if resp.Created == "" {
-		resp.Created = spec.Created
-	}
+	resp.ID = cmp.Or(resp.ID, spec.ResponseID)
+	resp.Model = cmp.Or(resp.Model, spec.Model, "auto")
+	resp.Mode = cmp.Or(resp.Mode, spec.Mode, "agent")
+	resp.Created = cmp.Or(resp.Created, spec.Created)
 	if resp.Documents == nil {
 		resp.Documents = []documents.Document{}
 	}
@@ -182,36 +174,33 @@ func (r *Run) Attach() (detach func()) {
 	}
 	r.mu.Unlock()
 	r.reg.metrics.Subscribers.Inc()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.reg.metrics.Subscribers.Dec()
+	return sync.OnceFunc(func() {
+		r.reg.metrics.Subscribers.Dec()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.subs--
+		if r.subs > 0 {
+			return
+		}
+		if r.finished {
+			r.release()
+			return
+		}
+		stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
+		g := r.reg.cfg.DetachGrace
+		if g <= 0 {
+			r.cancel(stop)
+			return
+		}
+		r.grace = time.AfterFunc(g, func() {
 			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.subs--
-			if r.subs > 0 {
-				return
-			}
-			if r.finished {
-				r.release()
-				return
-			}
-			stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
-			g := r.reg.cfg.DetachGrace
-			if g <= 0 {
+			n := r.subs
+			r.mu.Unlock()
+			if n == 0 {
 				r.cancel(stop)
-				return
 			}
-			r.grace = time.AfterFunc(g, func() {
-				r.mu.Lock()
-				n := r.subs
-				r.mu.Unlock()
-				if n == 0 {
-					r.cancel(stop)
-				}
-			})
 		})
-	}
+	})
 }
 
 // Launch starts a prepared run; later calls do nothing.
