@@ -176,10 +176,7 @@ type proc struct {
 	errDone   chan struct{} // closed once stderr is read
 	signalled atomic.Bool   // the gateway signalled the group
 	stopped   bool          // it had before the agent exited
-
-	reasonMu  sync.Mutex
-	reason    documents.StopReason
-	reasonMsg string
+	reason    atomic.Pointer[runs.Stop]
 }
 
 // Run runs the agent for spec, feeding its output to seg, and returns how
@@ -326,13 +323,10 @@ func (p *proc) watch() {
 // killed after the grace.
 func (p *proc) cancel() error {
 	kill := false
-	if cause := context.Cause(p.ctx); cause != lingerStop {
-		var r documents.StopReason
-		var msg string
-		r, msg, kill = runs.StopCause(p.ctx)
-		p.reasonMu.Lock()
-		p.reason, p.reasonMsg = r, msg
-		p.reasonMu.Unlock()
+	if context.Cause(p.ctx) != lingerStop {
+		var s runs.Stop
+		s.Reason, s.Msg, kill = runs.StopCause(p.ctx)
+		p.reason.Store(&s)
 	}
 	sig := syscall.SIGTERM
 	if kill {
@@ -395,9 +389,9 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 
 	// The run masks the secrets in the tail (see runs.Redactor).
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
-	p.reasonMu.Lock()
-	end.Reason, end.Message = p.reason, p.reasonMsg
-	p.reasonMu.Unlock()
+	if s := p.reason.Load(); s != nil {
+		end.Reason, end.Message = s.Reason, s.Msg
+	}
 	if st := p.cmd.ProcessState; st != nil {
 		code, sig := exitStatus(st)
 		by := ""

@@ -204,10 +204,7 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	dir.Close()
 	self := os.Getpid()
 	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue // not a process
-		}
-		pid, err := strconv.Atoi(name)
+		pid, err := strconv.Atoi(name) // an error: not a process
 		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue
 		}
