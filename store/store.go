@@ -58,11 +58,9 @@ type Store interface {
 	ConversationInfo(ctx context.Context, id string) (Conversation, error)
 	PutTurn(ctx context.Context, t Turn) error
 	Turn(ctx context.Context, responseID string) (Turn, error)
-	// MarkInterrupted marks every turn still "streaming" as interrupted and
-	// returns how many there were.
+	// MarkInterrupted marks the turns still "streaming" as interrupted.
 	MarkInterrupted(ctx context.Context) (int, error)
-	// PutFingerprint records that an OpenAI history is where a
-	// conversation now stands.
+	// PutFingerprint records the OpenAI history a conversation stands at.
 	PutFingerprint(ctx context.Context, fingerprint, conversationID string) error
 	// Fingerprint returns the conversation whose latest recorded history
 	// it is; a history the conversation has moved past is ErrNotFound.
