@@ -93,7 +93,6 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 }
 
 // FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup).
-// Like Launch, it is retried only after a 429.
 func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err := validatePrompt(prompt); err != nil {
 		return err
@@ -112,8 +111,7 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	r := &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}
-	return c.do(ctx, r, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, &idResponse{})
 }
 
 // Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
@@ -122,8 +120,7 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	r := &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}
-	return c.do(ctx, r, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, &idResponse{})
 }
 
 // Me describes the API key in use (GET /v0/me).

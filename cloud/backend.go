@@ -31,8 +31,7 @@ type RunSpec struct {
 	Repository string
 }
 
-// Backend watches a launched cloud agent and streams its messages
-// through the segmenter.
+// Backend watches a launched cloud agent and streams its messages to a run.
 type Backend struct {
 	Client      *Client
 	Interval    time.Duration // how often the agent is polled
@@ -42,8 +41,7 @@ type Backend struct {
 
 var _ runs.Backend = (*Backend)(nil)
 
-// Run watches the agent until it reaches a terminal status, the run's
-// time limit, or the agent's silence limit.
+// Run watches the agent until a terminal status, the run's time or silence limit.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	start := time.Now()
 	ctx, stop := context.WithCancelCause(ctx)

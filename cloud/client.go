@@ -16,11 +16,9 @@ import (
 	"time"
 )
 
-// DefaultBaseURL is the Cloud Agents API origin, without /v0.
-const DefaultBaseURL = "https://api.cursor.com"
-
 // Defaults of a new Client.
 const (
+	DefaultBaseURL         = "https://api.cursor.com" // the API origin, without /v0
 	DefaultMaxAttempts     = 4
 	DefaultMaxDelay        = 30 * time.Second
 	DefaultBaseDelay       = time.Second
@@ -94,8 +92,7 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	}
 }
 
-// WithJitter sets how a backoff delay is picked in [0, ceiling]; the default
-// is uniform.
+// WithJitter sets how a backoff delay is picked in [0, ceiling].
 func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
 	return func(c *Client) {
 		if jitter != nil {
@@ -104,8 +101,7 @@ func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
 	}
 }
 
-// WithLogger sets a printf-style function for retry and cache notes, which
-// never carry the key.
+// WithLogger sets a printf-style function for retry and cache notes.
 func WithLogger(logf func(format string, args ...any)) Option {
 	return func(c *Client) { c.logf = logf }
 }
@@ -352,20 +348,10 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n > int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		return time.Duration(n) * time.Second
+		return time.Duration(min(max(n, 0), int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d <= 0 {
-			return 0
-		}
-		return min(d, maxRetryAfter)
+		return min(max(t.Sub(now), 0), maxRetryAfter)
 	}
 	return 0
 }

@@ -65,8 +65,7 @@ func badRequest(format string, args ...any) *Error {
 	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-// statusError maps an error response, with the API's redacted message, to an
-// *Error.
+// statusError maps an error response and the API's message to an *Error.
 func statusError(r *call, status int, upstream string, retryAfter time.Duration) *Error {
 	e := &Error{Status: status, RetryAfter: retryAfter}
 	withUpstream := func(msg string) string {

@@ -162,8 +162,7 @@ type APIKeyInfo struct {
 	UserEmail  string    `json:"userEmail"`
 }
 
-// UnmarshalJSON decodes key information, leaving CreatedAt zero when it is not
-// RFC 3339.
+// UnmarshalJSON decodes key information, leaving CreatedAt zero if not RFC 3339.
 func (k *APIKeyInfo) UnmarshalJSON(b []byte) error {
 	type plain APIKeyInfo
 	var v struct {

@@ -95,7 +95,11 @@ func (w *watcher) run(ctx context.Context) {
 	var last Status
 	failures := 0
 	for {
-		agent, conv, err := w.poll(ctx)
+		agent, err := w.c.Agent(ctx, w.id)
+		var conv *Conversation
+		if err == nil {
+			conv, err = w.c.Conversation(ctx, w.id)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -137,19 +141,6 @@ func (w *watcher) run(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// poll reads the status, then the conversation.
-func (w *watcher) poll(ctx context.Context) (*Agent, *Conversation, error) {
-	agent, err := w.c.Agent(ctx, w.id)
-	if err != nil {
-		return nil, nil, err
-	}
-	conv, err := w.c.Conversation(ctx, w.id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return agent, conv, nil
 }
 
 // messages sends new and changed messages; false when ctx ended.
