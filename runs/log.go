@@ -24,8 +24,7 @@ type Log struct {
 // frameOverhead is what a kept frame costs besides its data.
 const frameOverhead = 48
 
-// NewLog returns an empty log that keeps at most maxEvents events and
-// maxBytes bytes of data (no limit when ≤ 0).
+// NewLog returns an empty log of at most maxEvents events and maxBytes bytes.
 func NewLog(maxEvents, maxBytes int) *Log {
 	return &Log{first: 1, maxN: maxEvents, maxBytes: maxBytes, wake: make(chan struct{})}
 }

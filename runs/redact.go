@@ -55,8 +55,7 @@ func (r *Redactor) value(v jsontext.Value) jsontext.Value {
 	return v
 }
 
-// split masks the secrets in s and holds back its longest end that could
-// begin a secret.
+// split masks the secrets in s and holds back an end that could begin one.
 func (r *Redactor) split(s string) (out, held string) {
 	s = r.String(s)
 	n := 0
@@ -213,15 +212,12 @@ func (r *Redactor) Tail(s string) string {
 	if r == nil {
 		return s
 	}
-	secrets := r.forms
-	for _, v := range secrets {
-		s = strings.ReplaceAll(s, v, Redacted)
-	}
+	s = r.String(s)
 	prefix := ""
 	if rest, ok := strings.CutPrefix(s, "…"); ok {
 		prefix, s = "…", rest
 	}
-	for _, v := range secrets {
+	for _, v := range r.forms {
 		for k := len(v) - 1; k >= 4; k-- {
 			if strings.HasPrefix(s, v[len(v)-k:]) {
 				s = Redacted + s[k:]

@@ -136,16 +136,6 @@ func (g *Registry) Get(id string) *Run {
 	return g.runs[id]
 }
 
-// Start creates a run and starts it in the background.
-func (g *Registry) Start(spec *Spec) (*Run, error) {
-	r, err := g.Prepare(spec)
-	if err != nil {
-		return nil, err
-	}
-	r.Launch()
-	return r, nil
-}
-
 // Prepare admits and registers a run that Launch then starts, so that a
 // stream's headers need not wait for the spawn. Launch must follow.
 func (g *Registry) Prepare(spec *Spec) (*Run, error) {
@@ -174,7 +164,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, redacting: redacting{r: g.redactor}, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+		reg: g, cancel: cancel, done: make(chan struct{}), kill: make(chan struct{}), conv: spec.ConversationID}
 	spec.Kill = r
 	g.mu.Lock()
 	g.runs[r.ID] = r
@@ -186,8 +176,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	return r, nil
 }
 
-// RunningTurn reports whether a turn of the conversation runs now, and its
-// response id once it has one.
+// RunningTurn reports whether a turn of the conversation runs, and its id.
 func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -289,8 +278,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
 }
 
-// ended closes a run's documents with how it ended and gives back its slot
-// when it held one.
+// ended closes a run's documents with how it ended and gives back its slot.
 func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
 	defer g.wg.Done()
 	if ran {
@@ -358,9 +346,7 @@ func (g *Registry) letGo(r *Run) {
 func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	var timeout <-chan time.Time
 	if g.limits.QueueTimeout > 0 {
-		t := time.NewTimer(g.limits.QueueTimeout)
-		defer t.Stop()
-		timeout = t.C
+		timeout = time.After(g.limits.QueueTimeout)
 	}
 	select {
 	case g.slots <- struct{}{}:
@@ -420,10 +406,10 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
-// then ends the rest with a shutdown error and waits for them.
+// then ends the rest.
 func (g *Registry) Shutdown(ctx context.Context) {
 	defer g.closeSaver(ctx)
-	g.mu.Lock() // orders this against Start's admission (see Start)
+	g.mu.Lock() // orders this against Prepare's admission
 	g.closing.Store(true)
 	g.mu.Unlock()
 	done := make(chan struct{})

@@ -35,8 +35,8 @@ type Run struct {
 	launched atomic.Bool
 	runCtx   context.Context // for Launch, from Prepare
 	backend  Backend
-	kill     chan struct{} // made when first asked for (see KillNow)
-	killed   bool
+	kill     chan struct{} // closed by Kill
+	killOnce sync.Once
 	observe  []func(documents.Event)
 
 	redacting redacting   // used by emit only
@@ -60,8 +60,7 @@ func (r *Run) ConversationID() string {
 	return r.conv
 }
 
-// Response returns the response so far (status "streaming" while running),
-// or the finished response.
+// Response returns the response so far, or the finished one.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
 	if r.finished && r.final == nil {
@@ -77,8 +76,7 @@ func (r *Run) Response() documents.ChatResponse {
 	return resp
 }
 
-// Released reports whether the run is finished and only the store holds
-// its response.
+// Released reports whether only the store holds the finished response.
 func (r *Run) Released() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,31 +135,11 @@ func (r *Run) Cancel(kill bool) {
 	}
 }
 
-// Kill has the run's agent killed without the SIGTERM grace, also when a
-// cancel already sent SIGTERM.
-func (r *Run) Kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.killed {
-		r.killed = true
-		if r.kill != nil {
-			close(r.kill)
-		}
-	}
-}
+// Kill has the run's agent killed without the SIGTERM grace.
+func (r *Run) Kill() { r.killOnce.Do(func() { close(r.kill) }) }
 
 // KillNow returns a channel that is closed once Kill is called.
-func (r *Run) KillNow() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kill == nil {
-		r.kill = make(chan struct{})
-		if r.killed {
-			close(r.kill)
-		}
-	}
-	return r.kill
-}
+func (r *Run) KillNow() <-chan struct{} { return r.kill }
 
 // Attach registers a subscriber and returns its detach. A running run left by
 // its last subscriber is cancelled after the detach grace.
@@ -238,8 +216,7 @@ func (r *Run) step(ev documents.Event) {
 	}
 }
 
-// fold adds ev to the response being built and says what of the run the
-// store is to have before ev goes out.
+// fold adds ev to the response and says what the store needs before ev goes out.
 func (r *Run) fold(ev documents.Event) saveWant {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -176,11 +176,9 @@ func (s *saver) loop() {
 		s.cond.Broadcast()
 		if retry {
 			s.mu.Unlock()
-			t := time.NewTimer(retryGap)
 			select {
-			case <-t.C:
+			case <-time.After(retryGap):
 			case <-s.closing:
-				t.Stop()
 			}
 			s.mu.Lock()
 		}
@@ -205,8 +203,7 @@ func (s *saver) close(wait time.Duration) bool {
 	}
 }
 
-// writeSaves writes the jobs, each conversation row before its turn, and
-// returns what the store refused.
+// writeSaves writes the jobs, conversations first, and returns what was refused.
 func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []store.Conversation
 	var turns []store.Turn
