@@ -18,8 +18,7 @@ type checkpointer struct {
 	kick      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	close     func() error // stops it and closes its connection, once
 }
 
 const (
@@ -27,8 +26,7 @@ const (
 	checkpointLongLog = 4096        // frames of a log made to start over: 16 MiB
 )
 
-// startCheckpointer opens a connection to dsn and starts the checkpointer of
-// store, which is open on the same database.
+// startCheckpointer starts the checkpointer of store, on a connection to dsn.
 func startCheckpointer(dsn string, store *sql.DB, every time.Duration, longLog int) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -37,6 +35,11 @@ func startCheckpointer(dsn string, store *sql.DB, every time.Duration, longLog i
 	db.SetMaxOpenConns(1)
 	c := &checkpointer{db: db, store: store, every: every, longLog: longLog,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c.close = sync.OnceValue(func() error {
+		close(c.stop)
+		<-c.done
+		return c.db.Close()
+	})
 	go c.loop()
 	return c, nil
 }
@@ -51,19 +54,15 @@ func (c *checkpointer) wrote() {
 
 func (c *checkpointer) loop() {
 	defer close(c.done)
-	t := time.NewTimer(c.every)
-	t.Stop()
 	for {
 		select {
 		case <-c.kick:
 		case <-c.stop:
 			return
 		}
-		t.Reset(c.every)
 		select {
-		case <-t.C:
+		case <-time.After(c.every):
 		case <-c.stop:
-			t.Stop()
 			return
 		}
 		c.run()
@@ -82,15 +81,4 @@ func (c *checkpointer) run() {
 	if frames >= c.longLog {
 		_, _ = c.store.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 	}
-}
-
-// close stops the checkpointer and closes its connection; later calls return
-// what the first did.
-func (c *checkpointer) close() error {
-	c.closeOnce.Do(func() {
-		close(c.stop)
-		<-c.done
-		c.closeErr = c.db.Close()
-	})
-	return c.closeErr
 }

@@ -20,8 +20,7 @@ func DataDir(path string) string {
 	return filepath.Dir(path)
 }
 
-// CheckPath refuses a SQLite store path that cannot be a database
-// file, before anything is made beside it.
+// CheckPath refuses a SQLite store path that cannot be a database file.
 func CheckPath(path string) error {
 	path = storePath(path)
 	if strings.HasPrefix(path, "~") {
@@ -35,8 +34,7 @@ func CheckPath(path string) error {
 	return nil
 }
 
-// WritableDir creates dir if needed and checks that a file can be made in
-// it.
+// WritableDir creates dir if needed and checks that a file can be made in it.
 func WritableDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

@@ -26,8 +26,7 @@ import (
 // ErrNotFound is returned by a Store for an unknown id.
 var ErrNotFound = errors.New("not found")
 
-// Conversation is a conversation: its id (the agent's session id or the
-// cloud agent id) and what it runs with.
+// Conversation is a conversation (an agent session) and what it runs with.
 type Conversation struct {
 	ID        string    `json:"id"`
 	SessionID string    `json:"sessionId"`
@@ -103,8 +102,7 @@ func (p Cursor) precedes(c *Conversation) bool {
 	return c.ID < p.ID
 }
 
-// byActivity orders conversations as they are listed: the most recently
-// active first, ties by id, greatest first.
+// byActivity orders conversations as listed: the most recently active first.
 func byActivity(a, b Conversation) int {
 	if c := b.Updated.Compare(a.Updated); c != 0 {
 		return c
@@ -346,8 +344,7 @@ func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
 	return n - len(m.turns), nil
 }
 
-// Conversations returns a page of conversations, the most recently active
-// first.
+// Conversations returns a page of conversations, the most recently active first.
 func (m *MemoryStore) Conversations(_ context.Context, q ListQuery) ([]Conversation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -518,8 +515,7 @@ var migrations = []migration{
 // sorts as the times do (a second with no fraction before one with one).
 const activity = `rtrim(updated, 'Z')`
 
-// OpenSQLite opens (creating it and its folder) the SQLite database at path,
-// in WAL mode, and applies the migrations.
+// OpenSQLite opens or creates the SQLite database at path and migrates it.
 func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 	return openSQLite(ctx, path, checkpointEvery, checkpointLongLog)
 }
@@ -713,8 +709,7 @@ func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
 	return s.wrote(putTurn(ctx, s.putTurn, t))
 }
 
-// PutBatch creates or replaces conversations, then turns, in one
-// transaction: all of them are written or none.
+// PutBatch creates or replaces conversations, then turns, in one transaction.
 func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -773,8 +768,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	return int(n), s.wrote(nil)
 }
 
-// Conversations returns a page of conversations, the most recently active
-// first.
+// Conversations returns a page of conversations, the most recently active first.
 func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversation, error) {
 	var where []string
 	var args []any
@@ -816,8 +810,7 @@ func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversati
 	return out, nil
 }
 
-// DeleteConversation deletes a conversation, its turns and fingerprints,
-// in one transaction.
+// DeleteConversation deletes a conversation, its turns and fingerprints.
 func (s *SQLStore) DeleteConversation(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -882,8 +875,7 @@ func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
 	return len(turns), nil
 }
 
-// PutFingerprint records where a conversation stands. The row is replaced,
-// so that the latest has the highest rowid.
+// PutFingerprint records where a conversation stands, as its highest rowid.
 func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)`,
 		fp, conv, ts(time.Now()))
