@@ -47,8 +47,7 @@ type Config struct {
 	EnvDeny           []string          `yaml:"env_deny"`
 }
 
-// DefaultMaxLineBytes is agent.max_line_bytes by default (see
-// docs/operations.md for what it costs).
+// DefaultMaxLineBytes is agent.max_line_bytes by default (see docs/operations.md).
 const DefaultMaxLineBytes = 8 << 20
 
 // Backend runs the agent binary for runs; it is a runs.Backend.
@@ -105,8 +104,7 @@ func (b *Backend) Output(ctx context.Context, args ...string) ([]byte, error) {
 	return cmd.Output()
 }
 
-// SupportsDebug reports whether the installed CLI lists the debug mode in
-// its --help (probed once).
+// SupportsDebug reports whether the installed CLI's --help lists the debug mode.
 func (b *Backend) SupportsDebug(ctx context.Context) bool {
 	b.probeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -148,8 +146,7 @@ func (b *Backend) Args(spec *runs.Spec) []string {
 	return append(args, "--", spec.Prompt)
 }
 
-// outputDrainLimit is how long the output of a stopped agent is still read
-// while something outside its process group keeps writing to it.
+// outputDrainLimit is how long a stopped agent's output held open is still read.
 const outputDrainLimit = 2 * time.Second
 
 // lingerStop ends a run's context when the agent lingers after its output
@@ -179,8 +176,7 @@ type proc struct {
 	reason    atomic.Pointer[runs.Stop]
 }
 
-// Run runs the agent for spec, feeding its output to seg, and returns how
-// it ended.
+// Run runs the agent for spec, feeding its output to seg, and says how it ended.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	start := time.Now()
 	if err := b.Ready(); err != nil {
@@ -251,8 +247,7 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	return p, nil
 }
 
-// read feeds the agent's lines to seg until its output ends or it sent its
-// result.
+// read feeds the agent's lines to seg until its output ends or its result.
 func (p *proc) read(seg *translate.Segmenter) error {
 	dec := translate.NewDecoder(p.stdout, p.b.cfg.MaxLineBytes)
 	for !seg.Done() {
@@ -285,8 +280,7 @@ func (p *proc) wait() {
 	}
 }
 
-// drainOutput closes the agent's output once it is read, or after
-// outputDrainLimit.
+// drainOutput closes the agent's output once read, or after outputDrainLimit.
 func (p *proc) drainOutput() {
 	select {
 	case <-p.readDone:
@@ -359,16 +353,13 @@ func (p *proc) escalate() {
 	p.drainOutput()
 }
 
-// end ends the process group once the output ended and says how the run
-// ended.
+// end ends the process group once the output ended and says how the run did.
 func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
-	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
 	select {
 	case <-p.exited:
-	case <-linger.C:
+	case <-time.After(p.b.cfg.LingerAfterResult):
 		p.stop(lingerStop)
 	}
-	linger.Stop()
 	<-p.exited
 	// What the leader left in its group ends with it.
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)

@@ -18,8 +18,7 @@ import (
 // sweepGap is the least time between two sweeps of /proc.
 const sweepGap = 200 * time.Millisecond
 
-// sweepLater has the processes carrying a finished agent's mark killed by
-// the next sweep, then forgets its group.
+// sweepLater has the next sweep kill what carries a finished agent's mark.
 func (b *Backend) sweepLater(mark string, pgid, since int) {
 	b.sweepMu.Lock()
 	if len(b.pending) == 0 {
