@@ -133,8 +133,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	var out struct {
 		Models []string `json:"models"`
 	}
-	r := &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}
-	if err := c.do(ctx, r, &out); err != nil {
+	if err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}, &out); err != nil {
 		return nil, err
 	}
 	return out.Models, nil

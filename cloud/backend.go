@@ -93,12 +93,13 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 				seg.EndSegment()
 				info.Status, info.Summary, info.BranchName, info.PRURL, info.URL = string(a.Status), a.Summary, a.Target.BranchName, a.Target.PRURL, a.Target.URL
 				seg.SetCloud(info)
+				el := time.Since(start).Milliseconds()
 				switch a.Status {
 				case StatusFinished:
-					seg.Complete(time.Since(start).Milliseconds())
+					seg.Complete(el)
 					return translate.End{}
 				case StatusStopped:
-					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: time.Since(start).Milliseconds()}
+					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
 				default:
 					return agentError(fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary, start)
 				}

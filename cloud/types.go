@@ -196,9 +196,6 @@ type followUpRequest struct {
 
 // parseTime reads an ISO 8601 time as RFC 3339, or returns the zero time.
 func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }
