@@ -181,11 +181,14 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, busy := g.turns[conv]
-	return busyError(r).ID, busy
+	if r != nil {
+		id = r.ID
+	}
+	return id, busy
 }
 
-// busyError refuses a turn while running, a turn of its conversation, runs
-// (nil while that turn is being set up).
+// busyError refuses a turn while running, a turn of the same conversation,
+// runs; running is nil while that turn is being set up.
 func busyError(running *Run) *BusyError {
 	if running == nil {
 		return &BusyError{}
