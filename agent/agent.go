@@ -168,12 +168,12 @@ type proc struct {
 	killer   runs.Killer
 	lastLine atomic.Int64 // when the last line was read, as time since start
 
-	exited    chan struct{} // closed once the leader is reaped
-	readDone  chan struct{} // closed once the output is read
-	errDone   chan struct{} // closed once stderr is read
-	signalled atomic.Bool   // the gateway signalled the group
-	stopped   bool          // it had before the agent exited
-	reason    atomic.Pointer[runs.Stop]
+	exited    chan struct{}             // closed once the leader is reaped
+	readDone  chan struct{}             // closed once the output is read
+	errDone   chan struct{}             // closed once stderr is read
+	signalled atomic.Bool               // the gateway signalled the group
+	stopped   bool                      // it had before the agent exited
+	reason    atomic.Pointer[runs.Stop] // why the gateway stopped it, if it did
 }
 
 // Run runs the agent for spec, feeding its output to seg, and says how it ended.
