@@ -270,10 +270,6 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-			return nil
-		}
 		dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes))
 		if err := dec.Decode(out); err != nil {
 			if cerr := ctx.Err(); cerr != nil {

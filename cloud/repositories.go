@@ -121,7 +121,9 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 // wait returns how long until a request keeps within the limits. s.mu is held.
 func (s *reposState) wait(now time.Time) time.Duration {
 	hourAgo := now.Add(-time.Hour)
-	s.sent = slices.DeleteFunc(s.sent, func(t time.Time) bool { return !t.After(hourAgo) })
+	for len(s.sent) > 0 && !s.sent[0].After(hourAgo) {
+		s.sent = s.sent[1:]
+	}
 	wait := s.blocked.Sub(now)
 	if n := len(s.sent); n > 0 {
 		wait = max(wait, s.sent[n-1].Add(time.Minute/RepositoriesPerMinute).Sub(now))
