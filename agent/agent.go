@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,10 +57,7 @@ type Config struct {
 	AnswerTimeout time.Duration `yaml:"answer_timeout"`
 }
 
-// DefaultMaxLineBytes is agent.max_line_bytes by default. A line costs the
-// gateway about three times its size while it is translated, so that the
-// default 16 concurrent runs, each on a line of this size, fit in 384 MiB
-// (docs/operations.md).
+// DefaultMaxLineBytes is agent.max_line_bytes by default (see docs/operations.md).
 const DefaultMaxLineBytes = 8 << 20
 
 // Backend runs the agent binary for runs; it is a runs.Backend.
@@ -68,26 +66,18 @@ type Backend struct {
 	binary  string
 	env     []string
 	metrics *metrics.Metrics
-	// PidDir, when set, holds one file per running agent process group, so
-	// that agents left by a crash of the gateway are ended at its next start.
-	PidDir string
-	// Home, when set, marks every agent's environment as this gateway's
-	// (see HomeMark and ReapOrphans).
-	Home string
-	// Log receives what goes wrong off the runs' paths.
-	Log zerolog.Logger
+	PidDir  string         // when set, a file per running agent group, for ReapOrphans
+	Home    string         // when set, the home mark of every agent (see HomeMark)
+	Log     zerolog.Logger // what goes wrong off the runs' paths
 
 	probeOnce sync.Once
 	hasDebug  bool
 
-	// leaders are the pids of the agents running now, until reaped.
-	leadersMu sync.Mutex
-	leaders   map[int]bool
+	leaders sync.Map // pid → true: the agents running now, until reaped
 
-	// Finished agents' marks wait here for the next sweep of /proc.
 	sweepMu    sync.Mutex
 	sweepIdle  *sync.Cond
-	pending    map[string]int // mark → process group
+	pending    map[string]int // finished agents' marks → process group, for the next sweep
 	sweepSince int            // the lowest pid the pending marks need read
 	sweeping   bool
 
@@ -120,7 +110,7 @@ func (b *Backend) Binary() string { return b.binary }
 // Output runs the agent binary with args (after agent.args_prefix) outside
 // any run and returns its standard output; ctx bounds it.
 func (b *Backend) Output(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, b.binary, append(append([]string(nil), b.cfg.ArgsPrefix...), args...)...)
+	cmd := exec.CommandContext(ctx, b.binary, slices.Concat(b.cfg.ArgsPrefix, args)...)
 	cmd.Env = b.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
@@ -128,8 +118,7 @@ func (b *Backend) Output(ctx context.Context, args ...string) ([]byte, error) {
 	return cmd.Output()
 }
 
-// SupportsDebug reports whether the installed CLI lists the debug mode in
-// its --help (probed once).
+// SupportsDebug reports whether the installed CLI's --help lists the debug mode.
 func (b *Backend) SupportsDebug(ctx context.Context) bool {
 	b.probeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -142,8 +131,7 @@ func (b *Backend) SupportsDebug(ctx context.Context) bool {
 
 // Args returns the command line for a run, after the binary.
 func (b *Backend) Args(spec *runs.Spec) []string {
-	args := append([]string(nil), b.cfg.ArgsPrefix...)
-	args = append(args, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	args := append(slices.Clone(b.cfg.ArgsPrefix), "--print", "--output-format", "stream-json", "--stream-partial-output")
 	if spec.Model != "" && spec.Model != "auto" {
 		args = append(args, "--model", spec.Model)
 	}
@@ -172,48 +160,38 @@ func (b *Backend) Args(spec *runs.Spec) []string {
 	return append(args, "--", spec.Prompt)
 }
 
-// outputDrainLimit is how long the output of a stopped agent is still read
-// while something outside its process group keeps writing to it.
+// outputDrainLimit is how long a stopped agent's output held open is still read.
 const outputDrainLimit = 2 * time.Second
 
-// lingerStop is the cause a run's own context ends with when the agent
-// lingers after its output ended: the run ends without a stop reason.
+// lingerStop ends a run's context when the agent lingers after its output
+// ended; the run then has no stop reason.
 var lingerStop = errors.New("the agent lingered after its output ended")
 
 // proc is one running agent process group.
 type proc struct {
-	b      *Backend
-	ctx    context.Context
-	stop   context.CancelCauseFunc
-	start  time.Time
-	cmd    *exec.Cmd
-	pgid   int
-	mark   string // the groupMarkName entry in its environment
-	stdout *os.File
-	stderr *os.File
-	tail   *tail
-	killer runs.Killer
-	// lastLine is when the last line was read, as time since start.
-	lastLine atomic.Int64
-	// waiting is set while an ACP agent waits for a client's answer: it
-	// is silent then without being idle.
-	waiting atomic.Bool
+	b        *Backend
+	ctx      context.Context
+	stop     context.CancelCauseFunc
+	start    time.Time
+	cmd      *exec.Cmd
+	pgid     int
+	mark     string // the groupMarkName entry in its environment
+	stdout   *os.File
+	stderr   *os.File
+	tail     *tail
+	killer   runs.Killer
+	lastLine atomic.Int64 // when the last line was read, as time since start
+	waiting  atomic.Bool  // an ACP agent waits for a client's answer: silent, not idle
 
-	exited   chan struct{} // closed once the leader is reaped
-	readDone chan struct{} // closed once the output is read
-	errDone  chan struct{} // closed once stderr is read
-	// signalled is set when the gateway signals the group; stopped, when
-	// it had before the agent exited: the exit is then the gateway's doing.
-	signalled atomic.Bool
-	stopped   bool
-
-	reasonMu  sync.Mutex
-	reason    documents.StopReason
-	reasonMsg string
+	exited    chan struct{}             // closed once the leader is reaped
+	readDone  chan struct{}             // closed once the output is read
+	errDone   chan struct{}             // closed once stderr is read
+	signalled atomic.Bool               // the gateway signalled the group
+	stopped   bool                      // it had before the agent exited
+	reason    atomic.Pointer[runs.Stop] // why the gateway stopped it, if it did
 }
 
-// Run runs the agent for spec, feeding its output to seg, and returns how
-// it ended. ctx ends the run: its cause (see runs.StopCause) says why.
+// Run runs the agent for spec, feeding its output to seg, and says how it ended.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	if b.cfg.Protocol == "acp" {
 		return b.runACP(ctx, spec, seg)
@@ -234,9 +212,8 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	return p.end(seg, readErr)
 }
 
-// spawn starts the agent with args in its own process group, its stdin
-// read from stdin, its stdout on a pipe read by the run and its stderr kept
-// in a tail, with its watchdogs armed.
+// spawn starts the agent with args and stdin in its own process group,
+// with its watchdogs armed.
 func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, args []string, stdin io.Reader) (*proc, error) {
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
@@ -289,8 +266,7 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, a
 	return p, nil
 }
 
-// read feeds the agent's lines to seg until its output ends or it sent
-// its result; it returns read errors other than the end of the output.
+// read feeds the agent's lines to seg until its output ends or its result.
 func (p *proc) read(seg *translate.Segmenter) error {
 	dec := translate.NewDecoder(p.stdout, p.b.cfg.MaxLineBytes)
 	for !seg.Done() {
@@ -307,9 +283,8 @@ func (p *proc) read(seg *translate.Segmenter) error {
 	return nil
 }
 
-// wait reaps the agent. When the leader is gone while its output is still
-// open (a process outside its group holds it), the output gets the linger,
-// then it is drained and closed.
+// wait reaps the agent, then gives an output still held open the linger
+// before it is drained and closed.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
@@ -324,9 +299,7 @@ func (p *proc) wait() {
 	}
 }
 
-// drainOutput closes the agent's output once it is read, or after
-// outputDrainLimit, so that no reader hangs on what a process outside the
-// group still holds open.
+// drainOutput closes the agent's output once read, or after outputDrainLimit.
 func (p *proc) drainOutput() {
 	select {
 	case <-p.readDone:
@@ -335,8 +308,7 @@ func (p *proc) drainOutput() {
 	}
 }
 
-// watch arms the watchdogs of the run's total time and the agent's
-// silence; they end with the run's context.
+// watch arms the watchdogs of the run's total time and the agent's silence.
 func (p *proc) watch() {
 	if d := p.b.cfg.RunTimeout; d > 0 {
 		t := time.AfterFunc(d, func() {
@@ -350,12 +322,11 @@ func (p *proc) watch() {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(idle, func() {
-		// The timer re-arms from the last line, so that reading a line
-		// does not touch it.
 		if p.waiting.Load() {
 			t.Reset(idle)
 			return
 		}
+		// Re-armed from the last line, so that reading one need not touch it.
 		if silent := time.Since(p.start) - time.Duration(p.lastLine.Load()); silent < idle {
 			t.Reset(idle - silent)
 			return
@@ -365,18 +336,14 @@ func (p *proc) watch() {
 	context.AfterFunc(p.ctx, func() { t.Stop() })
 }
 
-// cancel is the command's Cancel: it signals the process group once the
-// run's context ends, SIGTERM (SIGKILL when the stop says so), and has the
-// group killed after the grace.
+// cancel is the command's Cancel: it signals the process group and has it
+// killed after the grace.
 func (p *proc) cancel() error {
 	kill := false
-	if cause := context.Cause(p.ctx); cause != lingerStop {
-		var r documents.StopReason
-		var msg string
-		r, msg, kill = runs.StopCause(p.ctx)
-		p.reasonMu.Lock()
-		p.reason, p.reasonMsg = r, msg
-		p.reasonMu.Unlock()
+	if context.Cause(p.ctx) != lingerStop {
+		var s runs.Stop
+		s.Reason, s.Msg, kill = runs.StopCause(p.ctx)
+		p.reason.Store(&s)
 	}
 	sig := syscall.SIGTERM
 	if kill {
@@ -388,8 +355,8 @@ func (p *proc) cancel() error {
 	return nil
 }
 
-// escalate kills the group after the grace (at once when the run is to be
-// killed now), then drains and closes its output.
+// escalate kills the group after the grace or on KillNow, then drains and
+// closes its output.
 func (p *proc) escalate() {
 	grace := p.b.cfg.KillGrace
 	var killNow <-chan struct{}
@@ -409,18 +376,13 @@ func (p *proc) escalate() {
 	p.drainOutput()
 }
 
-// end follows the end of the agent's output (or its result): it ends the
-// process group and says how the run ended.
+// end ends the process group once the output ended and says how the run did.
 func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
-	// The result ends the run even if the process lingers; an output that
-	// ended gives the process a moment to exit by itself.
-	linger := time.NewTimer(p.b.cfg.LingerAfterResult)
 	select {
 	case <-p.exited:
-	case <-linger.C:
+	case <-time.After(p.b.cfg.LingerAfterResult):
 		p.stop(lingerStop)
 	}
-	linger.Stop()
 	<-p.exited
 	// What the leader left in its group ends with it.
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
@@ -431,10 +393,8 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 	case <-time.After(p.b.cfg.KillGrace + time.Second):
 	}
 	_ = p.stderr.Close()
-	// What the agent started in a session of its own (setsid) is not in
-	// its group; it ends with the run all the same, in the next sweep of
-	// /proc. A short run passes over the processes older than its agent;
-	// in a long one pids may wrap around and climb past the agent's again.
+	// What the agent started in a session of its own ends in the next
+	// sweep; a long run's pids may have wrapped around.
 	since := p.pgid
 	if time.Since(p.start) > time.Minute {
 		since = 0
@@ -443,9 +403,9 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 
 	// The run masks the secrets in the tail (see runs.Redactor).
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
-	p.reasonMu.Lock()
-	end.Reason, end.Message = p.reason, p.reasonMsg
-	p.reasonMu.Unlock()
+	if s := p.reason.Load(); s != nil {
+		end.Reason, end.Message = s.Reason, s.Msg
+	}
 	if st := p.cmd.ProcessState; st != nil {
 		code, sig := exitStatus(st)
 		by := ""

@@ -15,14 +15,10 @@ import (
 	"time"
 )
 
-// sweepGap is the least time between two sweeps of /proc: the runs that
-// end meanwhile share the next one, so that many runs ending cost a few
-// sweeps a second rather than one each.
+// sweepGap is the least time between two sweeps of /proc.
 const sweepGap = 200 * time.Millisecond
 
-// sweepLater has the processes carrying a finished agent's mark killed by
-// the next sweep (at once when none is running), then forgets its group.
-// since is as for killMarked.
+// sweepLater has the next sweep kill what carries a finished agent's mark.
 func (b *Backend) sweepLater(mark string, pgid, since int) {
 	b.sweepMu.Lock()
 	if len(b.pending) == 0 {
@@ -61,7 +57,7 @@ func (b *Backend) sweep() {
 	}
 }
 
-// waitSweeps returns once no sweep is pending or running.
+// WaitSweeps returns once no sweep is pending or running.
 func (b *Backend) WaitSweeps() {
 	b.sweepMu.Lock()
 	defer b.sweepMu.Unlock()
@@ -75,24 +71,17 @@ func (b *Backend) WaitSweeps() {
 
 // setLeader notes that an agent with the given pid runs, or was reaped.
 func (b *Backend) setLeader(pid int, running bool) {
-	b.leadersMu.Lock()
-	defer b.leadersMu.Unlock()
-	if b.leaders == nil {
-		b.leaders = map[int]bool{}
-	}
 	if running {
-		b.leaders[pid] = true
+		b.leaders.Store(pid, true)
 	} else {
-		delete(b.leaders, pid)
+		b.leaders.Delete(pid)
 	}
 }
 
-// runningAgent reports whether a pid is an agent this backend runs now:
-// its environment holds its own run's mark, not a finished one's.
+// runningAgent reports whether a pid is an agent this backend runs now.
 func (b *Backend) runningAgent(pid int) bool {
-	b.leadersMu.Lock()
-	defer b.leadersMu.Unlock()
-	return b.leaders[pid]
+	_, ok := b.leaders.Load(pid)
+	return ok
 }
 
 // lastPid returns the pid the kernel gave last (0 when unknown).
@@ -109,17 +98,12 @@ func lastPid() int {
 	return n
 }
 
-// groupMarkName is the environment variable that marks an agent's
-// processes, and the tools they start, as those of one run: a restarted
-// gateway finds what a crash left running by it, wherever the processes
-// went (another process group, a new session) and whether or not the
-// agent's leader still runs.
-const groupMarkName = "AGENT_GATEWAY_GROUP"
-
-// homeMarkName is the environment variable that marks every agent of the
-// gateways of one data directory, so that a restarted gateway finds what a
-// crash left running without a record on disk.
-const homeMarkName = "AGENT_GATEWAY_HOME"
+// Environment variables that mark an agent's processes, wherever they went,
+// as those of one run, and of the gateways of one data directory.
+const (
+	groupMarkName = "AGENT_GATEWAY_GROUP"
+	homeMarkName  = "AGENT_GATEWAY_HOME"
+)
 
 // HomeMark returns the home mark of the gateways of a data directory.
 func HomeMark(dataDir string) string {
@@ -135,9 +119,7 @@ func groupMark() string {
 }
 
 // recordGroup notes a running agent process group and its mark in pidDir,
-// off the run's path: a write that fails is counted, logged and retried
-// while the agent runs. A crash sweep finds the agent by its home mark
-// without the record.
+// off the run's path, retrying a failed write while the agent runs.
 func (b *Backend) recordGroup(pgid int, mark string) {
 	if b.PidDir == "" {
 		return
@@ -169,11 +151,8 @@ func (b *Backend) forgetGroup(pgid int) {
 	}
 }
 
-// ReapOrphans ends what the agents of a crashed gateway left running: every
-// process that carries the home mark (see Backend.Home) or the mark of a run
-// recorded in pidDir, and the recorded process groups whose leader still
-// runs the agent binary. It returns how many process groups had something
-// left.
+// ReapOrphans ends what the agents of a crashed gateway left running, by
+// their marks and pidDir's records, and returns how many groups it ended.
 func ReapOrphans(pidDir, home string) int {
 	marks := map[string]int{} // mark → pgid; the home mark's is -1
 	if home != "" {
@@ -205,12 +184,9 @@ func ReapOrphans(pidDir, home string) int {
 	return len(reaped)
 }
 
-// killMarked kills every process whose environment holds one of marks and
-// returns the process groups (the marks' values) that had one. Processes
-// with a pid below since are passed over while pids have not wrapped
-// around since it was given: they were started before it. So are the pids
-// skip reports (nil: none), such as other runs' agents, whose environments
-// hold their own marks.
+// killMarked kills every process whose environment holds one of marks,
+// except those skip reports and, unless pids wrapped around, those below
+// since; it returns the marks' process groups that had one.
 func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[int]bool {
 	killed := map[int]bool{}
 	if len(marks) == 0 {
@@ -227,10 +203,7 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	dir.Close()
 	self := os.Getpid()
 	for _, name := range names {
-		if name == "" || name[0] < '0' || name[0] > '9' {
-			continue // not a process
-		}
-		pid, err := strconv.Atoi(name)
+		pid, err := strconv.Atoi(name) // an error: not a process
 		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue
 		}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -39,9 +39,8 @@ func (b *Backend) Ready() error {
 	return interpreterReady(p)
 }
 
-// interpreterReady checks what the kernel needs to start the agent binary:
-// a program (ELF), or a script whose #! line names an interpreter that can
-// run, and through env a program on PATH.
+// interpreterReady checks that the agent binary is a program (ELF) or a
+// script whose #! interpreter, or env's program, can run.
 func interpreterReady(script string) error {
 	f, err := os.Open(script)
 	if err != nil {
@@ -96,9 +95,8 @@ func interpreterReady(script string) error {
 	return fmt.Errorf("agent binary %s: its #! line gives env no program to run", script)
 }
 
-// agentEnv is the agent's environment: the allowed names of the gateway's
-// environment that no deny pattern matches, the simulator's DOCSTREAM_SIM_*
-// settings, plus CURSOR_API_KEY.
+// agentEnv is the agent's environment: the allowed and not denied names of
+// the gateway's, the simulator's DOCSTREAM_SIM_* settings and CURSOR_API_KEY.
 func agentEnv(environ []string, cfg Config) []string {
 	var env []string
 	for _, kv := range environ {
@@ -114,15 +112,13 @@ func agentEnv(environ []string, cfg Config) []string {
 	if cfg.APIKey != "" {
 		env = append(env, "CURSOR_API_KEY="+cfg.APIKey)
 	}
-	sort.Strings(env)
+	slices.Sort(env)
 	return env
 }
 
 func matchAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(strings.ToUpper(p), strings.ToUpper(name)); ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(patterns, func(p string) bool {
+		ok, _ := path.Match(strings.ToUpper(p), strings.ToUpper(name))
+		return ok
+	})
 }

@@ -25,17 +25,11 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 	if opts.PRURL != "" {
 		q.Set("prUrl", opts.PRURL)
 	}
-	var out AgentList
-	r := &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[AgentList](ctx, c, &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"})
 }
 
-// AllAgents iterates over every agent matching opts, page after page, starting
-// at opts.Cursor. On a failure it yields the error once and stops. It stops too
-// if the API repeats a cursor.
+// AllAgents iterates over every agent matching opts from opts.Cursor on; a
+// failure is yielded once and ends it.
 func (c *Client) AllAgents(ctx context.Context, opts ListOptions) iter.Seq2[Agent, error] {
 	return func(yield func(Agent, error) bool) {
 		seen := map[string]bool{}
@@ -65,12 +59,7 @@ func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out Agent
-	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Agent](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id})
 }
 
 // Conversation returns an agent's messages (GET /v0/agents/{id}/conversation).
@@ -80,20 +69,11 @@ func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, er
 	if err != nil {
 		return nil, err
 	}
-	var out Conversation
-	r := &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Conversation](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id})
 }
 
-// Launch starts an agent (POST /v0/agents) and returns it, usually CREATING.
-// The request is checked first (prompt text, at most MaxImages images, a
-// repository or PR URL, webhook URL and secret length) and nothing is sent when
-// it is invalid. Launch is retried only after a 429; after a timeout, a
-// transport error or a 5xx it fails at once because an agent may already have
-// been started.
+// Launch checks req and starts an agent (POST /v0/agents). It is retried only
+// after a 429, since an agent may already have been started.
 func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) {
 	if err := validatePrompt(req.Prompt); err != nil {
 		return nil, err
@@ -109,17 +89,10 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 			return nil, badRequest("webhook.secret has %d characters; at least %d are required", len(req.Webhook.Secret), MinWebhookSecretLen)
 		}
 	}
-	var out Agent
-	r := &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[Agent](ctx, c, &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"})
 }
 
-// FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup);
-// a stopped or finished agent restarts. Like Launch, it is retried only after a
-// 429.
+// FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup).
 func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err := validatePrompt(prompt); err != nil {
 		return err
@@ -138,42 +111,41 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	r := &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}
-	return c.do(ctx, r, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, &idResponse{})
 }
 
-// Delete removes an agent and its conversation for good (DELETE
-// /v0/agents/{id}).
+// Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
 func (c *Client) Delete(ctx context.Context, id string) error {
 	path, err := agentPath(id, "")
 	if err != nil {
 		return err
 	}
-	r := &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}
-	return c.do(ctx, r, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, &idResponse{})
 }
 
 // Me describes the API key in use (GET /v0/me).
 func (c *Client) Me(ctx context.Context) (*APIKeyInfo, error) {
-	var out APIKeyInfo
-	r := &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"}
-	if err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return send[APIKeyInfo](ctx, c, &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"})
 }
 
-// Models returns the recommended model names (GET /v0/models). Launching with
-// no model lets the API choose.
+// Models returns the recommended model names (GET /v0/models).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	var out struct {
 		Models []string `json:"models"`
 	}
-	r := &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}
-	if err := c.do(ctx, r, &out); err != nil {
+	if err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}, &out); err != nil {
 		return nil, err
 	}
 	return out.Models, nil
+}
+
+// send sends r and decodes its answer into a new T.
+func send[T any](ctx context.Context, c *Client, r *call) (*T, error) {
+	var out T
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // validatePrompt checks a prompt before it is sent.
@@ -192,8 +164,7 @@ func agentPath(id, suffix string) (string, error) {
 	if id == "" {
 		return "", badRequest("agent id is empty")
 	}
-	// "." and ".." would be dot-segments of the path, naming another
-	// endpoint however they are escaped.
+	// "." and ".." would name another endpoint however they are escaped.
 	if len(id) > 256 || id == "." || id == ".." || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", badRequest("agent id is not valid")
 	}

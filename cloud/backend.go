@@ -18,9 +18,8 @@ type Config struct {
 	APIKey       string        `yaml:"api_key"`
 	PollInterval time.Duration `yaml:"poll_interval"`
 	Default      bool          `yaml:"default"`
-	// RequestTimeout bounds what a pass-through route, or a cloud run's
-	// launch or follow-up, waits for the API, retries included (0: no
-	// bound but the client's own).
+	// RequestTimeout bounds a pass-through route, launch or follow-up,
+	// retries included (0: only the client's own).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
@@ -32,21 +31,17 @@ type RunSpec struct {
 	Repository string
 }
 
-// Backend watches a launched cloud agent and streams its messages
-// through the segmenter.
+// Backend watches a launched cloud agent and streams its messages to a run.
 type Backend struct {
-	Client   *Client
-	Interval time.Duration // how often the agent is polled
-	// RunTimeout and IdleTimeout are agent.run_timeout and
-	// agent.idle_timeout: a run that takes longer, or whose agent says
-	// nothing new for longer, is stopped (0: no limit).
-	RunTimeout, IdleTimeout time.Duration
+	Client      *Client
+	Interval    time.Duration // how often the agent is polled
+	RunTimeout  time.Duration // agent.run_timeout (0: no limit)
+	IdleTimeout time.Duration // agent.idle_timeout (0: no limit)
 }
 
 var _ runs.Backend = (*Backend)(nil)
 
-// Run watches the agent until it reaches a terminal status, the run's
-// time limit, or the agent's silence limit.
+// Run watches the agent until a terminal status, the run's time or silence limit.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	start := time.Now()
 	ctx, stop := context.WithCancelCause(ctx)
@@ -71,9 +66,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	info := documents.CloudInfo{AgentID: cs.AgentID, Repository: cs.Repository}
 	seg.SetConversation(cs.AgentID)
 	seg.SetCloud(info)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates := b.Client.Watch(wctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp})
+	updates := b.Client.Watch(ctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp})
 	msgs := cloudMessages{seg: seg, sent: map[string]string{}}
 	for {
 		select {
@@ -85,8 +78,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 			return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
 		case u, ok := <-updates:
 			if !ok {
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the cloud agent watch ended early", Elapsed: time.Since(start).Milliseconds()}
+				return agentError("the cloud agent watch ended early", "", start)
 			}
 			if idle != nil && u.Kind != UpdateStatus {
 				idle.Reset(b.IdleTimeout)
@@ -109,22 +101,24 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 				case StatusStopped:
 					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
 				default:
-					return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-						Message: fmt.Sprintf("the cloud agent ended with status %s", a.Status), Stderr: a.Summary, Elapsed: el}
+					return agentError(fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary, start)
 				}
 			case UpdateError:
-				return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
-					Message: "the Cloud Agents API failed: " + u.Err.Error(), Elapsed: time.Since(start).Milliseconds()}
+				return agentError("the Cloud Agents API failed: "+u.Err.Error(), "", start)
 			}
 		}
 	}
 }
 
-// cloudMessages streams a cloud agent's messages as the segmenter's text,
-// and counts them as the response's turns. Messages are tracked by id: the
-// one last written to grows its segment; an earlier one that grows after
-// another was written adds only what is new, in a segment of its own,
-// since its documents are already closed.
+// agentError ends a run that the cloud agent or its API failed.
+func agentError(msg, stderr string, start time.Time) translate.End {
+	return translate.End{Reason: documents.StopAgentError, Code: documents.CodeCloudAPIError, Source: "cloud-agents",
+		Message: msg, Stderr: stderr, Elapsed: time.Since(start).Milliseconds()}
+}
+
+// cloudMessages streams a cloud agent's assistant messages as the segmenter's
+// text, by id: an earlier message that grows adds only what is new, in a
+// segment of its own.
 type cloudMessages struct {
 	seg     *translate.Segmenter
 	current string            // the message the open segment holds

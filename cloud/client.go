@@ -16,12 +16,9 @@ import (
 	"time"
 )
 
-// DefaultBaseURL is the Cloud Agents API origin. Request paths carry the /v0
-// prefix themselves.
-const DefaultBaseURL = "https://api.cursor.com"
-
 // Defaults of a new Client.
 const (
+	DefaultBaseURL         = "https://api.cursor.com" // the API origin, without /v0
 	DefaultMaxAttempts     = 4
 	DefaultMaxDelay        = 30 * time.Second
 	DefaultBaseDelay       = time.Second
@@ -43,12 +40,10 @@ type Client struct {
 	hc          *http.Client
 	maxAttempts int
 	maxDelay    time.Duration
-	baseDelay   time.Duration
 	now         func() time.Time
 	sleep       func(context.Context, time.Duration) error
 	jitter      func(time.Duration) time.Duration
 	logf        func(string, ...any)
-	userAgent   string
 	repos       reposState
 }
 
@@ -64,9 +59,8 @@ func WithHTTPClient(hc *http.Client) Option {
 	}
 }
 
-// WithRetry sets the number of attempts per request (at least 1; default 4)
-// and the largest wait between attempts (default 30 s). Non-positive values keep
-// the defaults.
+// WithRetry sets the attempts per request and the largest wait between them;
+// non-positive values keep the defaults.
 func WithRetry(maxAttempts int, maxDelay time.Duration) Option {
 	return func(c *Client) {
 		if maxAttempts > 0 {
@@ -78,18 +72,8 @@ func WithRetry(maxAttempts int, maxDelay time.Duration) Option {
 	}
 }
 
-// WithBaseDelay sets the first backoff ceiling (default 1 s); it doubles per
-// attempt up to the largest wait.
-func WithBaseDelay(d time.Duration) Option {
-	return func(c *Client) {
-		if d > 0 {
-			c.baseDelay = d
-		}
-	}
-}
-
-// WithClock sets the clock used for Retry-After dates, the repositories cache
-// and limiter, and Watch's follow-up grace.
+// WithClock sets the clock of Retry-After dates, the repositories cache and
+// Watch's follow-up grace.
 func WithClock(now func() time.Time) Option {
 	return func(c *Client) {
 		if now != nil {
@@ -98,8 +82,8 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithSleep sets the function that waits between retries and polls. It must
-// return early with ctx.Err() when ctx ends.
+// WithSleep sets the wait between retries and polls; it returns ctx.Err()
+// early when ctx ends.
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *Client) {
 		if sleep != nil {
@@ -108,8 +92,7 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	}
 }
 
-// WithJitter sets the function that picks a backoff delay in [0, ceiling]
-// (full jitter). The default picks uniformly at random.
+// WithJitter sets how a backoff delay is picked in [0, ceiling].
 func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
 	return func(c *Client) {
 		if jitter != nil {
@@ -118,30 +101,19 @@ func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
 	}
 }
 
-// WithLogger sets a printf-style function that receives retry and cache
-// notes. Messages carry method, path and status, never headers or the key.
+// WithLogger sets a printf-style function for retry and cache notes.
 func WithLogger(logf func(format string, args ...any)) Option {
 	return func(c *Client) { c.logf = logf }
 }
 
-// WithRepositoriesTTL sets how long Repositories reuses a fetched list
-// (default 5 min). Zero or less turns the cache off.
+// WithRepositoriesTTL sets how long Repositories reuses a fetched list; zero
+// or less turns the cache off.
 func WithRepositoriesTTL(ttl time.Duration) Option {
 	return func(c *Client) { c.repos.ttl = ttl }
 }
 
-// WithUserAgent sets the User-Agent header.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) {
-		if ua != "" {
-			c.userAgent = ua
-		}
-	}
-}
-
-// New returns a Client for baseURL (DefaultBaseURL when empty; a trailing /v0
-// is accepted and dropped) authenticating with apiKey. An empty apiKey is
-// allowed: every call then fails with CodeUnauthorized without sending anything.
+// New returns a Client for baseURL (DefaultBaseURL when empty) and apiKey.
+// With an empty key every call fails with CodeUnauthorized.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	base := strings.TrimSpace(baseURL)
 	if base == "" {
@@ -166,11 +138,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		hc:          &http.Client{Timeout: DefaultTimeout},
 		maxAttempts: DefaultMaxAttempts,
 		maxDelay:    DefaultMaxDelay,
-		baseDelay:   DefaultBaseDelay,
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      fullJitter,
-		userAgent:   "docstream-cloud/v0",
 		repos:       reposState{ttl: DefaultRepositoriesTTL},
 	}
 	for _, o := range opts {
@@ -192,12 +162,9 @@ func (c *Client) BaseURL() string { return c.base }
 type retryPolicy int
 
 const (
-	// retrySafe: 429, 5xx and transport errors (GET, DELETE, stop).
-	retrySafe retryPolicy = iota
-	// retryRateLimited: 429 only (launch, follow-up).
-	retryRateLimited
-	// retryNever: one attempt (repositories, which has its own limiter).
-	retryNever
+	retrySafe        retryPolicy = iota // 429, 5xx, transport errors
+	retryRateLimited                    // 429 only: launch, follow-up
+	retryNever                          // repositories, which has its own limiter
 )
 
 // call is one API request.
@@ -211,8 +178,7 @@ type call struct {
 	agentID string // the agent the request is about, for 404 messages
 }
 
-// unknownOutcome is the note added to failures of non-idempotent requests whose
-// effect upstream cannot be known.
+// unknownOutcome is the note on failures of non-idempotent requests.
 func (r *call) unknownOutcome() string {
 	switch r.op {
 	case "launch":
@@ -235,8 +201,6 @@ func (r *call) retryable(e *Error) bool {
 }
 
 // do sends r, retrying as its policy allows, and decodes a 2xx body into out.
-// A deadline on ctx bounds every try and wait: a try ends with it whatever the
-// HTTP client's own timeout, and a wait that would pass it is not taken.
 func (c *Client) do(ctx context.Context, r *call, out any) error {
 	if c.apiKey == "" {
 		return &Error{Code: CodeUnauthorized, Message: "the Cloud API key is missing or invalid (none is configured)"}
@@ -288,7 +252,7 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.userAgent)
+	req.Header.Set("User-Agent", "docstream-cloud/v0")
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -306,10 +270,6 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-			return nil
-		}
 		dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes))
 		if err := dec.Decode(out); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
@@ -329,8 +289,8 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	return statusError(r, resp.StatusCode, c.redact(upstreamMessage(raw)), retryAfter)
 }
 
-// retryDelay returns how long to wait before attempt+1, or false when the wait
-// would exceed the largest delay (a Retry-After beyond it) or the ctx deadline.
+// retryDelay returns the wait before attempt+1, or false when it would pass
+// the largest delay or the ctx deadline.
 func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Duration, bool) {
 	var d time.Duration
 	if e.RetryAfter > 0 {
@@ -339,7 +299,7 @@ func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Du
 		}
 		d = e.RetryAfter
 	} else {
-		d = c.jitter(backoffCeiling(c.baseDelay, c.maxDelay, attempt))
+		d = c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt))
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		return 0, false
@@ -347,8 +307,8 @@ func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Du
 	return d, true
 }
 
-// backoffCeiling is base·2^(attempt-1), capped at maxDelay.
-func backoffCeiling(base, maxDelay time.Duration, attempt int) time.Duration {
+// backoff is base·2^(attempt-1), capped at maxDelay.
+func backoff(base, maxDelay time.Duration, attempt int) time.Duration {
 	d := base
 	for i := 1; i < attempt && d < maxDelay; i++ {
 		d *= 2
@@ -369,10 +329,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -386,20 +344,10 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n > int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		return time.Duration(n) * time.Second
+		return time.Duration(min(max(n, 0), int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d <= 0 {
-			return 0
-		}
-		return min(d, maxRetryAfter)
+		return min(max(t.Sub(now), 0), maxRetryAfter)
 	}
 	return 0
 }
@@ -412,7 +360,7 @@ func (c *Client) redact(s string) string {
 	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
 }
 
-// log writes a note through the configured logger, with the key removed.
+// log writes a note through the configured logger, without the key.
 func (c *Client) log(format string, args ...any) {
 	if c.logf == nil {
 		return

@@ -12,38 +12,23 @@ import (
 
 // Error codes carried by *Error.
 const (
-	// CodeBadRequest is a 400 from the API, or a request refused locally (too
-	// many images, short webhook secret...) before anything was sent.
-	CodeBadRequest = "bad_request"
-	// CodeUnauthorized is a 401 from the API, or no API key configured.
-	CodeUnauthorized = "cloud_unauthorized"
-	// CodeForbidden is a 403 from the API.
-	CodeForbidden = "cloud_forbidden"
-	// CodeNotFound is a 404 from the API (no such agent).
-	CodeNotFound = "not_found"
-	// CodeConflict is a 409 from the API. The API reference does not list
-	// 409; it is reported for follow-ups sent to a busy agent.
-	CodeConflict = "conflict"
-	// CodeRateLimited is a 429 from the API, or the local limit of
-	// /v0/repositories that a request would exceed. RetryAfter says when to
-	// try again.
-	CodeRateLimited = "rate_limited"
-	// CodeUnavailable is a 5xx from the API, a transport failure or timeout, or
-	// an unreadable answer.
-	CodeUnavailable = "cloud_unavailable"
-	// CodeUnexpected is any other status.
-	CodeUnexpected = "cloud_error"
+	CodeBadRequest   = "bad_request"        // a 400, or a request refused locally
+	CodeUnauthorized = "cloud_unauthorized" // a 401, or no API key configured
+	CodeForbidden    = "cloud_forbidden"    // a 403
+	CodeNotFound     = "not_found"          // a 404 (no such agent)
+	CodeConflict     = "conflict"           // a 409, seen on follow-ups to a busy agent
+	CodeRateLimited  = "rate_limited"       // a 429, or the local repositories limit
+	CodeUnavailable  = "cloud_unavailable"  // a 5xx, a transport failure or an unreadable answer
+	CodeUnexpected   = "cloud_error"        // any other status
 )
 
 // Error is a failure reported by the Cloud Agents API or found before sending.
-// Status is the HTTP status, 0 when there was no response (local refusal or
-// transport error). RetryAfter is the wait the API asked for (Retry-After) or the
-// local limiter computed, 0 when unknown. Message never contains the API key.
+// Message never contains the API key.
 type Error struct {
-	Status     int
-	Code       string
-	Message    string
-	RetryAfter time.Duration
+	Status     int           // HTTP status; 0 when there was no response
+	Code       string        // one of the Code constants
+	Message    string        // what went wrong
+	RetryAfter time.Duration // when to try again; 0 when unknown
 
 	err       error // underlying transport error, if any
 	transport bool  // no response was received
@@ -60,8 +45,8 @@ func (e *Error) Error() string {
 // Unwrap returns the transport error behind the failure, if any.
 func (e *Error) Unwrap() error { return e.err }
 
-// Retryable reports whether the same request may succeed later: rate limits and
-// unavailability. It says nothing about whether repeating a launch is safe.
+// Retryable reports whether the same request may succeed later (rate limited
+// or unavailable), not whether repeating it is safe.
 func (e *Error) Retryable() bool {
 	return e.Code == CodeRateLimited || e.Code == CodeUnavailable
 }
@@ -80,8 +65,7 @@ func badRequest(format string, args ...any) *Error {
 	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-// statusError maps an error response to an *Error. upstream is the API's own
-// message, already redacted.
+// statusError maps an error response and the API's message to an *Error.
 func statusError(r *call, status int, upstream string, retryAfter time.Duration) *Error {
 	e := &Error{Status: status, RetryAfter: retryAfter}
 	withUpstream := func(msg string) string {
@@ -126,8 +110,7 @@ func statusError(r *call, status int, upstream string, retryAfter time.Duration)
 	return e
 }
 
-// upstreamMessage extracts a short, printable message from an error body such
-// as {"error":"Bad Request","message":"prompt.text is required"}.
+// upstreamMessage extracts a short, printable message from an error body.
 func upstreamMessage(body []byte) string {
 	var v map[string]any
 	if json.Unmarshal(body, &v) == nil {

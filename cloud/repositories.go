@@ -36,13 +36,8 @@ type reposFlight struct {
 }
 
 // Repositories returns the GitHub repositories the key can reach
-// (GET /v0/repositories). The answer is cached for the configured TTL and one
-// request serves concurrent callers. A request that would break the upstream
-// limit (1 per minute, 30 per hour) is never sent: the cached list is returned,
-// even when stale, or else an *Error with CodeRateLimited whose RetryAfter and
-// message say when the list can be fetched. When the API is rate limited or
-// unavailable and a list is cached, the cached list is returned. The request is
-// not retried.
+// (GET /v0/repositories), cached and kept within the upstream limits: a list
+// is served stale, or CodeRateLimited returned, rather than break them.
 func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 	s := &c.repos
 	s.mu.Lock()
@@ -126,24 +121,15 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 // wait returns how long until a request keeps within the limits. s.mu is held.
 func (s *reposState) wait(now time.Time) time.Duration {
 	hourAgo := now.Add(-time.Hour)
-	i := 0
-	for i < len(s.sent) && !s.sent[i].After(hourAgo) {
-		i++
+	for len(s.sent) > 0 && !s.sent[0].After(hourAgo) {
+		s.sent = s.sent[1:]
 	}
-	s.sent = s.sent[i:]
-	until := s.blocked
+	wait := s.blocked.Sub(now)
 	if n := len(s.sent); n > 0 {
-		if t := s.sent[n-1].Add(time.Minute / RepositoriesPerMinute); t.After(until) {
-			until = t
-		}
-		if n >= RepositoriesPerHour {
-			if t := s.sent[n-RepositoriesPerHour].Add(time.Hour); t.After(until) {
-				until = t
-			}
-		}
+		wait = max(wait, s.sent[n-1].Add(time.Minute/RepositoriesPerMinute).Sub(now))
 	}
-	if until.After(now) {
-		return until.Sub(now)
+	if n := len(s.sent); n >= RepositoriesPerHour {
+		wait = max(wait, s.sent[n-RepositoriesPerHour].Add(time.Hour).Sub(now))
 	}
-	return 0
+	return max(wait, 0)
 }

@@ -5,14 +5,12 @@ import (
 	"time"
 )
 
-// MaxImages is the largest number of images a prompt may carry.
-const MaxImages = 5
-
-// MinWebhookSecretLen is the shortest webhook secret the API accepts.
-const MinWebhookSecretLen = 32
-
-// MaxListLimit is the largest page size ListAgents accepts.
-const MaxListLimit = 100
+// Limits of the API's requests.
+const (
+	MaxImages           = 5   // images in a prompt
+	MinWebhookSecretLen = 32  // the shortest webhook secret
+	MaxListLimit        = 100 // the largest page of ListAgents
+)
 
 // Status is an agent's status as the API reports it, such as "RUNNING".
 type Status string
@@ -28,9 +26,7 @@ const (
 	StatusStopped  Status = "STOPPED"
 )
 
-// Terminal reports whether the status ends a run: FINISHED, ERROR, FAILED,
-// EXPIRED or STOPPED. A stopped or finished agent can be restarted by a
-// follow-up.
+// Terminal reports whether the status ends a run.
 func (s Status) Terminal() bool {
 	switch s {
 	case StatusFinished, StatusError, StatusFailed, StatusExpired, StatusStopped:
@@ -39,8 +35,7 @@ func (s Status) Terminal() bool {
 	return false
 }
 
-// Source is where an agent starts from. In a launch request Repository is
-// required unless PRURL is set; PRURL overrides Repository and Ref.
+// Source is where an agent starts from: a repository and ref, or a PR URL.
 type Source struct {
 	Repository string `json:"repository,omitempty"`
 	Ref        string `json:"ref,omitempty"`
@@ -68,8 +63,7 @@ type Agent struct {
 	CreatedAt time.Time   `json:"createdAt"`
 }
 
-// UnmarshalJSON decodes an agent, leaving CreatedAt zero when the API sends a
-// time that is not RFC 3339 rather than failing the whole read.
+// UnmarshalJSON decodes an agent, leaving CreatedAt zero when it is not RFC 3339.
 func (a *Agent) UnmarshalJSON(b []byte) error {
 	type plain Agent
 	var v struct {
@@ -90,13 +84,11 @@ type AgentList struct {
 	NextCursor string  `json:"nextCursor,omitempty"`
 }
 
-// ListOptions selects a page of agents. Limit 0 leaves the API default (20);
-// otherwise it must be between 1 and MaxListLimit. Cursor is a previous page's
-// NextCursor. PRURL keeps only agents for that pull request.
+// ListOptions selects a page of agents.
 type ListOptions struct {
-	Limit  int
-	Cursor string
-	PRURL  string
+	Limit  int    // 1..MaxListLimit; 0 leaves the API default
+	Cursor string // a previous page's NextCursor
+	PRURL  string // only agents for this pull request
 }
 
 // MessageType is the type of a conversation message.
@@ -139,9 +131,7 @@ type Prompt struct {
 	Images []Image `json:"images,omitempty"`
 }
 
-// Target says where a launched agent's work goes. OpenAsCursorGithubApp needs
-// AutoCreatePR; SkipReviewerRequest needs both. AutoBranch (default true upstream)
-// applies only when the source is a PR URL; nil leaves the default.
+// Target says where a launched agent's work goes.
 type Target struct {
 	AutoCreatePR          bool   `json:"autoCreatePr,omitempty"`
 	OpenAsCursorGithubApp bool   `json:"openAsCursorGithubApp,omitempty"`
@@ -150,16 +140,13 @@ type Target struct {
 	AutoBranch            *bool  `json:"autoBranch,omitempty"`
 }
 
-// Webhook is where the API reports status changes. URL is required when a
-// webhook is given; Secret, when set, has at least MinWebhookSecretLen
-// characters.
+// Webhook is where the API reports status changes.
 type Webhook struct {
 	URL    string `json:"url"`
 	Secret string `json:"secret,omitempty"`
 }
 
-// LaunchRequest is the body of Launch. Model empty lets the API choose. Zero
-// Target and Webhook are left out of the request.
+// LaunchRequest is the body of Launch; an empty Model lets the API choose.
 type LaunchRequest struct {
 	Prompt  Prompt  `json:"prompt"`
 	Source  Source  `json:"source"`
@@ -175,8 +162,7 @@ type APIKeyInfo struct {
 	UserEmail  string    `json:"userEmail"`
 }
 
-// UnmarshalJSON decodes key information, leaving CreatedAt zero when the API
-// sends a time that is not RFC 3339.
+// UnmarshalJSON decodes key information, leaving CreatedAt zero if not RFC 3339.
 func (k *APIKeyInfo) UnmarshalJSON(b []byte) error {
 	type plain APIKeyInfo
 	var v struct {
@@ -210,9 +196,6 @@ type followUpRequest struct {
 
 // parseTime reads an ISO 8601 time as RFC 3339, or returns the zero time.
 func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }

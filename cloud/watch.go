@@ -20,26 +20,14 @@ type UpdateKind string
 
 // Update kinds, in the order a run produces them.
 const (
-	// UpdateStatus: the agent's status changed to a non-terminal one
-	// (the first status read is always reported). Agent is set.
-	UpdateStatus UpdateKind = "status"
-	// UpdateMessage: a message not seen before. Message holds its full text.
-	UpdateMessage UpdateKind = "message"
-	// UpdateMessageGrew: the text of a message already reported changed.
-	// Message holds the new full text and Previous the text last reported;
-	// usually Previous is a prefix of Message.Text and the delta is the rest.
-	// If it is not a prefix, the consumer replaces the whole text.
-	UpdateMessageGrew UpdateKind = "message_grew"
-	// UpdateDone: the agent reached a terminal status. Agent holds it with its
-	// Summary, Target.BranchName and Target.PRURL. It is the last update.
-	UpdateDone UpdateKind = "done"
-	// UpdateError: the watch ended on an error (Err). It is the last update.
-	UpdateError UpdateKind = "error"
+	UpdateStatus      UpdateKind = "status"       // a new non-terminal status (Agent)
+	UpdateMessage     UpdateKind = "message"      // a message not seen before (Message)
+	UpdateMessageGrew UpdateKind = "message_grew" // a reported message changed (Message, Previous)
+	UpdateDone        UpdateKind = "done"         // a terminal status, the last update (Agent)
+	UpdateError       UpdateKind = "error"        // the watch failed, the last update (Err)
 )
 
-// Update is one observation of a watched agent. Which fields are set depends on
-// Kind: Agent for UpdateStatus and UpdateDone; Message (and Previous) for
-// UpdateMessage and UpdateMessageGrew; Err for UpdateError.
+// Update is one observation of a watched agent; Kind says which fields are set.
 type Update struct {
 	Kind     UpdateKind
 	Agent    *Agent
@@ -50,42 +38,21 @@ type Update struct {
 
 // WatchOptions tunes Watch. Zero values take the defaults.
 type WatchOptions struct {
-	// Interval between polls; default 2 s.
-	Interval time.Duration
-	// MaxBackoff bounds the wait after failed polls; default 30 s.
-	MaxBackoff time.Duration
-	// MaxErrors is the number of polls in a row failing with a retryable
-	// error (rate limited, unavailable) that ends the watch; default 10.
-	MaxErrors int
-	// Known are messages the consumer already has (for instance the
-	// conversation before a follow-up); they are not reported again unless
-	// their text changes.
-	Known []Message
+	Interval   time.Duration // between polls
+	MaxBackoff time.Duration // the longest wait after failed polls
+	MaxErrors  int           // retryable failures in a row that end the watch
+	Known      []Message     // messages the consumer has, reported again only if changed
 	// FollowUp marks a watch started right after FollowUp: the agent may still
-	// show the previous turn's terminal status for a moment, so a terminal
-	// status ends the watch only once the agent has been seen in a
-	// non-terminal status, or FollowUpGrace (default 1 min) has passed.
+	// show the previous turn's terminal status, so that ends the watch only
+	// after a non-terminal status or FollowUpGrace.
 	FollowUp      bool
 	FollowUpGrace time.Duration
 }
 
-// Watch polls agent id until it reaches a terminal status and sends what it
-// sees on the returned channel, which is closed after the last update.
-//
-// Each poll reads the status and then the conversation. It reports a status
-// change (UpdateStatus), each new message (UpdateMessage), and each message
-// whose text changed since it was last reported (UpdateMessageGrew), in
-// conversation order. Messages are tracked by id (by position for messages
-// without one). Unknown statuses are reported and polling goes on. At a
-// terminal status the conversation read in that same poll is the final one: its
-// remaining messages are sent, then UpdateDone with the agent.
-//
-// A failed poll that may succeed later (CodeRateLimited, CodeUnavailable) is
-// repeated after a backoff that starts at Interval (or Retry-After), doubles,
-// and is capped at MaxBackoff; at the MaxErrors-th failure in a row, or at once
-// for any other error, the watch ends with UpdateError. When ctx ends the channel
-// is closed without a further update. The consumer must read the channel until
-// it is closed or cancel ctx.
+// Watch polls agent id until it reaches a terminal status and sends its status
+// changes and new or changed messages on the returned channel, which is closed
+// after the last update or when ctx ends. The consumer reads it to the end or
+// cancels ctx.
 func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) <-chan Update {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultWatchInterval
@@ -93,9 +60,7 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) <-chan
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultWatchMaxBackoff
 	}
-	if opts.MaxBackoff < opts.Interval {
-		opts.MaxBackoff = opts.Interval
-	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.Interval)
 	if opts.MaxErrors <= 0 {
 		opts.MaxErrors = DefaultWatchMaxErrors
 	}
@@ -130,7 +95,11 @@ func (w *watcher) run(ctx context.Context) {
 	var last Status
 	failures := 0
 	for {
-		agent, conv, err := w.poll(ctx)
+		agent, err := w.c.Agent(ctx, w.id)
+		var conv *Conversation
+		if err == nil {
+			conv, err = w.c.Conversation(ctx, w.id)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -141,7 +110,7 @@ func (w *watcher) run(ctx context.Context) {
 				w.send(ctx, Update{Kind: UpdateError, Err: err})
 				return
 			}
-			delay := w.backoff(failures, e.RetryAfter)
+			delay := min(max(backoff(w.opts.Interval, w.opts.MaxBackoff, failures), e.RetryAfter), w.opts.MaxBackoff)
 			w.c.log("cloud: watch %s: %s; polling again in %s", w.id, e.Code, delay)
 			if w.c.sleep(ctx, delay) != nil {
 				return
@@ -174,19 +143,6 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
-// poll reads the status, then the conversation.
-func (w *watcher) poll(ctx context.Context) (*Agent, *Conversation, error) {
-	agent, err := w.c.Agent(ctx, w.id)
-	if err != nil {
-		return nil, nil, err
-	}
-	conv, err := w.c.Conversation(ctx, w.id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return agent, conv, nil
-}
-
 // messages sends new and changed messages; false when ctx ended.
 func (w *watcher) messages(ctx context.Context, conv *Conversation) bool {
 	for i, m := range conv.Messages {
@@ -206,16 +162,6 @@ func (w *watcher) messages(ctx context.Context, conv *Conversation) bool {
 		}
 	}
 	return true
-}
-
-// backoff is the wait after the n-th failed poll in a row.
-func (w *watcher) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := w.opts.Interval
-	for i := 1; i < n && d < w.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = max(d, retryAfter)
-	return min(d, w.opts.MaxBackoff)
 }
 
 // send delivers u unless ctx ends first.

@@ -8,11 +8,8 @@ import (
 	"github.com/docstream/docstream/sse"
 )
 
-// Log is a run's bounded, replayable event log. Events get the ids 1..n in
-// the order they are appended; readers take what they missed with Since
-// and wait for more on the channel it returns. The oldest events are
-// dropped once the log holds more than its event or byte limit. It is safe
-// for concurrent use.
+// Log is a run's bounded, replayable event log, with ids 1..n; the oldest
+// events are dropped past its limits. It is safe for concurrent use.
 type Log struct {
 	mu       sync.Mutex
 	frames   []sse.Frame // the kept events, oldest first; frames[0] has id first
@@ -24,18 +21,16 @@ type Log struct {
 	wake     chan struct{} // closed and replaced by each append
 }
 
-// frameOverhead is what a kept frame costs besides its data, counted in
-// the log's size.
+// frameOverhead is what a kept frame costs besides its data.
 const frameOverhead = 48
 
-// NewLog returns an empty log that keeps at most maxEvents events and
-// maxBytes bytes of data (no limit when ≤ 0).
+// NewLog returns an empty log of at most maxEvents events and maxBytes bytes.
 func NewLog(maxEvents, maxBytes int) *Log {
 	return &Log{first: 1, maxN: maxEvents, maxBytes: maxBytes, wake: make(chan struct{})}
 }
 
-// Append encodes ev, keeps it with the next id and wakes the readers. It
-// returns the id, or 0 when the log is closed or ev cannot be encoded.
+// Append keeps ev with the next id and wakes the readers. It returns the id,
+// or 0 when the log is closed or ev cannot be encoded.
 func (l *Log) Append(ev documents.Event) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -70,10 +65,8 @@ func (l *Log) Close() {
 	}
 }
 
-// Since returns the events with ids greater than after, whether the log is
-// closed, and a channel that is closed when more arrive. ok is false when
-// some of the wanted events were already dropped. The frames are a copy: the
-// log clears the ones it drops, which a slow reader may still be sending.
+// Since returns a copy of the events after the given id, whether the log is
+// closed, a channel closed when more arrive, and false when some were dropped.
 func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan struct{}, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,8 +78,7 @@ func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan str
 	return frames, l.closed, l.wake, ok
 }
 
-// Keeps reports whether the log still holds every event after the given
-// id: false once it dropped some of them to stay within its bounds.
+// Keeps reports whether the log still holds every event after the given id.
 func (l *Log) Keeps(after int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -44,8 +44,7 @@ func (r *Redactor) String(s string) string {
 	return s
 }
 
-// value masks every secret in a raw JSON value; the forms include each
-// secret as JSON escapes it.
+// value masks every secret in a raw JSON value.
 func (r *Redactor) value(v jsontext.Value) jsontext.Value {
 	if r == nil || len(v) == 0 {
 		return v
@@ -56,9 +55,7 @@ func (r *Redactor) value(v jsontext.Value) jsontext.Value {
 	return v
 }
 
-// split masks the secrets in s and holds back its longest end that could
-// begin a secret (at most a secret's length less one byte), to be joined
-// with what follows.
+// split masks the secrets in s and holds back an end that could begin one.
 func (r *Redactor) split(s string) (out, held string) {
 	s = r.String(s)
 	n := 0
@@ -73,16 +70,15 @@ func (r *Redactor) split(s string) (out, held string) {
 	return s[:len(s)-n], s[len(s)-n:]
 }
 
-// redacting is a run's redaction state: what is held back of each
-// document's deltas (and of the thinking, under ""), until the rest shows
-// whether it is a secret.
+// redacting holds back the end of each document's deltas (thinking under "")
+// that could begin a secret.
 type redacting struct {
 	r    *Redactor
 	held map[string]string
 }
 
-// events masks the secrets in ev; it may hold back the end of a delta, and
-// gives what it held before the document's end.
+// events masks the secrets in ev, holding back the end of a delta until the
+// document ends.
 func (rd *redacting) events(ev documents.Event) []documents.Event {
 	r := rd.r
 	if r == nil {
@@ -155,10 +151,7 @@ func (rd *redacting) hold(doc, held string) {
 }
 
 // secretForms are the forms in which output may carry secret values: each
-// value, its words (a token after "Bearer") and each as JSON writes it:
-// with escapes, with what is beyond ASCII escaped (in UTF-16), and
-// HTML-safe. The longest come first, so that a secret that begins another
-// does not leave the other's rest.
+// value and its words, raw and as JSON may escape them, longest first.
 func secretForms(values []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -168,7 +161,7 @@ func secretForms(values []string) []string {
 			out = append(out, v)
 		}
 	}
-	addValue := func(v string) {
+	for _, v := range values {
 		forms := []string{v}
 		words := strings.Fields(v)
 		for i, w := range words {
@@ -187,16 +180,12 @@ func secretForms(values []string) []string {
 			add(jsonEscaped(f, true))
 		}
 	}
-	for _, v := range values {
-		addValue(v)
-	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 
-// jsonEscaped writes s as a JSON string's inside that escapes everything
-// beyond ASCII (as UTF-16 units, \ud83d\udd11 for one emoji), and also
-// <, > and & when html is set.
+// jsonEscaped writes s as a JSON string's inside with everything beyond ASCII
+// escaped, and <, > and & too when html is set.
 func jsonEscaped(s string, html bool) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -218,24 +207,20 @@ func jsonEscaped(s string, html bool) string {
 	return b.String()
 }
 
-// Tail is String for a tail of some output, which may start within a
-// secret (after the "…" that says so): that secret's end is masked too.
+// Tail is String for a tail of output that may start within a secret.
 func (r *Redactor) Tail(s string) string {
 	if r == nil {
 		return s
 	}
-	secrets := r.forms
-	for _, v := range secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
+	s = r.String(s)
 	prefix := ""
 	if rest, ok := strings.CutPrefix(s, "…"); ok {
 		prefix, s = "…", rest
 	}
-	for _, v := range secrets {
+	for _, v := range r.forms {
 		for k := len(v) - 1; k >= 4; k-- {
 			if strings.HasPrefix(s, v[len(v)-k:]) {
-				s = "[redacted]" + s[k:]
+				s = Redacted + s[k:]
 				break
 			}
 		}

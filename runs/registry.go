@@ -25,38 +25,28 @@ type Registry struct {
 	metrics  *metrics.Metrics
 	log      zerolog.Logger
 
-	mu   sync.Mutex
-	runs map[string]*Run
-	// kept are the finished runs held for re-attaching clients, in the
-	// order they finished, and keptBytes the size of their logs.
-	kept      []*Run
-	keptBytes int
-	// turns are the running turns of conversations, by conversation id.
-	turns   map[string]*Run
-	slots   chan struct{}
-	queued  atomic.Int64
-	spawn   *rate.Limiter
-	wg      sync.WaitGroup
-	baseCtx context.Context
-	stopAll context.CancelCauseFunc
-	closing atomic.Bool
-	// maxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
-	maxLine int
-	// storeErr is the error of the last store write, nil when it worked.
-	storeErr atomic.Pointer[error]
-	// redactor masks secrets in the runs' events.
-	redactor *Redactor
-	// saver writes turns and conversations off the runs' paths; nil
-	// without a store.
-	saver *saver
+	mu        sync.Mutex
+	runs      map[string]*Run
+	kept      []*Run          // finished runs held for re-attaching, oldest first
+	keptBytes int             // the size of kept
+	turns     map[string]*Run // running turns by conversation id
+	slots     chan struct{}
+	queued    atomic.Int64
+	spawn     *rate.Limiter
+	wg        sync.WaitGroup
+	baseCtx   context.Context
+	stopAll   context.CancelCauseFunc
+	closing   atomic.Bool
+	maxLine   int                   // agent.max_line_bytes
+	storeErr  atomic.Pointer[error] // of the last store write
+	redactor  *Redactor
+	saver     *saver // nil without a store or with the in-memory one
 }
 
 // StoreWrote records how a store write went.
 func (g *Registry) StoreWrote(err error) {
 	if err == nil {
-		if g.storeErr.Load() != nil {
-			g.storeErr.Store(nil)
-		}
+		g.storeErr.Store(nil)
 		return
 	}
 	g.metrics.StoreErrors.Inc()
@@ -80,10 +70,8 @@ type Deps struct {
 	Store    store.Store        // nil: nothing is saved
 	Metrics  *metrics.Metrics
 	Log      zerolog.Logger
-	// MaxLine is agent.max_line_bytes, named by LINE_TOO_LONG errors.
-	MaxLine int
-	// Redactor masks secrets in everything runs send or store.
-	Redactor *Redactor
+	MaxLine  int       // agent.max_line_bytes
+	Redactor *Redactor // masks secrets in everything runs send or store
 }
 
 // NewRegistry returns a registry running d.Backends by name.
@@ -94,27 +82,21 @@ func NewRegistry(cfg Config, limits Limits, d Deps) *Registry {
 	if limits.SpawnPerSecond > 0 {
 		sp = rate.Limit(limits.SpawnPerSecond)
 	}
-	// A fifth of a second's worth of spawns may go at once: a burst of
-	// requests spreads its spawns instead of starting them together.
-	burst := int(limits.SpawnPerSecond / 5)
-	if burst < 1 {
-		burst = 1
-	}
+	// A fifth of a second's worth of spawns may go at once.
+	burst := max(int(limits.SpawnPerSecond/5), 1)
 	m.RunsLimit.Set(float64(limits.MaxConcurrentRuns))
 	g := &Registry{cfg: cfg, limits: limits, backends: d.Backends, store: d.Store, metrics: m, log: d.Log,
 		maxLine: d.MaxLine, redactor: d.Redactor,
 		runs: map[string]*Run{}, turns: map[string]*Run{}, slots: make(chan struct{}, limits.MaxConcurrentRuns),
 		spawn: rate.NewLimiter(sp, burst), baseCtx: ctx, stopAll: cancel}
-	// The in-memory store, whose writes never wait, is written on the
-	// runs' goroutines.
+	// The in-memory store never waits: the runs write it themselves.
 	if _, mem := d.Store.(*store.MemoryStore); d.Store != nil && !mem {
 		g.saver = newSaver(g)
 	}
 	return g
 }
 
-// save asks for what r wants written: by the saver, or here with the
-// in-memory store.
+// save has what r wants written, by the saver or at once.
 func (g *Registry) save(r *Run, want saveWant) {
 	switch {
 	case g.saver != nil:
@@ -136,7 +118,6 @@ func (g *Registry) saveNow(r *Run, want saveWant) {
 }
 
 // Admit refuses a new run when the queue is full or the gateway drains.
-// Runs count as queued from Start until they hold a slot.
 func (g *Registry) Admit() error {
 	if g.closing.Load() {
 		return ErrShuttingDown
@@ -155,26 +136,14 @@ func (g *Registry) Get(id string) *Run {
 	return g.runs[id]
 }
 
-// Start creates a run and starts it in the background.
-func (g *Registry) Start(spec *Spec) (*Run, error) {
-	r, err := g.Prepare(spec)
-	if err != nil {
-		return nil, err
-	}
-	r.Launch()
-	return r, nil
-}
-
-// Prepare is Start without the start: the run is admitted and registered,
-// and Launch starts it. A stream sends its response headers in between, so
-// that they do not wait behind the agent's spawn. Launch must follow.
+// Prepare admits and registers a run that Launch then starts, so that a
+// stream's headers need not wait for the spawn. Launch must follow.
 func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	backend := g.backends[spec.Backend]
 	if backend == nil {
 		return nil, &UnknownBackendError{Name: spec.Backend}
 	}
-	// The check, the queue place and the drain count are taken together, so
-	// that neither a burst nor a shutdown slips between check and start.
+	// Check, queue place and drain count go together under g.mu.
 	g.mu.Lock()
 	if err := g.Admit(); err != nil {
 		g.mu.Unlock()
@@ -184,11 +153,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	conv := spec.ConversationID
 	if running, busy := g.turns[conv]; conv != "" && busy {
 		g.mu.Unlock()
-		id := ""
-		if running != nil {
-			id = running.ID
-		}
-		return nil, &BusyError{ID: id}
+		return nil, busyError(running)
 	}
 	if conv != "" {
 		g.turns[conv] = nil // taken; the run follows below
@@ -199,7 +164,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, redacting: redacting{r: g.redactor}, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, cancel: cancel, done: make(chan struct{}), conv: spec.ConversationID}
+		reg: g, cancel: cancel, done: make(chan struct{}), kill: make(chan struct{}), conv: spec.ConversationID}
 	spec.Kill = r
 	g.mu.Lock()
 	g.runs[r.ID] = r
@@ -211,8 +176,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	return r, nil
 }
 
-// RunningTurn reports whether a turn of the conversation runs now, and its
-// response id once it has one.
+// RunningTurn reports whether a turn of the conversation runs, and its id.
 func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -223,23 +187,23 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	return id, busy
 }
 
-// DeleteConversation has del delete the conversation conv while none of
-// its turns runs: a running turn is a *BusyError, and a turn of it that
-// would start before del returns is refused as busy. The store writes of
-// its finished runs still pending are made first (waiting storeWait at
-// most for each), so that none writes its turn back after del. Once del
-// has deleted the conversation, the registry lets go of those runs: a GET
-// or a re-attach no longer finds them, while clients still reading one
-// read on to its end.
+// busyError refuses a turn while running, a turn of the same conversation,
+// runs; running is nil while that turn is being set up.
+func busyError(running *Run) *BusyError {
+	if running == nil {
+		return &BusyError{}
+	}
+	return &BusyError{ID: running.ID}
+}
+
+// DeleteConversation has del delete the conversation conv while none of its
+// turns runs (else a *BusyError), after the pending store writes of its runs,
+// and then lets go of those runs.
 func (g *Registry) DeleteConversation(conv string, del func() error) error {
 	g.mu.Lock()
 	if running, busy := g.turns[conv]; busy {
 		g.mu.Unlock()
-		id := ""
-		if running != nil {
-			id = running.ID
-		}
-		return &BusyError{ID: id}
+		return busyError(running)
 	}
 	g.turns[conv] = nil // held until del returns
 	var ended []*Run
@@ -312,9 +276,7 @@ func (g *Registry) DeleteResponse(id string, del func() error) error {
 	return nil
 }
 
-// claimTurn takes the conversation the agent named for r's turn, when r is
-// its first turn (or the agent started another session): the next turn
-// sent to it waits for r's done, as when r resumed it.
+// claimTurn marks the conversation the agent named for r as running r's turn.
 func (g *Registry) claimTurn(r *Run) {
 	conv := r.ConversationID()
 	g.mu.Lock()
@@ -337,10 +299,7 @@ func (g *Registry) endTurn(r *Run) {
 }
 
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
-	// The turn is stored from here rather than from Prepare, so that a
-	// stream's headers do not wait for it, and with the saver behind the
-	// agent's start; until then the registry answers for it.
-	g.save(r, saveTurn)
+	g.save(r, saveTurn) // here, not in Prepare, so that no stream's headers wait for it
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
 		ResponseID: spec.ResponseID, ConversationID: spec.ConversationID, Model: spec.Model, Mode: spec.Mode,
@@ -357,8 +316,7 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
 }
 
-// ended closes a run's documents with how it ended and gives back its slot
-// when it held one.
+// ended closes a run's documents with how it ended and gives back its slot.
 func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
 	defer g.wg.Done()
 	if ran {
@@ -367,21 +325,15 @@ func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ra
 	}
 	seg.Close(end)
 	st := seg.Stats()
-	// The counters exist from the start (NewMetrics); a run that skipped
-	// nothing, the usual one, looks none of them up.
 	g.metrics.CountSkipped("not_json", st.NotJSON)
 	g.metrics.CountSkipped("unknown_type", st.Unknown)
 	g.metrics.CountSkipped("oversize", st.Oversize)
-	cancel := r.cancel
-	cancel(nil)
+	r.cancel(nil)
 	g.keep(r)
 }
 
-// keep holds a finished run for re-attaching clients for runs.keep_finished
-// while the logs of the finished runs it holds stay within
-// runs.keep_finished_bytes: past it, the runs that finished first are let
-// go early. Clients still attached to a run let go keep reading it; a
-// re-attach answers 204, and GET /v1/chat/{id} answers from the store.
+// keep holds a finished run for re-attaching clients for runs.keep_finished,
+// letting the oldest go early past runs.keep_finished_bytes.
 func (g *Registry) keep(r *Run) {
 	size := r.Log.Size() + len(r.Spec.Prompt) + len(r.Spec.UserPrompt) + runOverhead
 	g.mu.Lock()
@@ -403,9 +355,7 @@ func (g *Registry) keep(r *Run) {
 	g.mu.Unlock()
 }
 
-// runOverhead is what a finished run holds besides its log and prompt (its
-// state, the segmenter and document builder, the final response's
-// structure), counted in keep_finished_bytes.
+// runOverhead is what a finished run holds besides its log and prompt.
 const runOverhead = 16 << 10
 
 // letGo stops holding a finished run; g.mu is held.
@@ -429,17 +379,12 @@ func (g *Registry) letGo(r *Run) {
 	g.kept = g.kept[n:]
 }
 
-// acquire waits for a run slot and the spawn rate. When it gives up it
-// returns how the run ended.
+// acquire takes the run off the queue into a run slot and waits for the
+// spawn rate. When it gives up it returns how the run ended.
 func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
-	// Start counted the run as queued. It stops being queued when it takes
-	// a slot, which counts it from then on, also while it waits for a spawn
-	// token, or when it gives up.
 	var timeout <-chan time.Time
 	if g.limits.QueueTimeout > 0 {
-		t := time.NewTimer(g.limits.QueueTimeout)
-		defer t.Stop()
-		timeout = t.C
+		timeout = time.After(g.limits.QueueTimeout)
 	}
 	select {
 	case g.slots <- struct{}{}:
@@ -467,17 +412,15 @@ func (g *Registry) dequeue() {
 	g.metrics.QueueLength.Dec()
 }
 
-// conversationOf returns the conversation row of r, once the agent has
-// named it.
+// conversationOf returns r's conversation row, once the agent has named it.
 func (g *Registry) conversationOf(r *Run) (store.Conversation, bool) {
 	conv := r.ConversationID()
 	s := r.Spec
 	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner}, conv != ""
 }
 
-// turnOf encodes r's turn with its response as it is now, and says whether
-// that is the final response; ok is false for a run whose final response
-// the store holds already, or one that does not encode.
+// turnOf encodes r's turn as it is now and says whether it is final; ok is
+// false when the store has the final one already or it does not encode.
 func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 	r.mu.Lock()
 	if r.finished && r.final == nil {
@@ -501,10 +444,10 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
-// then ends the rest with a shutdown error and waits for them.
+// then ends the rest.
 func (g *Registry) Shutdown(ctx context.Context) {
 	defer g.closeSaver(ctx)
-	g.mu.Lock() // orders this against Start's admission (see Start)
+	g.mu.Lock() // orders this against Prepare's admission
 	g.closing.Store(true)
 	g.mu.Unlock()
 	done := make(chan struct{})
@@ -517,8 +460,7 @@ func (g *Registry) Shutdown(ctx context.Context) {
 		return
 	case <-ctx.Done():
 	}
-	// The drain is over: agents are killed without the grace that SIGTERM
-	// would take, so that streams end now.
+	// The drain is over: agents are killed without a grace.
 	g.stopAll(&Stop{Reason: documents.StopShutdown, Msg: "the gateway is shutting down", Kill: true})
 	g.mu.Lock()
 	for _, r := range g.runs {
@@ -532,9 +474,8 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	}
 }
 
-// closeSaver writes the saves still pending and stops the saver, waiting
-// until ctx's deadline but at least 5 s (5 s once ctx is done); what a run
-// still asks for after it is written at once.
+// closeSaver writes the pending saves and stops the saver, waiting until
+// ctx's deadline but at least 5 s.
 func (g *Registry) closeSaver(ctx context.Context) {
 	if g.saver == nil {
 		return

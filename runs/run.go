@@ -30,31 +30,22 @@ type Run struct {
 	firstDoc bool
 	lastSave time.Time
 	finished bool
-	// final is the finished response until the store holds it and no
-	// client is attached; then the store answers for it (see Response).
-	final *documents.ChatResponse
-	saved bool // the store holds the final response
-	// Launch starts the run once, with the context and backend Prepare
-	// gave it.
+	final    *documents.ChatResponse // until the store holds it and no client is attached
+	saved    bool                    // the store holds the final response
 	launched atomic.Bool
-	runCtx   context.Context
+	runCtx   context.Context // for Launch, from Prepare
 	backend  Backend
-	kill     chan struct{} // made when first asked for (see KillNow)
-	killed   bool
+	kill     chan struct{} // closed by Kill
+	killOnce sync.Once
 	observe  []func(documents.Event)
-	// redacting masks secrets in the events; only emit uses it.
-	redacting redacting
-	// keptBytes is what the finished run counts in keep_finished_bytes
-	// (its log, prompt and runOverhead) while the registry keeps it; 0
-	// otherwise.
-	// keepTimer lets go of it after keep_finished. Both are g.mu's.
-	keptBytes int
-	keepTimer *time.Timer
+
+	redacting redacting   // used by emit only
+	keptBytes int         // counted in keep_finished_bytes while kept; g.mu's
+	keepTimer *time.Timer // lets go of the run after keep_finished; g.mu's
 }
 
-// Observe has fn called with every event of the run, on the run's
-// goroutine, after the event is logged and before Done is closed for the
-// last one. It must be called before Launch.
+// Observe has fn called with every event of the run once it is logged. It
+// must be called before Launch.
 func (r *Run) Observe(fn func(documents.Event)) {
 	r.observe = append(r.observe, fn)
 }
@@ -69,8 +60,7 @@ func (r *Run) ConversationID() string {
 	return r.conv
 }
 
-// Response returns the response so far (status "streaming" while running),
-// or the finished response.
+// Response returns the response so far, or the finished one.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
 	if r.finished && r.final == nil {
@@ -86,8 +76,7 @@ func (r *Run) Response() documents.ChatResponse {
 	return resp
 }
 
-// Released reports whether the run is finished and only the store holds
-// its response.
+// Released reports whether only the store holds the finished response.
 func (r *Run) Released() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -95,8 +84,7 @@ func (r *Run) Released() bool {
 }
 
 // release lets go of the finished response once the store holds it and no
-// client is attached: a finished run is kept for re-attaching clients,
-// which read its log, not its documents; r.mu is held.
+// client is attached; r.mu is held.
 func (r *Run) release() {
 	if r.finished && r.saved && r.subs == 0 {
 		r.final = nil
@@ -129,18 +117,10 @@ func (r *Run) stored() documents.ChatResponse {
 
 // fillResponse sets the fields a response has before its events say them.
 func fillResponse(resp *documents.ChatResponse, spec *Spec) {
-	if resp.ID == "" {
-		resp.ID = spec.ResponseID
-	}
-	if resp.Model == "" {
-		resp.Model = cmp.Or(spec.Model, "auto")
-	}
-	if resp.Mode == "" {
-		resp.Mode = cmp.Or(spec.Mode, "agent")
-	}
-	if resp.Created == "" {
-		resp.Created = spec.Created
-	}
+	resp.ID = cmp.Or(resp.ID, spec.ResponseID)
+	resp.Model = cmp.Or(resp.Model, spec.Model, "auto")
+	resp.Mode = cmp.Or(resp.Mode, spec.Mode, "agent")
+	resp.Created = cmp.Or(resp.Created, spec.Created)
 	if resp.Documents == nil {
 		resp.Documents = []documents.Document{}
 	}
@@ -155,35 +135,14 @@ func (r *Run) Cancel(kill bool) {
 	}
 }
 
-// Kill has the run's agent killed without the SIGTERM grace, also when a
-// cancel already sent SIGTERM.
-func (r *Run) Kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.killed {
-		r.killed = true
-		if r.kill != nil {
-			close(r.kill)
-		}
-	}
-}
+// Kill has the run's agent killed without the SIGTERM grace.
+func (r *Run) Kill() { r.killOnce.Do(func() { close(r.kill) }) }
 
 // KillNow returns a channel that is closed once Kill is called.
-func (r *Run) KillNow() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kill == nil {
-		r.kill = make(chan struct{})
-		if r.killed {
-			close(r.kill)
-		}
-	}
-	return r.kill
-}
+func (r *Run) KillNow() <-chan struct{} { return r.kill }
 
-// Attach registers a subscriber; the returned function detaches it. When the
-// last subscriber leaves a running run, the run is cancelled after the
-// registry's detach grace.
+// Attach registers a subscriber and returns its detach. A running run left by
+// its last subscriber is cancelled after the detach grace.
 func (r *Run) Attach() (detach func()) {
 	r.mu.Lock()
 	r.subs++
@@ -193,36 +152,33 @@ func (r *Run) Attach() (detach func()) {
 	}
 	r.mu.Unlock()
 	r.reg.metrics.Subscribers.Inc()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.reg.metrics.Subscribers.Dec()
+	return sync.OnceFunc(func() {
+		r.reg.metrics.Subscribers.Dec()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.subs--
+		if r.subs > 0 {
+			return
+		}
+		if r.finished {
+			r.release()
+			return
+		}
+		stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
+		g := r.reg.cfg.DetachGrace
+		if g <= 0 {
+			r.cancel(stop)
+			return
+		}
+		r.grace = time.AfterFunc(g, func() {
 			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.subs--
-			if r.subs > 0 {
-				return
-			}
-			if r.finished {
-				r.release()
-				return
-			}
-			stop := &Stop{Reason: documents.StopCancelled, Msg: "the client disconnected and did not come back within the detach grace"}
-			g := r.reg.cfg.DetachGrace
-			if g <= 0 {
+			n := r.subs
+			r.mu.Unlock()
+			if n == 0 {
 				r.cancel(stop)
-				return
 			}
-			r.grace = time.AfterFunc(g, func() {
-				r.mu.Lock()
-				n := r.subs
-				r.mu.Unlock()
-				if n == 0 {
-					r.cancel(stop)
-				}
-			})
 		})
-	}
+	})
 }
 
 // Launch starts a prepared run; later calls do nothing.
@@ -232,12 +188,10 @@ func (r *Run) Launch() {
 	}
 }
 
-// openSnapshotEvery is how often a run's response is saved while a
-// document stays open.
+// openSnapshotEvery is how often a response is saved while a document is open.
 const openSnapshotEvery = 5 * time.Second
 
-// emit takes the run's document events, in order, from its one driver:
-// each, with its secrets masked, goes through the run's steps.
+// emit passes the run's events, with secrets masked, through its steps.
 func (r *Run) emit(ev documents.Event) {
 	if r.redacting.r == nil {
 		r.step(ev)
@@ -262,8 +216,7 @@ func (r *Run) step(ev documents.Event) {
 	}
 }
 
-// fold adds ev to the response being built and says what of the run the
-// store is to have before ev goes out.
+// fold adds ev to the response and says what the store needs before ev goes out.
 func (r *Run) fold(ev documents.Event) saveWant {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -271,10 +224,8 @@ func (r *Run) fold(ev documents.Event) saveWant {
 	var want saveWant
 	switch e := ev.(type) {
 	case documents.ResponseStart:
-		// Before the first event goes out, the store has the turn, so
-		// that a crash marks it interrupted, and its conversation, so that
-		// a client may send the next turn (or read the conversation) the
-		// moment it learns the conversation's id.
+		// The store has the turn and its conversation before any event
+		// goes out: a client may use the conversation id at once.
 		want = saveTurn | saveUrgent
 		if e.ConversationID != nil {
 			r.conv = *e.ConversationID
@@ -282,8 +233,7 @@ func (r *Run) fold(ev documents.Event) saveWant {
 		}
 		r.lastSave = time.Now()
 	case documents.Done:
-		// Before done goes out, the store has the final response: a client
-		// may read it, or answer its questions, the moment it reads done.
+		// The store has the final response before done goes out.
 		resp := r.builder.Response()
 		fillResponse(&resp, r.Spec)
 		r.final = &resp
@@ -294,8 +244,7 @@ func (r *Run) fold(ev documents.Event) saveWant {
 			want = saveTurn
 		}
 	case documents.ContentDelta:
-		// A long document is saved while it grows too, so that a crash
-		// keeps what was streamed of it.
+		// A long document is saved while it grows, for a crash to keep it.
 		if now := time.Now(); now.Sub(r.lastSave) > openSnapshotEvery && now.Sub(r.started) > openSnapshotEvery {
 			r.lastSave = now
 			want = saveTurn
@@ -316,8 +265,7 @@ func (r *Run) count(ev documents.Event) {
 	}
 }
 
-// save has the store take what want asks for: urgent writes before ev goes
-// out, snapshots off the run's path.
+// save has the store take what want asks for, urgent writes before ev goes out.
 func (r *Run) save(ev documents.Event, want saveWant) {
 	g := r.reg
 	switch {

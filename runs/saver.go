@@ -9,24 +9,16 @@ import (
 )
 
 // saver writes the runs' turns and conversations to the store from a
-// goroutine of its own, so that a run's events do not wait behind the
-// store: a run asks for a save and goes on, and the saver writes the run as
-// it is when its turn comes. Saves of one run that the saver has not
-// reached yet fold into one, and a store that takes several writes in one
-// transaction (SQLite) gets all that is pending at once. Conversation rows
-// and the first and last writes of a turn go before the snapshots of
-// running turns.
+// goroutine of its own, so that a run's events never wait behind the store.
+// Pending saves of a run fold into one, and are written in batches, urgent
+// ones first.
 type saver struct {
 	g *Registry
 
-	mu   sync.Mutex
-	cond sync.Cond // broadcast when writes are done
-	// pending is what each run waiting for the saver wants written; urgent
-	// and later are those runs in the order they asked, urgent first. A run
-	// may stand in a queue more than once (it asked again, or its save was
-	// made urgent); it is written when first reached and passed over after.
-	pending       map[*Run]saveWant
-	urgent, later []*Run
+	mu            sync.Mutex
+	cond          sync.Cond         // broadcast when writes are done
+	pending       map[*Run]saveWant // what each waiting run wants written
+	urgent, later []*Run            // the waiting runs in order; a run may stand twice
 	busy          map[*Run]saveWant // being written, outside mu
 	closed        bool
 	wake          chan struct{}
@@ -43,23 +35,12 @@ const (
 	saveUrgent                            // before the snapshots of running turns
 )
 
-// saveBatch is the most runs written together, and saveLater the most
-// snapshots of running turns among them, so that a run waiting for its
-// first or last write never waits behind many snapshots.
 const (
-	saveBatch = 256
-	saveLater = 16
+	saveBatch = 256                    // the most runs written together
+	saveLater = 16                     // the most snapshots of running turns among them
+	retryGap  = 500 * time.Millisecond // before what the store refused is tried again
+	storeWait = time.Second            // the longest a run waits for its urgent writes
 )
-
-// retryGap is how long the saver waits before it tries again what the
-// store refused.
-const retryGap = 500 * time.Millisecond
-
-// storeWait is how long a run waits at most for its writes at its start
-// and at its end: past it, a store that does not answer (locked, on a
-// stalled disk) no longer holds the run's events back, and the writes
-// follow when the store takes them.
-const storeWait = time.Second
 
 // batcher is a store that takes several writes in one transaction.
 type batcher interface {
@@ -75,8 +56,7 @@ func newSaver(g *Registry) *saver {
 	return s
 }
 
-// save asks for r to be written. Once the saver is closed it is written
-// here and now.
+// save asks for r to be written, at once when the saver is closed.
 func (s *saver) save(r *Run, want saveWant) {
 	s.mu.Lock()
 	if s.closed {
@@ -109,9 +89,8 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 	}
 }
 
-// await waits until what of r's pending writes is written, making them
-// urgent, for at most limit; it reports whether they were written (not
-// whether the store took them).
+// await makes r's pending writes urgent and waits at most limit for them to
+// be written (not necessarily taken by the store).
 func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	t := time.AfterFunc(limit, func() {
@@ -188,8 +167,6 @@ func (s *saver) loop() {
 			delete(s.busy, j.r)
 			jobs[i] = saveJob{}
 		}
-		// What the store refused is tried again, after retryGap, until the
-		// saver is closed.
 		retry := len(refused) > 0 && !s.closed
 		if retry {
 			for r, want := range refused {
@@ -199,11 +176,9 @@ func (s *saver) loop() {
 		s.cond.Broadcast()
 		if retry {
 			s.mu.Unlock()
-			t := time.NewTimer(retryGap)
 			select {
-			case <-t.C:
+			case <-time.After(retryGap):
 			case <-s.closing:
-				t.Stop()
 			}
 			s.mu.Lock()
 		}
@@ -228,10 +203,7 @@ func (s *saver) close(wait time.Duration) bool {
 	}
 }
 
-// writeSaves writes the jobs, each run's conversation row before its turn, so
-// that a turn never names a conversation the store does not have yet, and
-// returns what the store refused. A run whose final response is written is
-// marked saved.
+// writeSaves writes the jobs, conversations first, and returns what was refused.
 func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []store.Conversation
 	var turns []store.Turn

@@ -1,6 +1,5 @@
 // Package runs owns agent runs: the registry that admits, queues and starts
-// them, each run's replayable event log, and the saver that writes their
-// responses to the store off the event path.
+// them, their replayable event logs, and the saver that stores them.
 package runs
 
 import (
@@ -28,22 +27,11 @@ type Spec struct {
 	Backend        string // the backend's name: "cli" or "cloud"
 	Thinking       bool
 	IncludeRaw     bool
-	// Interactive says that the client answers the agent's questions and
-	// permission requests (ACP mode); other runs never wait for them.
-	Interactive bool
-	// Owner is the id of the API key that asked for the run ("" when auth
-	// is off): a digest prefix, never the key. It is stored with the turn
-	// and, for a new conversation, with the conversation.
-	Owner string
-	// Cloud is what the cloud backend needs beyond the fields above (a
-	// *cloud.RunSpec).
-	Cloud any
-	// Surface is what the API that asked for the run keeps with it (the
-	// Responses API's request fields, say); the run does not read it.
-	Surface any
-	// Kill, set by the registry, says when the run is to be killed at once,
-	// also when it is already being stopped gracefully.
-	Kill Killer
+	Interactive    bool   // the client answers the agent's questions and permission requests (ACP mode)
+	Owner          string // the id of the API key that asked ("" when auth is off)
+	Cloud          any    // a *cloud.RunSpec for the cloud backend
+	Surface        any    // what the API that asked keeps with the run; the run does not read it
+	Kill           Killer // set by the registry
 }
 
 // Killer gives a channel that is closed when a run is to be killed at once.
@@ -74,8 +62,7 @@ type Limits struct {
 	SpawnPerSecond    float64       `yaml:"spawn_per_second"`
 }
 
-// Stop is the cause a run's context is cancelled with: why it stopped, and
-// whether its agent is to be killed without a grace.
+// Stop is the cause a run's context is cancelled with.
 type Stop struct {
 	Reason documents.StopReason
 	Msg    string
@@ -84,8 +71,7 @@ type Stop struct {
 
 func (e *Stop) Error() string { return e.Msg }
 
-// StopCause says why ctx ended: the stop reason, a message, and whether the
-// agent is to be killed without a grace.
+// StopCause says why ctx ended, and whether the agent is to be killed at once.
 func StopCause(ctx context.Context) (documents.StopReason, string, bool) {
 	var se *Stop
 	if errors.As(context.Cause(ctx), &se) {
@@ -108,8 +94,7 @@ func (e *UnknownBackendError) Error() string {
 	return fmt.Sprintf("backend %q is not configured", e.Name)
 }
 
-// BusyError refuses a turn sent while the conversation's last one, ID when
-// known, still runs.
+// BusyError refuses a turn sent while the conversation's last one still runs.
 type BusyError struct{ ID string }
 
 func (e *BusyError) Error() string {

@@ -11,8 +11,7 @@ import (
 )
 
 // DataDir is the directory of the SQLite store at path (the default when
-// empty), with symbolic links resolved: a link to a live gateway's store
-// names that gateway's directory.
+// empty), with symbolic links resolved.
 func DataDir(path string) string {
 	path = storePath(path)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -21,8 +20,7 @@ func DataDir(path string) string {
 	return filepath.Dir(path)
 }
 
-// CheckPath refuses a SQLite store path that cannot be a database
-// file, before anything is made beside it.
+// CheckPath refuses a SQLite store path that cannot be a database file.
 func CheckPath(path string) error {
 	path = storePath(path)
 	if strings.HasPrefix(path, "~") {
@@ -36,8 +34,7 @@ func CheckPath(path string) error {
 	return nil
 }
 
-// WritableDir creates dir if needed and checks that a file can be made in
-// it.
+// WritableDir creates dir if needed and checks that a file can be made in it.
 func WritableDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -50,11 +47,9 @@ func WritableDir(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// LockDataDir takes the data directory of a SQLite store for this process:
-// a second gateway on the same directory would take the first one's live
-// runs for a crash's leftovers, mark them interrupted and kill their agents.
-// The lock is released when the returned file is closed or the process
-// ends.
+// LockDataDir takes the data directory of a SQLite store for this process
+// until the returned file is closed: a second gateway would take the first
+// one's live runs for a crash's leftovers.
 func LockDataDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data directory %s: %w", dir, err)

@@ -189,9 +189,7 @@ func (p *PostgresStore) PutBatch(ctx context.Context, convs []Conversation, turn
 	return nil
 }
 
-const pgConvColumns = `id, session_id, backend, workspace, model, created, updated, owner`
-
-func scanConversation(r pgx.Row) (Conversation, error) {
+func scanPGConversation(r pgx.Row) (Conversation, error) {
 	var c Conversation
 	err := r.Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &c.Created, &c.Updated, &c.Owner)
 	c.Created, c.Updated = c.Created.UTC(), c.Updated.UTC()
@@ -207,7 +205,7 @@ func scanPGTurn(r pgx.Row) (Turn, error) {
 
 // ConversationInfo returns a conversation without its turns.
 func (p *PostgresStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
-	c, err := scanConversation(p.pool.QueryRow(ctx, `SELECT `+pgConvColumns+` FROM conversations WHERE id = $1`, id))
+	c, err := scanPGConversation(p.pool.QueryRow(ctx, `SELECT `+convColumns+` FROM conversations WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, ErrNotFound
 	}
@@ -353,7 +351,7 @@ func (p *PostgresStore) Prune(ctx context.Context, before time.Time) (int, error
 // Conversations returns a page of conversations, the most recently active
 // first.
 func (p *PostgresStore) Conversations(ctx context.Context, q ListQuery) ([]Conversation, error) {
-	query := `SELECT ` + pgConvColumns + ` FROM conversations WHERE ($1 = '' OR owner = $1) AND ($2 = '' OR workspace = $2)`
+	query := `SELECT ` + convColumns + ` FROM conversations WHERE ($1 = '' OR owner = $1) AND ($2 = '' OR workspace = $2)`
 	args := []any{q.Owner, q.Workspace}
 	if q.After != nil {
 		query += ` AND (updated, id) < ($3, $4)`
@@ -367,7 +365,7 @@ func (p *PostgresStore) Conversations(ctx context.Context, q ListQuery) ([]Conve
 	if err != nil {
 		return nil, fmt.Errorf("listing conversations: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Conversation, error) { return scanConversation(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Conversation, error) { return scanPGConversation(r) })
 	if err != nil {
 		return nil, fmt.Errorf("listing conversations: %w", err)
 	}

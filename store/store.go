@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,8 +26,7 @@ import (
 // ErrNotFound is returned by a Store for an unknown id.
 var ErrNotFound = errors.New("not found")
 
-// Conversation is a conversation: its id (the agent's session id or the
-// cloud agent id) and what it runs with.
+// Conversation is a conversation (an agent session) and what it runs with.
 type Conversation struct {
 	ID        string    `json:"id"`
 	SessionID string    `json:"sessionId"`
@@ -37,10 +35,7 @@ type Conversation struct {
 	Model     string    `json:"model"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
-	// Owner is the id of the API key that started the conversation ("" when
-	// auth was off): a digest prefix, never the key. It is set when the
-	// conversation is first put and kept by later puts.
-	Owner string `json:"-"`
+	Owner     string    `json:"-"` // the id of the API key that started it, kept by later puts
 }
 
 // Turn is one response of a conversation.
@@ -51,45 +46,32 @@ type Turn struct {
 	Status         string
 	Created        time.Time
 	Response       []byte // the ChatResponse JSON
-	// Owner is the id of the API key that sent the turn ("" when auth was
-	// off): a digest prefix, never the key.
-	Owner string
+	Owner          string // the id of the API key that sent it ("" when auth was off)
 }
 
 // Store keeps conversations, responses and OpenAI history fingerprints.
-// SQLite is the embedded default; a shared SQL database can take its place
-// when several replicas serve one user base.
 type Store interface {
 	PutConversation(ctx context.Context, c Conversation) error
 	Conversation(ctx context.Context, id string) (Conversation, []Turn, error)
-	// ConversationInfo returns a conversation without its turns, for what
-	// a follow-up needs of it (its backend and workspace) at the cost of
-	// one row however long the conversation is.
+	// ConversationInfo returns a conversation without its turns.
 	ConversationInfo(ctx context.Context, id string) (Conversation, error)
 	PutTurn(ctx context.Context, t Turn) error
 	Turn(ctx context.Context, responseID string) (Turn, error)
-	// MarkInterrupted marks every turn still "streaming" as interrupted and
-	// returns how many there were.
+	// MarkInterrupted marks the turns still "streaming" as interrupted.
 	MarkInterrupted(ctx context.Context) (int, error)
-	// PutFingerprint records that an OpenAI history (with its reply) is
-	// where a conversation now stands.
+	// PutFingerprint records the OpenAI history a conversation stands at.
 	PutFingerprint(ctx context.Context, fingerprint, conversationID string) error
-	// Fingerprint returns the conversation that stands at an OpenAI
-	// history: one whose latest recorded history it is. A history the
-	// conversation has moved past (a turn edited or regenerated) is
-	// ErrNotFound, so that it is not resumed with the turns after it.
+	// Fingerprint returns the conversation whose latest recorded history
+	// it is; a history the conversation has moved past is ErrNotFound.
 	Fingerprint(ctx context.Context, fingerprint string) (string, error)
 	// HistoryConversation returns the conversation an OpenAI history was
-	// recorded for, whether or not it still stands there: a history it
-	// has moved past still names its workspace.
+	// recorded for, whether or not it still stands there.
 	HistoryConversation(ctx context.Context, fingerprint string) (string, error)
-	// Prune deletes the conversations with no turn since before, with
-	// their turns and fingerprints, and the finished turns of no
-	// conversation from before then; it returns how many turns went.
+	// Prune deletes the conversations and finished conversation-less turns
+	// idle since before; it returns how many turns went.
 	Prune(ctx context.Context, before time.Time) (int, error)
-	// Conversations returns conversations without their turns, the most
-	// recently active first (by Updated, ties by id, greatest first), as
-	// q selects them.
+	// Conversations returns the conversations q selects without their
+	// turns, the most recently active first.
 	Conversations(ctx context.Context, q ListQuery) ([]Conversation, error)
 	// DeleteConversation deletes a conversation with its turns and
 	// fingerprints; an unknown id is ErrNotFound.
@@ -103,28 +85,19 @@ type Store interface {
 
 // ListQuery selects a page of conversations.
 type ListQuery struct {
-	// Owner keeps the conversations of that key id alone; "" keeps every
-	// owner's.
-	Owner string
-	// Workspace keeps the conversations of that workspace alone; "" keeps
-	// every workspace's.
-	Workspace string
-	// After, when set, starts the page after that conversation of the
-	// listing order: with the ones less recently active.
-	After *Cursor
-	// Limit is the most conversations returned; 0 or less: no limit.
-	Limit int
+	Owner     string  // only this key id's; "" for every owner's
+	Workspace string  // only this workspace's; "" for every one's
+	After     *Cursor // the page starts after this place
+	Limit     int     // the most returned; 0 or less: no limit
 }
 
-// Cursor is a place in the listing order of conversations: the Updated
-// and ID of the conversation a page ended with.
+// Cursor is a place in the listing order: the conversation a page ended with.
 type Cursor struct {
 	Updated time.Time
 	ID      string
 }
 
-// precedes reports whether the place p comes before c in the listing
-// order: c is less recently active, or as recent with a lesser id.
+// precedes reports whether the place p comes before c in the listing order.
 func (p Cursor) precedes(c *Conversation) bool {
 	if !c.Updated.Equal(p.Updated) {
 		return c.Updated.Before(p.Updated)
@@ -132,8 +105,7 @@ func (p Cursor) precedes(c *Conversation) bool {
 	return c.ID < p.ID
 }
 
-// byActivity orders conversations as they are listed: the most recently
-// active first, ties by id, greatest first.
+// byActivity orders conversations as listed: the most recently active first.
 func byActivity(a, b Conversation) int {
 	if c := b.Updated.Compare(a.Updated); c != 0 {
 		return c
@@ -205,23 +177,19 @@ func interruptedResponse(b []byte) []byte {
 	return out
 }
 
-// MemoryStore is a Store in memory, for --demo and tests. Its maps hold
-// pointers, so that a map's growth moves small slots rather than records.
-// Past maxBytes of responses it forgets its oldest conversations.
+// MemoryStore is a Store in memory, for --demo and tests. Past maxBytes of
+// responses it forgets its oldest conversations.
 type MemoryStore struct {
-	mu     sync.Mutex
-	convs  map[string]*Conversation
-	turns  map[string]*Turn
-	byConv map[string][]string // the response ids of each conversation's turns
-	fps    map[string]string
-	convFP map[string][]string // conversation → the fingerprints recorded for it
-	heads  map[string]string   // conversation → its latest fingerprint
-	// order holds response ids as their turns were first put, oldest
-	// first (forgotten ones too, until Prune or forgetOldest passes);
-	// bytes is the size of the responses held.
-	order    []string
-	bytes    int64
-	maxBytes int64 // 0: no limit
+	mu       sync.Mutex
+	convs    map[string]*Conversation
+	turns    map[string]*Turn
+	byConv   map[string][]string // the response ids of each conversation's turns
+	fps      map[string]string
+	convFP   map[string][]string // conversation → the fingerprints recorded for it
+	heads    map[string]string   // conversation → its latest fingerprint
+	order    []string            // response ids as first put, oldest first, some forgotten
+	bytes    int64               // the size of the responses held
+	maxBytes int64               // 0: no limit
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -240,9 +208,7 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 		*old = c
 		return nil
 	}
-	nc := new(Conversation)
-	*nc = c
-	m.convs[c.ID] = nc
+	m.convs[c.ID] = &c
 	return nil
 }
 
@@ -269,22 +235,18 @@ func (m *MemoryStore) Conversation(_ context.Context, id string) (Conversation, 
 	for _, rid := range m.byConv[id] {
 		ts = append(ts, *m.turns[rid])
 	}
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Created.Before(ts[j].Created) })
+	slices.SortStableFunc(ts, func(a, b Turn) int { return a.Created.Compare(b.Created) })
 	return *c, ts, nil
 }
 
-// PutTurn creates or replaces a turn. Turns without a conversation (a run
-// whose agent has not yet named its session) are not indexed under one.
+// PutTurn creates or replaces a turn.
 func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.turns[t.ResponseID]
 	moved := !ok || old.ConversationID != t.ConversationID
-	if ok && moved && old.ConversationID != "" {
-		ids := m.byConv[old.ConversationID]
-		if i := slices.Index(ids, t.ResponseID); i >= 0 {
-			m.byConv[old.ConversationID] = slices.Delete(ids, i, i+1)
-		}
+	if ok && moved {
+		m.unindex(old.ConversationID, t.ResponseID)
 	}
 	if moved && t.ConversationID != "" {
 		m.byConv[t.ConversationID] = append(m.byConv[t.ConversationID], t.ResponseID)
@@ -293,9 +255,7 @@ func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 		m.bytes -= int64(len(old.Response))
 		*old = t
 	} else {
-		nt := new(Turn) // t itself stays on the stack
-		*nt = t
-		m.turns[t.ResponseID] = nt
+		m.turns[t.ResponseID] = &t
 		m.order = append(m.order, t.ResponseID)
 	}
 	m.bytes += int64(len(t.Response))
@@ -307,9 +267,8 @@ func (m *MemoryStore) PutTurn(_ context.Context, t Turn) error {
 	return nil
 }
 
-// forgetOldest forgets the oldest finished turn but keep, and its
-// conversation once it has no turn left, and reports whether there was
-// one.
+// forgetOldest forgets the oldest finished turn but keep, and its conversation
+// once it has no turn left, and reports whether there was one.
 func (m *MemoryStore) forgetOldest(keep string) bool {
 	for i, id := range m.order {
 		t := m.turns[id]
@@ -341,9 +300,14 @@ func (m *MemoryStore) forgetTurn(id string) {
 	}
 	m.bytes -= int64(len(t.Response))
 	delete(m.turns, id)
-	if ids := m.byConv[t.ConversationID]; t.ConversationID != "" {
+	m.unindex(t.ConversationID, id)
+}
+
+// unindex takes turn id off conversation conv's turns.
+func (m *MemoryStore) unindex(conv, id string) {
+	if ids := m.byConv[conv]; conv != "" {
 		if i := slices.Index(ids, id); i >= 0 {
-			m.byConv[t.ConversationID] = slices.Delete(ids, i, i+1)
+			m.byConv[conv] = slices.Delete(ids, i, i+1)
 		}
 	}
 }
@@ -386,8 +350,7 @@ func (m *MemoryStore) Prune(_ context.Context, before time.Time) (int, error) {
 	return n - len(m.turns), nil
 }
 
-// Conversations returns a page of conversations, the most recently active
-// first.
+// Conversations returns a page of conversations, the most recently active first.
 func (m *MemoryStore) Conversations(_ context.Context, q ListQuery) ([]Conversation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -494,16 +457,13 @@ func (m *MemoryStore) Close() error { return nil }
 
 // SQLStore is a Store on a SQL database: SQLite by default.
 type SQLStore struct {
-	db *sql.DB
-	// The upserts the saver makes all the time, prepared once: parsing
-	// their SQL cost as much as writing a row of some kilobytes.
-	putConv, putTurn *sql.Stmt
+	db               *sql.DB
+	putConv, putTurn *sql.Stmt     // the upserts, prepared once
 	ckpt             *checkpointer // copies the write-ahead log into the database
 }
 
 // migration is one step of the schema: SQL, and columns added unless their
-// table has them already (a gateway that knew fewer migrations may have
-// opened the store since, and set its version back).
+// table has them already (an older gateway may have set the version back).
 type migration struct {
 	sql     string
 	columns []column
@@ -568,28 +528,22 @@ var migrations = []migration{
 	CREATE INDEX IF NOT EXISTS conversations_owner_activity ON conversations(owner, rtrim(updated, 'Z'), id);`},
 }
 
-// activity is the key of the listing order of conversation rows: updated
-// without its zone. The times are written in UTC, with the trailing zeros
-// of their fraction cut (RFC 3339 as Go writes it), so that this text
-// sorts as the times do: a time with no fraction, the shorter text, before
-// the same second with one. The indexes of the last migration are on it.
+// activity is the key of the listing order: updated without its zone, which
+// sorts as the times do (a second with no fraction before one with one).
 const activity = `rtrim(updated, 'Z')`
 
-// OpenSQLite opens (creating it and its folder) the SQLite database at path,
-// in WAL mode, and applies the migrations.
+// OpenSQLite opens or creates the SQLite database at path and migrates it.
 func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 	return openSQLite(ctx, path, checkpointEvery, checkpointLongLog)
 }
 
-// openSQLite opens the store with a checkpoint every at most while writes
-// go on, and makes the log start over once it has longLog frames.
+// openSQLite is OpenSQLite with the checkpointer's timing.
 func openSQLite(ctx context.Context, path string, every time.Duration, longLog int) (*SQLStore, error) {
 	path = storePath(path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the store folder: %w", err)
 	}
-	// The path is escaped in the URI: a '#' in it would start a fragment
-	// (and SQLite open the file named by what precedes it), a '?' the query.
+	// Escaped, so that a '#' or '?' in the path stays in it.
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 	// The checkpointer, not the commits, copies the log (see checkpointer).
 	db, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
@@ -603,9 +557,8 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	// A store the process cannot write to would open, and then lose every
-	// response: a write now finds out. It writes the version there is, so
-	// that a store a newer gateway migrated further keeps its version.
+	// A write finds out now whether the store can be written, and keeps
+	// the version a newer gateway may have set.
 	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
@@ -680,17 +633,13 @@ func (s *SQLStore) wrote(err error) error {
 
 // ConversationInfo returns a conversation without its turns.
 func (s *SQLStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
-	var c Conversation
-	var created, updated string
-	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, backend, workspace, model, created, updated, owner FROM conversations WHERE id = ?`, id).
-		Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner)
+	c, err := scanConversation(s.db.QueryRowContext(ctx, `SELECT `+convColumns+` FROM conversations WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, ErrNotFound
 	}
 	if err != nil {
 		return c, fmt.Errorf("reading conversation: %w", err)
 	}
-	c.Created, c.Updated = parseTS(created), parseTS(updated)
 	return c, nil
 }
 
@@ -719,6 +668,19 @@ func (s *SQLStore) Conversation(ctx context.Context, id string) (Conversation, [
 
 type scanner interface{ Scan(dest ...any) error }
 
+// convColumns are the columns scanConversation reads, in its order.
+const convColumns = `id, session_id, backend, workspace, model, created, updated, owner`
+
+func scanConversation(r scanner) (Conversation, error) {
+	var c Conversation
+	var created, updated string
+	if err := r.Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner); err != nil {
+		return c, err
+	}
+	c.Created, c.Updated = parseTS(created), parseTS(updated)
+	return c, nil
+}
+
 // turnColumns are the columns scanTurn reads, in its order.
 const turnColumns = `response_id, conversation_id, prompt, status, created, response, owner`
 
@@ -738,7 +700,7 @@ const putConversationSQL = `INSERT INTO conversations (id, session_id, backend, 
 	workspace=excluded.workspace, model=excluded.model, updated=excluded.updated`
 
 // putConversation creates or updates a conversation row, updated at now,
-// with st, the prepared putConversationSQL (or its copy in a transaction).
+// with st, a prepared putConversationSQL.
 func putConversation(ctx context.Context, st *sql.Stmt, c Conversation, now string) error {
 	if _, err := st.ExecContext(ctx, c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, now, c.Owner); err != nil {
 		return fmt.Errorf("saving conversation: %w", err)
@@ -751,8 +713,7 @@ const putTurnSQL = `INSERT INTO turns (response_id, conversation_id, prompt, sta
 	ON CONFLICT(response_id) DO UPDATE SET conversation_id=excluded.conversation_id, status=excluded.status,
 	response=excluded.response`
 
-// putTurn creates or replaces a turn row with st, the prepared putTurnSQL
-// (or its copy in a transaction).
+// putTurn creates or replaces a turn row with st, a prepared putTurnSQL.
 func putTurn(ctx context.Context, st *sql.Stmt, t Turn) error {
 	if _, err := st.ExecContext(ctx, t.ResponseID, t.ConversationID, t.Prompt, t.Status, ts(t.Created), t.Response, t.Owner); err != nil {
 		return fmt.Errorf("saving turn: %w", err)
@@ -765,8 +726,7 @@ func (s *SQLStore) PutTurn(ctx context.Context, t Turn) error {
 	return s.wrote(putTurn(ctx, s.putTurn, t))
 }
 
-// PutBatch creates or replaces conversations, then turns, in one
-// transaction: all of them are written or none.
+// PutBatch creates or replaces conversations, then turns, in one transaction.
 func (s *SQLStore) PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -825,8 +785,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time) (int, error) {
 	return int(n), s.wrote(nil)
 }
 
-// Conversations returns a page of conversations, the most recently active
-// first.
+// Conversations returns a page of conversations, the most recently active first.
 func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversation, error) {
 	var where []string
 	var args []any
@@ -839,7 +798,7 @@ func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversati
 	if q.After != nil {
 		where, args = append(where, `(`+activity+`, id) < (?, ?)`), append(args, strings.TrimSuffix(ts(q.After.Updated), "Z"), q.After.ID)
 	}
-	query := `SELECT id, session_id, backend, workspace, model, created, updated, owner FROM conversations`
+	query := `SELECT ` + convColumns + ` FROM conversations`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
@@ -856,12 +815,10 @@ func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversati
 	defer rows.Close()
 	out := []Conversation{}
 	for rows.Next() {
-		var c Conversation
-		var created, updated string
-		if err := rows.Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &created, &updated, &c.Owner); err != nil {
+		c, err := scanConversation(rows)
+		if err != nil {
 			return nil, fmt.Errorf("listing conversations: %w", err)
 		}
-		c.Created, c.Updated = parseTS(created), parseTS(updated)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -870,8 +827,7 @@ func (s *SQLStore) Conversations(ctx context.Context, q ListQuery) ([]Conversati
 	return out, nil
 }
 
-// DeleteConversation deletes a conversation, its turns and fingerprints,
-// in one transaction.
+// DeleteConversation deletes a conversation, its turns and fingerprints.
 func (s *SQLStore) DeleteConversation(ctx context.Context, id string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -950,8 +906,7 @@ func (s *SQLStore) MarkInterrupted(ctx context.Context) (int, error) {
 	return len(turns), nil
 }
 
-// PutFingerprint records where a conversation stands. The row is replaced,
-// so that the latest has the highest rowid.
+// PutFingerprint records where a conversation stands, as its highest rowid.
 func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO fingerprints (fingerprint, conversation_id, created) VALUES (?, ?, ?)`,
 		fp, conv, ts(time.Now()))
@@ -963,22 +918,19 @@ func (s *SQLStore) PutFingerprint(ctx context.Context, fp, conv string) error {
 
 // Fingerprint returns the conversation that stands at an OpenAI history.
 func (s *SQLStore) Fingerprint(ctx context.Context, fp string) (string, error) {
-	var c string
-	err := s.db.QueryRowContext(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = ?
-		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.rowid > f.rowid)`, fp).Scan(&c)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading fingerprint: %w", err)
-	}
-	return c, nil
+	return s.fingerprintConversation(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = ?
+		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.rowid > f.rowid)`, fp)
 }
 
 // HistoryConversation returns the conversation a history was recorded for.
 func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, error) {
+	return s.fingerprintConversation(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp)
+}
+
+// fingerprintConversation returns the conversation id that query selects for fp.
+func (s *SQLStore) fingerprintConversation(ctx context.Context, query, fp string) (string, error) {
 	var c string
-	err := s.db.QueryRowContext(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = ?`, fp).Scan(&c)
+	err := s.db.QueryRowContext(ctx, query, fp).Scan(&c)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -991,8 +943,7 @@ func (s *SQLStore) HistoryConversation(ctx context.Context, fp string) (string, 
 // Ping checks the database answers.
 func (s *SQLStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Close closes the database. Its own connection closes last, and copies
-// what is left of the log into the database.
+// Close closes the database; its last connection copies the rest of the log.
 func (s *SQLStore) Close() error {
 	cerr := s.ckpt.close()
 	s.putConv.Close()
