@@ -176,7 +176,7 @@ type proc struct {
 	cmd      *exec.Cmd
 	pgid     int
 	mark     string // the groupMarkName entry in its environment
-	stdout   *os.File
+	stdout   *output
 	stderr   *os.File
 	tail     *tail
 	killer   runs.Killer
@@ -226,7 +226,7 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, a
 		return nil, fmt.Errorf("creating a pipe: %w", err)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: stdoutR, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: &output{File: stdoutR}, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
 		killer: spec.Kill, exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, b.binary, args...)
 	cmd.Dir = spec.Workspace
@@ -299,12 +299,26 @@ func (p *proc) wait() {
 	}
 }
 
-// drainOutput closes the agent's output once read, or after outputDrainLimit.
+// drainOutput closes the agent's output once read; or, from outputDrainLimit
+// on, once the reader has waited that long for more (what is left comes from
+// a process outside the group) or has read more than a pipe holds. A reader
+// still busy with what the agent wrote before it stopped is not cut short.
 func (p *proc) drainOutput() {
-	select {
-	case <-p.readDone:
-	case <-time.After(outputDrainLimit):
-		_ = p.stdout.Close()
+	start := time.Now()
+	read0, waited0 := p.stdout.progress(start)
+	tick := time.NewTicker(outputDrainLimit / 20)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.readDone:
+			return
+		case now := <-tick.C:
+			read, waited := p.stdout.progress(now)
+			if now.Sub(start) >= outputDrainLimit && (waited-waited0 >= outputDrainLimit || read-read0 > maxPipe) {
+				_ = p.stdout.Close()
+				return
+			}
+		}
 	}
 }
 
