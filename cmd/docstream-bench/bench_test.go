@@ -757,7 +757,7 @@ func TestBoundRows(t *testing.T) {
 		{boundRSS.Measure, "s", "met"},                         // 40 MiB
 		{boundCPU.Measure, "m", "**not met**"},                 // 3×
 		{"parse + segment, real corpus", "real corpus", "met"}, // 80 MiB/s ≥ 0.8 × 90
-		{longLineTitle, "default settings", "met"}, // 192 MiB of 560
+		{longLineTitle, "default settings", "met"},             // 192 MiB of 560
 	} {
 		if b := got[c.measure]; b.Where != c.where || b.Met != c.met {
 			t.Errorf("%s: %+v, want %s, %s", c.measure, b, c.where, c.met)
