@@ -183,19 +183,7 @@ func (b *Backend) acpArgs(spec *runs.Spec) []string {
 	if spec.Model != "" && spec.Model != "auto" {
 		args = append(args, "--model", spec.Model)
 	}
-	if b.cfg.Force {
-		args = append(args, "--force")
-	}
-	if b.cfg.Trust {
-		args = append(args, "--trust")
-	}
-	if b.cfg.ApproveMCPs {
-		args = append(args, "--approve-mcps")
-	}
-	for _, h := range b.cfg.Headers {
-		args = append(args, "-H", h)
-	}
-	return append(args, "acp")
+	return append(b.permissionArgs(args), "acp")
 }
 
 // runACP runs the agent in ACP mode for spec.

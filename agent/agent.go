@@ -145,6 +145,12 @@ func (b *Backend) Args(spec *runs.Spec) []string {
 	if spec.Workspace != "" {
 		args = append(args, "--workspace", spec.Workspace)
 	}
+	return append(b.permissionArgs(args), "--", spec.Prompt)
+}
+
+// permissionArgs appends the configured --force, --trust, --approve-mcps
+// and -H flags, which both protocols take.
+func (b *Backend) permissionArgs(args []string) []string {
 	if b.cfg.Force {
 		args = append(args, "--force")
 	}
@@ -157,7 +163,7 @@ func (b *Backend) Args(spec *runs.Spec) []string {
 	for _, h := range b.cfg.Headers {
 		args = append(args, "-H", h)
 	}
-	return append(args, "--", spec.Prompt)
+	return args
 }
 
 // outputDrainLimit is how long a stopped agent's output held open is still read.
