@@ -8,14 +8,26 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docstream/docstream/documents"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // PostgresStore is a Store on PostgreSQL, shared by the replicas of a
 // cluster.
 type PostgresStore struct {
+	*SQLStore
 	pool *pgxpool.Pool
+}
+
+// postgres keeps times in microseconds and orders fingerprints by a serial.
+var postgres = dialect{
+	time:     func(t time.Time) any { return t.UTC().Truncate(time.Microsecond) },
+	activity: "updated",
+	key:      func(t time.Time) any { return t.UTC().Truncate(time.Microsecond) },
+	seq:      "seq",
+	putFingerprint: `INSERT INTO fingerprints (fingerprint, conversation_id, created) VALUES ($1, $2, $3)
+		ON CONFLICT (fingerprint) DO UPDATE SET conversation_id = excluded.conversation_id, created = excluded.created, seq = excluded.seq`,
+	lock:       " FOR UPDATE",
+	convTables: []string{"turns", "fingerprints", "replica_sessions"},
 }
 
 // pgMigrations are applied in order; the schema version is the row of
@@ -89,8 +101,9 @@ func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store.dsn: %w", err)
 	}
-	p := &PostgresStore{pool: pool}
+	p := &PostgresStore{SQLStore: &SQLStore{db: stdlib.OpenDBFromPool(pool), d: postgres}, pool: pool}
 	if err := p.migrate(ctx); err != nil {
+		p.db.Close()
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
@@ -134,289 +147,16 @@ func (p *PostgresStore) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
-// pgTime is t as PostgreSQL keeps it: in microseconds.
-func pgTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-const pgPutConversation = `INSERT INTO conversations (id, session_id, backend, workspace, model, created, updated, owner)
-	VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
-	ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, backend = excluded.backend,
-	workspace = excluded.workspace, model = excluded.model, updated = excluded.updated`
-
-const pgPutTurn = `INSERT INTO turns (response_id, conversation_id, prompt, status, created, response, owner)
-	VALUES ($1, $2, $3, $4, $5, $6, $7)
-	ON CONFLICT (response_id) DO UPDATE SET conversation_id = excluded.conversation_id,
-	status = excluded.status, response = excluded.response`
-
-func convArgs(c Conversation, now time.Time) []any {
-	return []any{c.ID, c.SessionID, c.Backend, c.Workspace, c.Model, now, c.Owner}
-}
-
-func turnArgs(t Turn) []any {
-	return []any{t.ResponseID, t.ConversationID, t.Prompt, t.Status, pgTime(t.Created), t.Response, t.Owner}
-}
-
-// PutConversation creates or updates a conversation.
-func (p *PostgresStore) PutConversation(ctx context.Context, c Conversation) error {
-	if _, err := p.pool.Exec(ctx, pgPutConversation, convArgs(c, pgTime(clock()))...); err != nil {
-		return fmt.Errorf("saving conversation: %w", err)
-	}
-	return nil
-}
-
-// PutTurn creates or replaces a turn.
-func (p *PostgresStore) PutTurn(ctx context.Context, t Turn) error {
-	if _, err := p.pool.Exec(ctx, pgPutTurn, turnArgs(t)...); err != nil {
-		return fmt.Errorf("saving turn: %w", err)
-	}
-	return nil
-}
-
-// PutBatch creates or replaces conversations, then turns, in one
-// transaction.
-func (p *PostgresStore) PutBatch(ctx context.Context, convs []Conversation, turns []Turn) error {
-	var b pgx.Batch
-	now := pgTime(clock())
-	for _, c := range convs {
-		b.Queue(pgPutConversation, convArgs(c, now)...)
-	}
-	for _, t := range turns {
-		b.Queue(pgPutTurn, turnArgs(t)...)
-	}
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &b).Close() })
-	if err != nil {
-		return fmt.Errorf("saving responses: %w", err)
-	}
-	return nil
-}
-
-func scanPGConversation(r pgx.Row) (Conversation, error) {
-	var c Conversation
-	err := r.Scan(&c.ID, &c.SessionID, &c.Backend, &c.Workspace, &c.Model, &c.Created, &c.Updated, &c.Owner)
-	c.Created, c.Updated = c.Created.UTC(), c.Updated.UTC()
-	return c, err
-}
-
-func scanPGTurn(r pgx.Row) (Turn, error) {
-	var t Turn
-	err := r.Scan(&t.ResponseID, &t.ConversationID, &t.Prompt, &t.Status, &t.Created, &t.Response, &t.Owner)
-	t.Created = t.Created.UTC()
-	return t, err
-}
-
-// ConversationInfo returns a conversation without its turns.
-func (p *PostgresStore) ConversationInfo(ctx context.Context, id string) (Conversation, error) {
-	c, err := scanPGConversation(p.pool.QueryRow(ctx, `SELECT `+convColumns+` FROM conversations WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, ErrNotFound
-	}
-	if err != nil {
-		return c, fmt.Errorf("reading conversation: %w", err)
-	}
-	return c, nil
-}
-
-// Conversation returns a conversation and its turns, oldest first.
-func (p *PostgresStore) Conversation(ctx context.Context, id string) (Conversation, []Turn, error) {
-	c, err := p.ConversationInfo(ctx, id)
-	if err != nil {
-		return c, nil, err
-	}
-	rows, err := p.pool.Query(ctx, `SELECT `+turnColumns+` FROM turns WHERE conversation_id = $1 ORDER BY created`, id)
-	if err != nil {
-		return c, nil, fmt.Errorf("reading turns: %w", err)
-	}
-	turns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Turn, error) { return scanPGTurn(r) })
-	if err != nil {
-		return c, nil, fmt.Errorf("reading turns: %w", err)
-	}
-	return c, turns, nil
-}
-
-// Turn returns a turn by its response id.
-func (p *PostgresStore) Turn(ctx context.Context, id string) (Turn, error) {
-	t, err := scanPGTurn(p.pool.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE response_id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, ErrNotFound
-	}
-	if err != nil {
-		return t, fmt.Errorf("reading turn: %w", err)
-	}
-	return t, nil
-}
-
-// MarkInterrupted marks every streaming turn as interrupted. A cluster
-// marks those of the replicas that stopped instead (MarkTurnsInterrupted).
-func (p *PostgresStore) MarkInterrupted(ctx context.Context) (int, error) {
-	return p.markInterrupted(ctx, `SELECT `+turnColumns+` FROM turns WHERE status = $1 FOR UPDATE`)
-}
-
 // MarkTurnsInterrupted marks the turns of the given runs that are still
-// streaming as interrupted, and returns how many there were.
+// streaming as interrupted, and returns how many there were. A cluster
+// marks these rather than every streaming turn (MarkInterrupted).
 func (p *PostgresStore) MarkTurnsInterrupted(ctx context.Context, ids []string) (int, error) {
-	return p.markInterrupted(ctx, `SELECT `+turnColumns+` FROM turns WHERE status = $1 AND response_id = ANY($2) FOR UPDATE`, ids)
+	return p.markInterrupted(ctx, ` AND response_id = ANY($1)`, ids)
 }
 
-func (p *PostgresStore) markInterrupted(ctx context.Context, query string, args ...any) (int, error) {
-	n := 0
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, query, append([]any{string(documents.StatusStreaming)}, args...)...)
-		if err != nil {
-			return err
-		}
-		turns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Turn, error) { return scanPGTurn(r) })
-		if err != nil {
-			return err
-		}
-		for _, t := range turns {
-			if _, err := tx.Exec(ctx, `UPDATE turns SET status = $2, response = $3 WHERE response_id = $1`,
-				t.ResponseID, string(documents.StatusError), interruptedResponse(t.Response)); err != nil {
-				return err
-			}
-		}
-		n = len(turns)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("marking interrupted runs: %w", err)
-	}
-	return n, nil
-}
-
-// PutFingerprint records where a conversation stands: the row is replaced
-// with the next seq, so that the latest has the highest.
-func (p *PostgresStore) PutFingerprint(ctx context.Context, fp, conv string) error {
-	_, err := p.pool.Exec(ctx, `INSERT INTO fingerprints (fingerprint, conversation_id, created) VALUES ($1, $2, $3)
-		ON CONFLICT (fingerprint) DO UPDATE SET conversation_id = excluded.conversation_id, created = excluded.created, seq = excluded.seq`,
-		fp, conv, pgTime(time.Now()))
-	if err != nil {
-		return fmt.Errorf("saving fingerprint: %w", err)
-	}
-	return nil
-}
-
-// Fingerprint returns the conversation that stands at an OpenAI history.
-func (p *PostgresStore) Fingerprint(ctx context.Context, fp string) (string, error) {
-	return p.fingerprint(ctx, `SELECT f.conversation_id FROM fingerprints f WHERE f.fingerprint = $1
-		AND NOT EXISTS (SELECT 1 FROM fingerprints g WHERE g.conversation_id = f.conversation_id AND g.seq > f.seq)`, fp)
-}
-
-// HistoryConversation returns the conversation a history was recorded for.
-func (p *PostgresStore) HistoryConversation(ctx context.Context, fp string) (string, error) {
-	return p.fingerprint(ctx, `SELECT conversation_id FROM fingerprints WHERE fingerprint = $1`, fp)
-}
-
-func (p *PostgresStore) fingerprint(ctx context.Context, query, fp string) (string, error) {
-	var c string
-	err := p.pool.QueryRow(ctx, query, fp).Scan(&c)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading fingerprint: %w", err)
-	}
-	return c, nil
-}
-
-// Prune deletes what is older than before.
-func (p *PostgresStore) Prune(ctx context.Context, before time.Time) (int, error) {
-	const stale = `SELECT c.id FROM conversations c WHERE c.updated < $1 AND NOT EXISTS
-		(SELECT 1 FROM turns t WHERE t.conversation_id = c.id AND (t.created >= $1 OR t.status = 'streaming'))`
-	var n int64
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		for _, d := range []struct {
-			q     string
-			turns bool // it deletes turns, which Prune counts
-		}{
-			{`DELETE FROM fingerprints WHERE conversation_id IN (` + stale + `)`, false},
-			{`DELETE FROM turns WHERE conversation_id IN (` + stale + `)`, true},
-			{`DELETE FROM turns WHERE conversation_id = '' AND status != 'streaming' AND created < $1`, true},
-			{`DELETE FROM conversations WHERE updated < $1 AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id)`, false},
-		} {
-			tag, err := tx.Exec(ctx, d.q, pgTime(before))
-			if err != nil {
-				return err
-			}
-			if d.turns {
-				n += tag.RowsAffected()
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("pruning the store: %w", err)
-	}
-	return int(n), nil
-}
-
-// Conversations returns a page of conversations, the most recently active
-// first.
-func (p *PostgresStore) Conversations(ctx context.Context, q ListQuery) ([]Conversation, error) {
-	query := `SELECT ` + convColumns + ` FROM conversations WHERE ($1 = '' OR owner = $1) AND ($2 = '' OR workspace = $2)`
-	args := []any{q.Owner, q.Workspace}
-	if q.After != nil {
-		query += ` AND (updated, id) < ($3, $4)`
-		args = append(args, pgTime(q.After.Updated), q.After.ID)
-	}
-	query += ` ORDER BY updated DESC, id DESC`
-	if q.Limit > 0 {
-		query += fmt.Sprintf(` LIMIT %d`, q.Limit)
-	}
-	rows, err := p.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing conversations: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Conversation, error) { return scanPGConversation(r) })
-	if err != nil {
-		return nil, fmt.Errorf("listing conversations: %w", err)
-	}
-	if out == nil {
-		out = []Conversation{}
-	}
-	return out, nil
-}
-
-// DeleteConversation deletes a conversation, its turns and fingerprints,
-// in one transaction.
-func (p *PostgresStore) DeleteConversation(ctx context.Context, id string) error {
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM conversations WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
-		}
-		for _, q := range []string{`DELETE FROM turns WHERE conversation_id = $1`, `DELETE FROM fingerprints WHERE conversation_id = $1`,
-			`DELETE FROM replica_sessions WHERE conversation_id = $1`} {
-			if _, err := tx.Exec(ctx, q, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("deleting conversation: %w", err)
-	}
-	return err
-}
-
-// DeleteTurn deletes a turn.
-func (p *PostgresStore) DeleteTurn(ctx context.Context, id string) error {
-	tag, err := p.pool.Exec(ctx, `DELETE FROM turns WHERE response_id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("deleting turn: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
-}
-
-// Ping checks the database answers.
-func (p *PostgresStore) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
-
-// Close closes the pool.
+// Close closes the database and its pool.
 func (p *PostgresStore) Close() error {
+	err := p.SQLStore.Close()
 	p.pool.Close()
-	return nil
+	return err
 }
