@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"context"
-	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,31 +25,6 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 		q.Set("prUrl", opts.PRURL)
 	}
 	return send[AgentList](ctx, c, &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"})
-}
-
-// AllAgents iterates over every agent matching opts from opts.Cursor on; a
-// failure is yielded once and ends it.
-func (c *Client) AllAgents(ctx context.Context, opts ListOptions) iter.Seq2[Agent, error] {
-	return func(yield func(Agent, error) bool) {
-		seen := map[string]bool{}
-		for {
-			page, err := c.ListAgents(ctx, opts)
-			if err != nil {
-				yield(Agent{}, err)
-				return
-			}
-			for _, a := range page.Agents {
-				if !yield(a, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" || seen[page.NextCursor] {
-				return
-			}
-			seen[page.NextCursor] = true
-			opts.Cursor = page.NextCursor
-		}
-	}
 }
 
 // Agent returns an agent's status and results (GET /v0/agents/{id}).
@@ -80,14 +54,6 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 	}
 	if strings.TrimSpace(req.Source.Repository) == "" && strings.TrimSpace(req.Source.PRURL) == "" {
 		return nil, badRequest("source.repository is required unless source.prUrl is given")
-	}
-	if req.Webhook != (Webhook{}) {
-		if strings.TrimSpace(req.Webhook.URL) == "" {
-			return nil, badRequest("webhook.url is required when a webhook is given")
-		}
-		if req.Webhook.Secret != "" && len(req.Webhook.Secret) < MinWebhookSecretLen {
-			return nil, badRequest("webhook.secret has %d characters; at least %d are required", len(req.Webhook.Secret), MinWebhookSecretLen)
-		}
 	}
 	return send[Agent](ctx, c, &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"})
 }

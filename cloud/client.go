@@ -50,68 +50,6 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sets the HTTP client. The default has a 60 s timeout.
-func WithHTTPClient(hc *http.Client) Option {
-	return func(c *Client) {
-		if hc != nil {
-			c.hc = hc
-		}
-	}
-}
-
-// WithRetry sets the attempts per request and the largest wait between them;
-// non-positive values keep the defaults.
-func WithRetry(maxAttempts int, maxDelay time.Duration) Option {
-	return func(c *Client) {
-		if maxAttempts > 0 {
-			c.maxAttempts = maxAttempts
-		}
-		if maxDelay > 0 {
-			c.maxDelay = maxDelay
-		}
-	}
-}
-
-// WithClock sets the clock of Retry-After dates, the repositories cache and
-// Watch's follow-up grace.
-func WithClock(now func() time.Time) Option {
-	return func(c *Client) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
-
-// WithSleep sets the wait between retries and polls; it returns ctx.Err()
-// early when ctx ends.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(c *Client) {
-		if sleep != nil {
-			c.sleep = sleep
-		}
-	}
-}
-
-// WithJitter sets how a backoff delay is picked in [0, ceiling].
-func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
-	return func(c *Client) {
-		if jitter != nil {
-			c.jitter = jitter
-		}
-	}
-}
-
-// WithLogger sets a printf-style function for retry and cache notes.
-func WithLogger(logf func(format string, args ...any)) Option {
-	return func(c *Client) { c.logf = logf }
-}
-
-// WithRepositoriesTTL sets how long Repositories reuses a fetched list; zero
-// or less turns the cache off.
-func WithRepositoriesTTL(ttl time.Duration) Option {
-	return func(c *Client) { c.repos.ttl = ttl }
-}
-
 // New returns a Client for baseURL (DefaultBaseURL when empty) and apiKey.
 // With an empty key every call fails with CodeUnauthorized.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
@@ -154,9 +92,6 @@ func (c *Client) String() string { return "cloud.Client{" + c.base + "}" }
 
 // GoString describes the client without its key.
 func (c *Client) GoString() string { return c.String() }
-
-// BaseURL returns the API origin the client calls.
-func (c *Client) BaseURL() string { return c.base }
 
 // retryPolicy says which failures a request may be repeated after.
 type retryPolicy int

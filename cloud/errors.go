@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -49,15 +48,6 @@ func (e *Error) Unwrap() error { return e.err }
 // or unavailable), not whether repeating it is safe.
 func (e *Error) Retryable() bool {
 	return e.Code == CodeRateLimited || e.Code == CodeUnavailable
-}
-
-// ErrorCode returns the Code of the *Error in err's chain, or "".
-func ErrorCode(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ""
 }
 
 // badRequest is a local refusal: nothing was sent.

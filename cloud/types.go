@@ -7,9 +7,8 @@ import (
 
 // Limits of the API's requests.
 const (
-	MaxImages           = 5   // images in a prompt
-	MinWebhookSecretLen = 32  // the shortest webhook secret
-	MaxListLimit        = 100 // the largest page of ListAgents
+	MaxImages    = 5   // images in a prompt
+	MaxListLimit = 100 // the largest page of ListAgents
 )
 
 // Status is an agent's status as the API reports it, such as "RUNNING".
@@ -60,21 +59,20 @@ type Agent struct {
 	Source    Source      `json:"source"`
 	Target    AgentTarget `json:"target"`
 	Summary   string      `json:"summary,omitempty"`
-	CreatedAt time.Time   `json:"createdAt"`
+	CreatedAt Time        `json:"createdAt"`
 }
 
-// UnmarshalJSON decodes an agent, leaving CreatedAt zero when it is not RFC 3339.
-func (a *Agent) UnmarshalJSON(b []byte) error {
-	type plain Agent
-	var v struct {
-		plain
-		CreatedAt string `json:"createdAt"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
+// Time is a time the API reports: ISO 8601 read as RFC 3339, or zero.
+type Time struct{ time.Time }
+
+// UnmarshalJSON reads a JSON string, leaving the time zero when it is not
+// RFC 3339.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	*a = Agent(v.plain)
-	a.CreatedAt = parseTime(v.CreatedAt)
+	t.Time, _ = time.Parse(time.RFC3339Nano, s)
 	return nil
 }
 
@@ -140,41 +138,19 @@ type Target struct {
 	AutoBranch            *bool  `json:"autoBranch,omitempty"`
 }
 
-// Webhook is where the API reports status changes.
-type Webhook struct {
-	URL    string `json:"url"`
-	Secret string `json:"secret,omitempty"`
-}
-
 // LaunchRequest is the body of Launch; an empty Model lets the API choose.
 type LaunchRequest struct {
-	Prompt  Prompt  `json:"prompt"`
-	Source  Source  `json:"source"`
-	Target  Target  `json:"target,omitzero"`
-	Model   string  `json:"model,omitempty"`
-	Webhook Webhook `json:"webhook,omitzero"`
+	Prompt Prompt `json:"prompt"`
+	Source Source `json:"source"`
+	Target Target `json:"target,omitzero"`
+	Model  string `json:"model,omitempty"`
 }
 
 // APIKeyInfo describes the API key in use (GET /v0/me).
 type APIKeyInfo struct {
-	APIKeyName string    `json:"apiKeyName"`
-	CreatedAt  time.Time `json:"createdAt"`
-	UserEmail  string    `json:"userEmail"`
-}
-
-// UnmarshalJSON decodes key information, leaving CreatedAt zero if not RFC 3339.
-func (k *APIKeyInfo) UnmarshalJSON(b []byte) error {
-	type plain APIKeyInfo
-	var v struct {
-		plain
-		CreatedAt string `json:"createdAt"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*k = APIKeyInfo(v.plain)
-	k.CreatedAt = parseTime(v.CreatedAt)
-	return nil
+	APIKeyName string `json:"apiKeyName"`
+	CreatedAt  Time   `json:"createdAt"`
+	UserEmail  string `json:"userEmail"`
 }
 
 // Repository is a GitHub repository the API key can reach.
@@ -192,10 +168,4 @@ type idResponse struct {
 // followUpRequest is the body of a follow-up.
 type followUpRequest struct {
 	Prompt Prompt `json:"prompt"`
-}
-
-// parseTime reads an ISO 8601 time as RFC 3339, or returns the zero time.
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
 }
