@@ -66,48 +66,41 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	info := documents.CloudInfo{AgentID: cs.AgentID, Repository: cs.Repository}
 	seg.SetConversation(cs.AgentID)
 	seg.SetCloud(info)
-	updates := b.Client.Watch(ctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp})
 	msgs := cloudMessages{seg: seg, sent: map[string]string{}}
-	for {
-		select {
-		case <-ctx.Done():
-			r, msg, _ := runs.StopCause(ctx)
-			stopCtx, c2 := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = b.Client.Stop(stopCtx, cs.AgentID)
-			c2()
-			return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
-		case u, ok := <-updates:
-			if !ok {
-				return agentError("the cloud agent watch ended early", "", start)
+	for u := range b.Client.Watch(ctx, cs.AgentID, WatchOptions{Interval: b.Interval, Known: cs.Known, FollowUp: cs.FollowUp}) {
+		if idle != nil && u.Kind != UpdateStatus {
+			idle.Reset(b.IdleTimeout)
+		}
+		switch u.Kind {
+		case UpdateMessage, UpdateMessageGrew:
+			msgs.take(u.Message)
+		case UpdateStatus:
+			info.Status = string(u.Agent.Status)
+		case UpdateDone:
+			a := u.Agent
+			seg.EndSegment()
+			info.Status, info.Summary, info.BranchName, info.PRURL, info.URL = string(a.Status), a.Summary, a.Target.BranchName, a.Target.PRURL, a.Target.URL
+			seg.SetCloud(info)
+			el := time.Since(start).Milliseconds()
+			switch a.Status {
+			case StatusFinished:
+				seg.Complete(el)
+				return translate.End{}
+			case StatusStopped:
+				return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
+			default:
+				return agentError(fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary, start)
 			}
-			if idle != nil && u.Kind != UpdateStatus {
-				idle.Reset(b.IdleTimeout)
-			}
-			switch u.Kind {
-			case UpdateMessage, UpdateMessageGrew:
-				msgs.take(u.Message)
-			case UpdateStatus:
-				info.Status = string(u.Agent.Status)
-			case UpdateDone:
-				a := u.Agent
-				seg.EndSegment()
-				info.Status, info.Summary, info.BranchName, info.PRURL, info.URL = string(a.Status), a.Summary, a.Target.BranchName, a.Target.PRURL, a.Target.URL
-				seg.SetCloud(info)
-				el := time.Since(start).Milliseconds()
-				switch a.Status {
-				case StatusFinished:
-					seg.Complete(el)
-					return translate.End{}
-				case StatusStopped:
-					return translate.End{Reason: documents.StopCancelled, Message: "the cloud agent was stopped", Elapsed: el}
-				default:
-					return agentError(fmt.Sprintf("the cloud agent ended with status %s", a.Status), a.Summary, start)
-				}
-			case UpdateError:
-				return agentError("the Cloud Agents API failed: "+u.Err.Error(), "", start)
-			}
+		case UpdateError:
+			return agentError("the Cloud Agents API failed: "+u.Err.Error(), "", start)
 		}
 	}
+	// The watch ended with ctx: the run was stopped.
+	r, msg, _ := runs.StopCause(ctx)
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = b.Client.Stop(stopCtx, cs.AgentID)
+	cancel()
+	return translate.End{Reason: r, Message: msg, Elapsed: time.Since(start).Milliseconds()}
 }
 
 // agentError ends a run that the cloud agent or its API failed.

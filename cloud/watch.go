@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"time"
 )
@@ -49,11 +50,10 @@ type WatchOptions struct {
 	FollowUpGrace time.Duration
 }
 
-// Watch polls agent id until it reaches a terminal status and sends its status
-// changes and new or changed messages on the returned channel, which is closed
-// after the last update or when ctx ends. The consumer reads it to the end or
-// cancels ctx.
-func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) <-chan Update {
+// Watch polls agent id until it reaches a terminal status, and yields its
+// status changes and new or changed messages. It ends after the last update,
+// when ctx ends, or when the consumer stops.
+func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) iter.Seq[Update] {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultWatchInterval
 	}
@@ -67,38 +67,26 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) <-chan
 	if opts.FollowUpGrace <= 0 {
 		opts.FollowUpGrace = DefaultFollowUpGrace
 	}
-	ch := make(chan Update, 16)
-	w := &watcher{c: c, id: id, opts: opts, out: ch, seen: map[string]string{}}
-	for i, m := range opts.Known {
-		w.seen[messageKey(m, i)] = m.Text
+	return func(yield func(Update) bool) {
+		seen := map[string]string{} // message key → text last reported
+		for i, m := range opts.Known {
+			seen[messageKey(m, i)] = m.Text
+		}
+		c.watch(ctx, id, opts, seen, yield)
 	}
-	go func() {
-		defer close(ch)
-		w.run(ctx)
-	}()
-	return ch
 }
 
-// watcher is the state of one Watch.
-type watcher struct {
-	c    *Client
-	id   string
-	opts WatchOptions
-	out  chan<- Update
-	seen map[string]string // message key → text last reported
-}
-
-// run polls until the end of the watch.
-func (w *watcher) run(ctx context.Context) {
-	started := w.c.now()
-	active := !w.opts.FollowUp
+// watch polls until the end of the watch.
+func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, seen map[string]string, yield func(Update) bool) {
+	started := c.now()
+	active := !opts.FollowUp
 	var last Status
 	failures := 0
 	for {
-		agent, err := w.c.Agent(ctx, w.id)
+		agent, err := c.Agent(ctx, id)
 		var conv *Conversation
 		if err == nil {
-			conv, err = w.c.Conversation(ctx, w.id)
+			conv, err = c.Conversation(ctx, id)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -106,13 +94,13 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			var e *Error
 			failures++
-			if !errors.As(err, &e) || !e.Retryable() || failures >= w.opts.MaxErrors {
-				w.send(ctx, Update{Kind: UpdateError, Err: err})
+			if !errors.As(err, &e) || !e.Retryable() || failures >= opts.MaxErrors {
+				yield(Update{Kind: UpdateError, Err: err})
 				return
 			}
-			delay := min(max(backoff(w.opts.Interval, w.opts.MaxBackoff, failures), e.RetryAfter), w.opts.MaxBackoff)
-			w.c.log("cloud: watch %s: %s; polling again in %s", w.id, e.Code, delay)
-			if w.c.sleep(ctx, delay) != nil {
+			delay := min(max(backoff(opts.Interval, opts.MaxBackoff, failures), e.RetryAfter), opts.MaxBackoff)
+			c.log("cloud: watch %s: %s; polling again in %s", id, e.Code, delay)
+			if c.sleep(ctx, delay) != nil {
 				return
 			}
 			continue
@@ -122,55 +110,36 @@ func (w *watcher) run(ctx context.Context) {
 		if !terminal {
 			active = true
 		}
-		final := terminal && (active || w.c.now().Sub(started) >= w.opts.FollowUpGrace)
+		final := terminal && (active || c.now().Sub(started) >= opts.FollowUpGrace)
 		if !terminal && agent.Status != last {
 			last = agent.Status
 			a := *agent
-			if !w.send(ctx, Update{Kind: UpdateStatus, Agent: &a}) {
+			if !yield(Update{Kind: UpdateStatus, Agent: &a}) {
 				return
 			}
 		}
-		if !w.messages(ctx, conv) {
-			return
+		for i, m := range conv.Messages {
+			k := messageKey(m, i)
+			prev, ok := seen[k]
+			if ok && prev == m.Text {
+				continue
+			}
+			seen[k] = m.Text
+			u := Update{Kind: UpdateMessage, Message: &m}
+			if ok {
+				u.Kind, u.Previous = UpdateMessageGrew, prev
+			}
+			if !yield(u) {
+				return
+			}
 		}
 		if final {
-			w.send(ctx, Update{Kind: UpdateDone, Agent: agent})
+			yield(Update{Kind: UpdateDone, Agent: agent})
 			return
 		}
-		if w.c.sleep(ctx, w.opts.Interval) != nil {
+		if c.sleep(ctx, opts.Interval) != nil {
 			return
 		}
-	}
-}
-
-// messages sends new and changed messages; false when ctx ended.
-func (w *watcher) messages(ctx context.Context, conv *Conversation) bool {
-	for i, m := range conv.Messages {
-		k := messageKey(m, i)
-		prev, ok := w.seen[k]
-		if ok && prev == m.Text {
-			continue
-		}
-		w.seen[k] = m.Text
-		msg := m
-		u := Update{Kind: UpdateMessage, Message: &msg}
-		if ok {
-			u.Kind, u.Previous = UpdateMessageGrew, prev
-		}
-		if !w.send(ctx, u) {
-			return false
-		}
-	}
-	return true
-}
-
-// send delivers u unless ctx ends first.
-func (w *watcher) send(ctx context.Context, u Update) bool {
-	select {
-	case w.out <- u:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -2,6 +2,7 @@ package cloud_test
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"reflect"
 	"slices"
@@ -15,21 +16,17 @@ import (
 
 const interval = 10 * time.Millisecond
 
-// collect reads every update until the channel closes.
-func collect(t *testing.T, ch <-chan cloud.Update) []cloud.Update {
+// collect reads every update until the watch ends.
+func collect(t *testing.T, updates iter.Seq[cloud.Update]) []cloud.Update {
 	t.Helper()
-	var out []cloud.Update
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case u, ok := <-ch:
-			if !ok {
-				return out
-			}
-			out = append(out, u)
-		case <-timeout:
-			t.Fatalf("watch did not end; got %d updates", len(out))
-		}
+	done := make(chan []cloud.Update)
+	go func() { done <- slices.Collect(updates) }()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not end")
+		return nil
 	}
 }
 
@@ -305,12 +302,19 @@ func TestWatchEndsWithContext(t *testing.T) {
 	c, _ := newClient(t, srv)
 	a := launchReadme(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := c.Watch(ctx, a.ID, cloud.WatchOptions{Interval: interval})
-	if u := <-ch; u.Kind != cloud.UpdateStatus {
-		t.Fatalf("first update = %+v", u)
+	defer cancel()
+	us := collect(t, func(yield func(cloud.Update) bool) {
+		for u := range c.Watch(ctx, a.ID, cloud.WatchOptions{Interval: interval}) {
+			cancel() // once the first update is in
+			if !yield(u) {
+				return
+			}
+		}
+	})
+	if len(us) == 0 || us[0].Kind != cloud.UpdateStatus {
+		t.Fatalf("updates = %q", describe(us))
 	}
-	cancel()
-	for _, u := range collect(t, ch) {
+	for _, u := range us[1:] {
 		if u.Kind == cloud.UpdateDone || u.Kind == cloud.UpdateError {
 			t.Fatalf("unexpected final update after cancel: %+v", u)
 		}
