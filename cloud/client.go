@@ -3,7 +3,6 @@ package cloud
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +35,6 @@ const (
 type Client struct {
 	base        string
 	apiKey      string
-	auth        string
 	hc          *http.Client
 	maxAttempts int
 	maxDelay    time.Duration
@@ -72,7 +70,6 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c := &Client{
 		base:        base,
 		apiKey:      apiKey,
-		auth:        "Basic " + base64.StdEncoding.EncodeToString([]byte(apiKey+":")),
 		hc:          &http.Client{Timeout: DefaultTimeout},
 		maxAttempts: DefaultMaxAttempts,
 		maxDelay:    DefaultMaxDelay,
@@ -185,7 +182,7 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	if err != nil {
 		return fmt.Errorf("cloud: build %s request: %w", r.op, err)
 	}
-	req.Header.Set("Authorization", c.auth)
+	req.SetBasicAuth(c.apiKey, "")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "docstream-cloud/v0")
 	if payload != nil {

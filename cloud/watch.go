@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -54,19 +55,10 @@ type WatchOptions struct {
 // status changes and new or changed messages. It ends after the last update,
 // when ctx ends, or when the consumer stops.
 func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) iter.Seq[Update] {
-	if opts.Interval <= 0 {
-		opts.Interval = DefaultWatchInterval
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultWatchMaxBackoff
-	}
-	opts.MaxBackoff = max(opts.MaxBackoff, opts.Interval)
-	if opts.MaxErrors <= 0 {
-		opts.MaxErrors = DefaultWatchMaxErrors
-	}
-	if opts.FollowUpGrace <= 0 {
-		opts.FollowUpGrace = DefaultFollowUpGrace
-	}
+	opts.Interval = cmp.Or(opts.Interval, DefaultWatchInterval)
+	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultWatchMaxBackoff), opts.Interval)
+	opts.MaxErrors = cmp.Or(opts.MaxErrors, DefaultWatchMaxErrors)
+	opts.FollowUpGrace = cmp.Or(opts.FollowUpGrace, DefaultFollowUpGrace)
 	return func(yield func(Update) bool) {
 		seen := map[string]string{} // message key → text last reported
 		for i, m := range opts.Known {

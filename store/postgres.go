@@ -115,36 +115,33 @@ func (p *PostgresStore) Pool() *pgxpool.Pool { return p.pool }
 
 // migrate applies the migrations the database lacks under schemaLock.
 func (p *PostgresStore) migrate(ctx context.Context) error {
-	tx, err := p.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
-		return fmt.Errorf("locking the schema: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS docstream_schema (version int NOT NULL)`); err != nil {
-		return fmt.Errorf("reading the schema version: %w", err)
-	}
-	var v int
-	err = tx.QueryRow(ctx, `SELECT version FROM docstream_schema`).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		_, err = tx.Exec(ctx, `INSERT INTO docstream_schema (version) VALUES (0)`)
-	}
-	if err != nil {
-		return fmt.Errorf("reading the schema version: %w", err)
-	}
-	for i := v; i < len(pgMigrations); i++ {
-		if _, err := tx.Exec(ctx, pgMigrations[i]); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
+			return fmt.Errorf("locking the schema: %w", err)
 		}
-	}
-	if v < len(pgMigrations) {
-		if _, err := tx.Exec(ctx, `UPDATE docstream_schema SET version = $1`, len(pgMigrations)); err != nil {
-			return fmt.Errorf("migrating: %w", err)
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS docstream_schema (version int NOT NULL)`); err != nil {
+			return fmt.Errorf("reading the schema version: %w", err)
 		}
-	}
-	return tx.Commit(ctx)
+		var v int
+		err := tx.QueryRow(ctx, `SELECT version FROM docstream_schema`).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, err = tx.Exec(ctx, `INSERT INTO docstream_schema (version) VALUES (0)`)
+		}
+		if err != nil {
+			return fmt.Errorf("reading the schema version: %w", err)
+		}
+		for i := v; i < len(pgMigrations); i++ {
+			if _, err := tx.Exec(ctx, pgMigrations[i]); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+		}
+		if v < len(pgMigrations) {
+			if _, err := tx.Exec(ctx, `UPDATE docstream_schema SET version = $1`, len(pgMigrations)); err != nil {
+				return fmt.Errorf("migrating: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 // MarkTurnsInterrupted marks the turns of the given runs that are still
