@@ -67,8 +67,8 @@ func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err != nil {
 		return err
 	}
-	r := &call{method: http.MethodPost, path: path, body: followUpRequest{Prompt: prompt}, policy: retryRateLimited, op: "follow-up", agentID: id}
-	return c.do(ctx, r, &idResponse{})
+	r := &call{method: http.MethodPost, path: path, body: map[string]Prompt{"prompt": prompt}, policy: retryRateLimited, op: "follow-up", agentID: id}
+	return c.do(ctx, r, new(struct{})) // an object naming the agent
 }
 
 // Stop pauses a running agent without deleting it (POST /v0/agents/{id}/stop).
@@ -77,7 +77,7 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, new(struct{}))
 }
 
 // Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
@@ -86,7 +86,7 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, &idResponse{})
+	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, new(struct{}))
 }
 
 // Me describes the API key in use (GET /v0/me).

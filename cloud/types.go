@@ -159,13 +159,3 @@ type Repository struct {
 	Name       string `json:"name"`
 	Repository string `json:"repository"`
 }
-
-// idResponse is the body of follow-up, stop and delete answers.
-type idResponse struct {
-	ID string `json:"id"`
-}
-
-// followUpRequest is the body of a follow-up.
-type followUpRequest struct {
-	Prompt Prompt `json:"prompt"`
-}

@@ -1,5 +1,6 @@
 // Package store keeps conversations, their turns (each a stored
-// ChatResponse) and OpenAI history fingerprints: in SQLite or in memory.
+// ChatResponse) and OpenAI history fingerprints: in SQLite, PostgreSQL or
+// memory.
 package store
 
 import (
@@ -13,7 +14,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/rs/zerolog"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 
 	"github.com/docstream/docstream/documents"
 )
@@ -94,10 +94,7 @@ type Cursor struct {
 
 // precedes reports whether the place p comes before c in the listing order.
 func (p Cursor) precedes(c *Conversation) bool {
-	if !c.Updated.Equal(p.Updated) {
-		return c.Updated.Before(p.Updated)
-	}
-	return c.ID < p.ID
+	return byActivity(Conversation{ID: p.ID, Updated: p.Updated}, *c) < 0
 }
 
 // byActivity orders conversations as listed: the most recently active first.
