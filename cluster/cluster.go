@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -274,15 +275,12 @@ func (c *Cluster) Track(r *runs.Run) {
 			c.retry("recording a run", start)
 		}
 		d := <-ended
-		conv, session := "", ""
+		conv, session := "", r.Spec.SessionID
 		if d.ConversationID != nil {
 			conv = *d.ConversationID
 		}
 		if d.Metadata.Agent != nil {
-			session = d.Metadata.Agent.SessionID
-		}
-		if session == "" {
-			session = r.Spec.SessionID
+			session = cmp.Or(d.Metadata.Agent.SessionID, session)
 		}
 		if r.Spec.Backend != "cli" || session == "" {
 			conv = "" // no agent session of this replica's

@@ -197,8 +197,6 @@ func (m *MemoryStore) PutConversation(_ context.Context, c Conversation) error {
 	c.Created, c.Updated = now, now
 	if old, ok := m.convs[c.ID]; ok {
 		c.Created, c.Owner = old.Created, old.Owner
-		*old = c
-		return nil
 	}
 	m.convs[c.ID] = &c
 	return nil
