@@ -125,7 +125,7 @@ func (r *call) unknownOutcome() string {
 func (r *call) retryable(e *Error) bool {
 	switch r.policy {
 	case retrySafe:
-		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.transport
+		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == 0 && e.err != nil // no answer
 	case retryRateLimited:
 		return e.Status == http.StatusTooManyRequests
 	}
@@ -194,10 +194,9 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unknownOutcome(), cerr)
 		}
 		return &Error{
-			Code:      CodeUnavailable,
-			Message:   c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unknownOutcome()),
-			err:       err,
-			transport: true,
+			Code:    CodeUnavailable,
+			Message: c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unknownOutcome()),
+			err:     err,
 		}
 	}
 	defer resp.Body.Close()

@@ -29,8 +29,7 @@ type Error struct {
 	Message    string        // what went wrong
 	RetryAfter time.Duration // when to try again; 0 when unknown
 
-	err       error // underlying transport error, if any
-	transport bool  // no response was received
+	err error // the transport or decoding error behind it, if any
 }
 
 // Error returns "cloud: <message> (HTTP <status>)".

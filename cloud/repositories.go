@@ -20,8 +20,7 @@ const (
 type reposState struct {
 	mu       sync.Mutex
 	ttl      time.Duration
-	value    []Repository
-	have     bool
+	value    []Repository // nil until fetched
 	fetched  time.Time
 	sent     []time.Time // requests sent within the last hour, oldest first
 	blocked  time.Time   // not before this, from an upstream 429
@@ -42,7 +41,7 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 	s := &c.repos
 	s.mu.Lock()
 	now := c.now()
-	if s.have && now.Sub(s.fetched) < s.ttl {
+	if s.value != nil && now.Sub(s.fetched) < s.ttl {
 		v := slices.Clone(s.value)
 		s.mu.Unlock()
 		return v, nil
@@ -57,7 +56,7 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 		}
 	}
 	if wait := s.wait(now); wait > 0 {
-		if s.have {
+		if s.value != nil {
 			v, fetched := slices.Clone(s.value), s.fetched
 			s.mu.Unlock()
 			c.log("cloud: GET /v0/repositories: local limit, serving the list fetched at %s", fetched.UTC().Format(time.RFC3339))
@@ -92,7 +91,7 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 		}
 		f.value = out.Repositories
 		if s.ttl > 0 {
-			s.value, s.have, s.fetched = out.Repositories, true, now
+			s.value, s.fetched = out.Repositories, now
 		}
 	case errors.As(err, &e) && e.Retryable():
 		if e.Code == CodeRateLimited {
@@ -104,7 +103,7 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 				s.blocked = until
 			}
 		}
-		if s.have {
+		if s.value != nil {
 			c.log("cloud: GET /v0/repositories: %s, serving the list fetched at %s", e.Code, s.fetched.UTC().Format(time.RFC3339))
 			f.value = s.value
 		} else {

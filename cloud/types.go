@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -27,11 +28,7 @@ const (
 
 // Terminal reports whether the status ends a run.
 func (s Status) Terminal() bool {
-	switch s {
-	case StatusFinished, StatusError, StatusFailed, StatusExpired, StatusStopped:
-		return true
-	}
-	return false
+	return slices.Contains([]Status{StatusFinished, StatusError, StatusFailed, StatusExpired, StatusStopped}, s)
 }
 
 // Source is where an agent starts from: a repository and ref, or a PR URL.

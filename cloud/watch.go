@@ -59,17 +59,15 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) iter.S
 	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultWatchMaxBackoff), opts.Interval)
 	opts.MaxErrors = cmp.Or(opts.MaxErrors, DefaultWatchMaxErrors)
 	opts.FollowUpGrace = cmp.Or(opts.FollowUpGrace, DefaultFollowUpGrace)
-	return func(yield func(Update) bool) {
-		seen := map[string]string{} // message key → text last reported
-		for i, m := range opts.Known {
-			seen[messageKey(m, i)] = m.Text
-		}
-		c.watch(ctx, id, opts, seen, yield)
-	}
+	return func(yield func(Update) bool) { c.watch(ctx, id, opts, yield) }
 }
 
 // watch polls until the end of the watch.
-func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, seen map[string]string, yield func(Update) bool) {
+func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, yield func(Update) bool) {
+	seen := map[string]string{} // message key → text last reported
+	for i, m := range opts.Known {
+		seen[messageKey(m, i)] = m.Text
+	}
 	started := c.now()
 	active := !opts.FollowUp
 	var last Status

@@ -76,12 +76,6 @@ type Cluster struct {
 	stop    context.CancelFunc
 	stopped chan struct{}
 	tracks  sync.WaitGroup
-	// beating is since when the heartbeats have gone through without a
-	// gap (zero while they fail): a replica reaps others only once it has
-	// beaten for a whole owner_timeout, so that after an outage of the
-	// database it waits for the others to beat again.
-	mu      sync.Mutex
-	beating time.Time
 }
 
 // Replica is another replica.
@@ -122,7 +116,6 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
 		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
 	}
-	c.beating = time.Now()
 	loop, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go c.loop(loop)
@@ -158,6 +151,11 @@ func (c *Cluster) loop(ctx context.Context) {
 	defer close(c.stopped)
 	t := time.NewTicker(c.cfg.Heartbeat)
 	defer t.Stop()
+	// beating is since when the heartbeats have gone through without a gap
+	// (zero while they fail): a replica reaps others only once it has beaten
+	// for a whole owner_timeout, so that after an outage of the database it
+	// waits for the others to beat again.
+	beating := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -167,20 +165,17 @@ func (c *Cluster) loop(ctx context.Context) {
 		bctx, cancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
 		err := c.beat(bctx)
 		cancel()
-		c.mu.Lock()
 		switch {
 		case err != nil:
-			if !c.beating.IsZero() {
+			if !beating.IsZero() {
 				c.log.Warn().Err(err).Msg("the cluster heartbeat failed; retrying")
 			}
-			c.beating = time.Time{}
-		case c.beating.IsZero():
-			c.beating = time.Now()
+			beating = time.Time{}
+		case beating.IsZero():
+			beating = time.Now()
 			c.log.Info().Msg("the cluster heartbeat goes through again")
 		}
-		reap := !c.beating.IsZero() && time.Since(c.beating) >= c.cfg.OwnerTimeout
-		c.mu.Unlock()
-		if reap {
+		if !beating.IsZero() && time.Since(beating) >= c.cfg.OwnerTimeout {
 			if err := c.reap(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn().Err(err).Msg("marking the runs of stopped replicas")
 			}
@@ -390,22 +385,17 @@ func (c *Cluster) RunningTurn(ctx context.Context, conv string) (Replica, bool, 
 
 // session reads where the conversation's agent session was recorded.
 func (c *Cluster) session(ctx context.Context, conv string) (s Session, ok bool, err error) {
-	var url *string
-	var alive *bool
-	err = c.db.QueryRow(ctx, `SELECT s.replica_id, s.session_id, p.url, p.heartbeat >= now() - make_interval(secs => $2)
+	err = c.db.QueryRow(ctx, `SELECT s.replica_id, s.session_id, coalesce(p.url, ''), coalesce(p.heartbeat >= now() - make_interval(secs => $2), false)
 		FROM replica_sessions s LEFT JOIN replicas p ON p.id = s.replica_id WHERE s.conversation_id = $1`, conv, c.timeout()).
-		Scan(&s.ID, &s.SessionID, &url, &alive)
+		Scan(&s.ID, &s.SessionID, &s.URL, &s.Alive)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, false, nil
 	}
 	if err != nil {
 		return s, false, fmt.Errorf("finding the session of conversation %s: %w", conv, err)
 	}
-	if url != nil {
-		s.URL = *url
-	}
 	s.Here = s.ID == c.ID
-	s.Alive = s.Here || alive != nil && *alive
+	s.Alive = s.Alive || s.Here
 	return s, true, nil
 }
 

@@ -223,10 +223,10 @@ func TestSQLiteListingIndex(t *testing.T) {
 	}{
 		{"", "conversations_activity", nil},
 		{"WHERE owner = ?", "conversations_owner_activity", []any{"k"}},
-		{"WHERE (" + activity + ", id) < (?, ?)", "conversations_activity", []any{"2026", "x"}},
-		{"WHERE owner = ? AND (" + activity + ", id) < (?, ?)", "conversations_owner_activity", []any{"k", "2026", "x"}},
+		{"WHERE (" + sqlite.activity + ", id) < (?, ?)", "conversations_activity", []any{"2026", "x"}},
+		{"WHERE owner = ? AND (" + sqlite.activity + ", id) < (?, ?)", "conversations_owner_activity", []any{"k", "2026", "x"}},
 	} {
-		rows, err := st.db.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT id FROM conversations `+c.where+` ORDER BY `+activity+` DESC, id DESC LIMIT 20`, c.args...)
+		rows, err := st.db.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT id FROM conversations `+c.where+` ORDER BY `+sqlite.activity+` DESC, id DESC LIMIT 20`, c.args...)
 		if err != nil {
 			t.Fatal(err)
 		}

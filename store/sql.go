@@ -39,19 +39,16 @@ type dialect struct {
 	convTables     []string // the tables of a conversation's rows besides conversations
 }
 
-// sqlite keeps times as RFC 3339 text in UTC.
+// sqlite keeps times as RFC 3339 text in UTC, listed by updated without its
+// zone: that sorts as the times do (a second with no fraction first).
 var sqlite = dialect{
 	time:           func(t time.Time) any { return t.UTC().Format(time.RFC3339Nano) },
-	activity:       activity,
+	activity:       `rtrim(updated, 'Z')`,
 	key:            func(t time.Time) any { return strings.TrimSuffix(t.UTC().Format(time.RFC3339Nano), "Z") },
 	seq:            "rowid",
 	putFingerprint: `INSERT OR REPLACE INTO fingerprints (fingerprint, conversation_id, created) VALUES ($1, $2, $3)`,
 	convTables:     []string{"turns", "fingerprints"},
 }
-
-// activity is SQLite's key of the listing order: updated without its zone,
-// which sorts as the times do (a second with no fraction before one with one).
-const activity = `rtrim(updated, 'Z')`
 
 // OpenSQLite opens or creates the SQLite database at path and migrates it.
 func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
@@ -145,7 +142,7 @@ var migrations = []migration{
 	{sql: `CREATE INDEX fingerprints_conversation ON fingerprints(conversation_id);`},
 	// The id of the API key that made each conversation and turn.
 	{columns: []column{{"conversations", "owner", "TEXT NOT NULL DEFAULT ''"}, {"turns", "owner", "TEXT NOT NULL DEFAULT ''"}}},
-	// The listing order of conversations (see activity), of all and of
+	// The listing order of conversations (see sqlite.activity), of all and of
 	// each owner's.
 	{sql: `CREATE INDEX IF NOT EXISTS conversations_activity ON conversations(rtrim(updated, 'Z'), id);
 	CREATE INDEX IF NOT EXISTS conversations_owner_activity ON conversations(owner, rtrim(updated, 'Z'), id);`},
@@ -210,13 +207,13 @@ func (s *SQLStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // exec runs q in tx, or on its own when tx is nil, as the statement
 // prepared for it if there is one.
 func (s *SQLStore) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
-	st := s.stmts[q]
-	switch {
-	case st != nil && tx != nil:
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	case st != nil:
+	if st := s.stmts[q]; st != nil {
+		if tx != nil {
+			st = tx.StmtContext(ctx, st)
+		}
 		return st.ExecContext(ctx, args...)
-	case tx != nil:
+	}
+	if tx != nil {
 		return tx.ExecContext(ctx, q, args...)
 	}
 	return s.db.ExecContext(ctx, q, args...)
