@@ -174,11 +174,7 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 
 // once sends r a single time.
 func (c *Client) once(ctx context.Context, r *call, target string, payload []byte, out any) error {
-	var body io.Reader
-	if payload != nil {
-		body = bytes.NewReader(payload)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	req, err := http.NewRequestWithContext(ctx, r.method, target, bytes.NewReader(payload))
 	if err != nil {
 		return fmt.Errorf("cloud: build %s request: %w", r.op, err)
 	}
