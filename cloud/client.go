@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,12 +52,8 @@ type Option func(*Client)
 // New returns a Client for baseURL (DefaultBaseURL when empty) and apiKey.
 // With an empty key every call fails with CodeUnauthorized.
 func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
-	base := strings.TrimSpace(baseURL)
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	base = strings.TrimRight(base, "/")
-	base = strings.TrimSuffix(base, "/v0")
+	base := cmp.Or(strings.TrimSpace(baseURL), DefaultBaseURL)
+	base = strings.TrimSuffix(strings.TrimRight(base, "/"), "/v0")
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("cloud: base URL: %w", err)
@@ -219,13 +216,11 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 // retryDelay returns the wait before attempt+1, or false when it would pass
 // the largest delay or the ctx deadline.
 func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Duration, bool) {
-	var d time.Duration
-	if e.RetryAfter > 0 {
-		if e.RetryAfter > c.maxDelay {
-			return 0, false
-		}
-		d = e.RetryAfter
-	} else {
+	d := e.RetryAfter
+	if d > c.maxDelay {
+		return 0, false
+	}
+	if d <= 0 {
 		d = c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt))
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {

@@ -103,8 +103,7 @@ func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, yield 
 		final := terminal && (active || c.now().Sub(started) >= opts.FollowUpGrace)
 		if !terminal && agent.Status != last {
 			last = agent.Status
-			a := *agent
-			if !yield(Update{Kind: UpdateStatus, Agent: &a}) {
+			if !yield(Update{Kind: UpdateStatus, Agent: agent}) {
 				return
 			}
 		}
