@@ -103,8 +103,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
 	}
 	p := &PostgresStore{SQLStore: &SQLStore{db: stdlib.OpenDBFromPool(pool), d: postgres}, pool: pool}
 	if err := p.migrate(ctx); err != nil {
-		p.db.Close()
-		pool.Close()
+		p.Close()
 		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return p, nil

@@ -150,10 +150,8 @@ var migrations = []migration{
 
 // apply applies m in tx.
 func (m migration) apply(ctx context.Context, tx *sql.Tx) error {
-	if m.sql != "" {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return err
-		}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
 	}
 	for _, c := range m.columns {
 		var n int
