@@ -34,9 +34,9 @@ type dialect struct {
 	activity       string              // the key of the listing order
 	key            func(time.Time) any // a Cursor's time as activity reads
 	seq            string              // the column that orders fingerprints as put
-	putFingerprint string
-	lock           string   // what a SELECT adds to lock the rows it reads
-	convTables     []string // the tables of a conversation's rows besides conversations
+	putFingerprint string              // gives the fingerprint put the highest seq
+	lock           string              // what a SELECT adds to lock the rows it reads
+	convTables     []string            // the tables of a conversation's rows besides conversations
 }
 
 // sqlite keeps times as RFC 3339 text in UTC, listed by updated without its
@@ -82,10 +82,12 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 		return nil, fmt.Errorf("store %s cannot be written: %w", path, err)
 	}
 	for _, q := range []string{putConversationSQL, putTurnSQL} {
-		if s.stmts[q], err = db.PrepareContext(ctx, q); err != nil {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("store %s: preparing its writes: %w", path, err)
 		}
+		s.stmts[q] = st
 	}
 	if s.ckpt, err = startCheckpointer(dsn, db, every, longLog); err != nil {
 		s.Close()
