@@ -57,12 +57,11 @@ func (c Config) Check() error {
 	return nil
 }
 
-// SecretHeader carries cluster.secret on the requests replicas send each
-// other.
-const SecretHeader = "X-Docstream-Cluster"
-
-// ReplicaHeader names, on every answer, the replica that made it.
-const ReplicaHeader = "X-Docstream-Replica"
+// Headers of the cluster.
+const (
+	SecretHeader  = "X-Docstream-Cluster" // cluster.secret, on the requests replicas send each other
+	ReplicaHeader = "X-Docstream-Replica" // on every answer, the replica that made it
+)
 
 // Cluster is this replica's membership.
 type Cluster struct {
@@ -79,9 +78,7 @@ type Cluster struct {
 }
 
 // Replica is another replica.
-type Replica struct {
-	ID, URL string
-}
+type Replica struct{ ID, URL string }
 
 // Join registers this replica and starts its heartbeat. The replica's id
 // follows from its advertised URL, so that a replica that restarts (with
