@@ -91,7 +91,7 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		system = append(system, textMessage("system", text))
+		system = append(system, openai.TextMessage("system", text))
 	}
 	last := -1
 	for i, m := range r.Messages {
@@ -114,10 +114,10 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 			return nil, nil, err
 		}
 		if m.Role == "system" {
-			system = append(system, textMessage("system", text))
+			system = append(system, openai.TextMessage("system", text))
 			continue
 		}
-		turns = append(turns, textMessage(m.Role, text))
+		turns = append(turns, openai.TextMessage(m.Role, text))
 	}
 	return system, turns, nil
 }
@@ -197,9 +197,4 @@ func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (s
 		}
 	}
 	return strings.Join(texts, sep), nil
-}
-
-func textMessage(role, text string) openai.Message {
-	b, _ := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
-	return openai.Message{Role: role, Content: b}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -192,13 +191,10 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		d := &renderDoc{typ: e.Type, meta: e.Metadata}
 		r.docs[e.ID] = d
 		switch e.Type {
-		case documents.TypeText, documents.TypeError:
-			if e.Type == documents.TypeError {
-				return r.emit(ps, r.separate()+"**Error:** ")
-			}
-			if sep := r.separate(); sep != "" {
-				ps = r.emit(ps, sep)
-			}
+		case documents.TypeText:
+			ps = r.emit(ps, r.separate())
+		case documents.TypeError:
+			ps = r.emit(ps, r.separate()+"**Error:** ")
 		case documents.TypeCodeBlock:
 			var m documents.CodeBlockMeta
 			_ = json.Unmarshal(e.Metadata, &m)
@@ -209,10 +205,7 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 			ps = r.emit(ps, fmt.Sprintf("%s`%s:%d-%d`\n```%s\n", r.separate(), m.FilePath, m.StartLine, m.EndLine, m.Language))
 		}
 	case documents.ContentDelta:
-		if d := r.docs[e.DocumentID]; d != nil {
-			if r.Mode == RenderTextOnly && d.typ == documents.TypeError {
-				return r.emit(ps, e.Delta)
-			}
+		if r.docs[e.DocumentID] != nil {
 			ps = r.emit(ps, e.Delta)
 		}
 	case documents.ToolCallStart:
@@ -254,23 +247,12 @@ func (r *Renderer) toolDone(ps []Piece, d *renderDoc, e documents.DocumentEnd) [
 	case RenderTextOnly:
 		return ps
 	case RenderToolCalls:
-		args := string(d.args)
-		if args == "" {
-			args = "{}"
-		}
-		name := d.tool
-		if name == "" {
-			name = string(d.typ)
-		}
-		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function",
+			Function: FunctionCall{Name: cmp.Or(d.tool, string(d.typ)), Arguments: cmp.Or(string(d.args), "{}")}}
 		r.toolIndex++
 		return append(ps, Piece{ToolCall: tc})
 	}
-	content := ""
-	if e.FinalContent != nil {
-		content = *e.FinalContent
-	}
-	return r.emit(ps, r.separate()+Markdown(d.typ, content, e.Metadata))
+	return r.emit(ps, r.separate()+Markdown(d.typ, deref(e.FinalContent), e.Metadata))
 }
 
 // Markdown renders a tool-derived document as markdown for a chat window.
@@ -280,10 +262,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 	case documents.TypeFileEdit:
 		var m documents.FileEditMeta
 		_ = json.Unmarshal(meta, &m)
-		verb := map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation]
-		if verb == "" {
-			verb = "Changed"
-		}
+		verb := cmp.Or(map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation], "Changed")
 		switch {
 		case m.Rejected:
 			fmt.Fprintf(&b, "**File edit rejected:** `%s` (not applied)", m.FilePath)
@@ -411,19 +390,14 @@ func checkbox(status string) string {
 	return "[ ]"
 }
 
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n-- // not within a character
-	}
-	return s[:n] + "\n… (cut)"
-}
+// clipText cuts a long text to at most n bytes, marked as cut on a line
+// of its own.
+func clipText(s string, n int) string { return clip(s, n, "\n… (cut)") }
 
-func deref(p *int) int {
+func deref[T any](p *T) T {
 	if p == nil {
-		return 0
+		var zero T
+		return zero
 	}
 	return *p
 }

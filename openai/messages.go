@@ -34,6 +34,12 @@ type Message struct {
 	Name    string         `json:"name,omitzero"`
 }
 
+// TextMessage returns a message of one text.
+func TextMessage(role, text string) Message {
+	b, _ := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
+	return Message{Role: role, Content: b}
+}
+
 // Text returns the message's text content.
 func (m Message) Text() string {
 	switch m.Content.Kind() {
@@ -152,34 +158,30 @@ func FingerprintText(role, text string) string {
 func WithoutThink(text string) string {
 	var b strings.Builder
 	for {
-		i := strings.Index(text, "<think>")
-		if i < 0 {
-			break
-		}
-		b.WriteString(text[:i])
-		b.WriteByte(' ')
-		j := strings.Index(text[i:], "</think>")
-		if j < 0 {
+		before, after, ok := strings.Cut(text, "<think>")
+		b.WriteString(before)
+		if !ok {
 			return b.String()
 		}
-		text = text[i+j+len("</think>"):]
+		b.WriteByte(' ')
+		if _, text, ok = strings.Cut(after, "</think>"); !ok {
+			return b.String()
+		}
 	}
-	if b.Len() == 0 {
-		return text
-	}
-	b.WriteString(text)
-	return b.String()
 }
 
 // Clip cuts s to at most n bytes, within no character, marked with "…".
-func Clip(s string, n int) string {
+func Clip(s string, n int) string { return clip(s, n, "…") }
+
+// clip cuts s to at most n bytes, within no character, followed by mark.
+func clip(s string, n int, mark string) string {
 	if len(s) <= n {
 		return s
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "…"
+	return s[:n] + mark
 }
 
 // ImagePart returns the first image part of msgs, as its message's and

@@ -76,7 +76,7 @@ type inputItem struct {
 func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]openai.Message, error) {
 	var msgs []openai.Message
 	if strings.TrimSpace(r.Instructions) != "" {
-		msgs = append(msgs, textMessage("system", r.Instructions))
+		msgs = append(msgs, openai.TextMessage("system", r.Instructions))
 	}
 	switch r.Input.Kind() {
 	case 0, 'n':
@@ -84,7 +84,7 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 	case '"':
 		var s string
 		_ = json.Unmarshal(r.Input, &s)
-		return append(msgs, textMessage("user", s)), nil
+		return append(msgs, openai.TextMessage("user", s)), nil
 	case '[':
 	default:
 		return nil, inputError("bad_field", "input", "input must be a string or a list of input items")
@@ -133,10 +133,10 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			return nil, err
 		}
 		if n := len(msgs); it.Role == "assistant" && n > 0 && msgs[n-1].Role == "assistant" {
-			msgs[n-1] = textMessage("assistant", strings.TrimSpace(msgs[n-1].Text())+"\n\n"+strings.TrimSpace(text))
+			msgs[n-1] = openai.TextMessage("assistant", strings.TrimSpace(msgs[n-1].Text())+"\n\n"+strings.TrimSpace(text))
 			continue
 		}
-		msgs = append(msgs, textMessage(it.Role, text))
+		msgs = append(msgs, openai.TextMessage(it.Role, text))
 	}
 	if output != "" {
 		return nil, inputError("last_message_not_user", "input", "input ends with a %s item: the agent answers a user message, and client-side tools are not supported", output)
@@ -194,10 +194,4 @@ func itemText(i int, content jsontext.Value) (string, error) {
 		}
 	}
 	return strings.Join(texts, "\n"), nil
-}
-
-// textMessage is a chat message of one text.
-func textMessage(role, text string) openai.Message {
-	b, _ := json.Marshal(text)
-	return openai.Message{Role: role, Content: b}
 }
