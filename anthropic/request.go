@@ -154,47 +154,35 @@ type block struct {
 	Text string `json:"text"`
 }
 
-// blocks decodes content that is a string or a list of content blocks.
-func blocks(at string, content jsontext.Value) ([]block, error) {
+// blocksText returns the text of content, a string or a list of content
+// blocks: its text blocks joined by sep. With textOnly, any other block is
+// refused: the message is the one the agent answers, and it takes text.
+func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (string, error) {
 	switch content.Kind() {
 	case '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
-			return nil, invalid(at, "not a valid string: %v", err)
+			return "", invalid(at, "not a valid string: %v", err)
 		}
-		return []block{{Type: "text", Text: s}}, nil
+		return s, nil
 	case '[':
 		var raw []jsontext.Value
 		if err := json.Unmarshal(content, &raw); err != nil {
-			return nil, invalid(at, "not a valid list: %v", err)
+			return "", invalid(at, "not a valid list: %v", err)
 		}
-		bs := make([]block, len(raw))
+		var texts []string
 		for j, v := range raw {
-			if v.Kind() != '{' || json.Unmarshal(v, &bs[j]) != nil || bs[j].Type == "" {
-				return nil, invalid(fmt.Sprintf("%s/%d", at, j), "a content block must be an object with a string type (and a text block a string text)")
+			var b block
+			switch {
+			case v.Kind() != '{' || json.Unmarshal(v, &b) != nil || b.Type == "":
+				return "", invalid(fmt.Sprintf("%s/%d", at, j), "a content block must be an object with a string type (and a text block a string text)")
+			case b.Type == "text":
+				texts = append(texts, b.Text)
+			case textOnly:
+				return "", invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
 			}
 		}
-		return bs, nil
+		return strings.Join(texts, sep), nil
 	}
-	return nil, invalid(at, "must be a string or a list of content blocks")
-}
-
-// blocksText returns the text of content's text blocks, joined by sep.
-// With textOnly, any other block is refused: the message is the one the
-// agent answers, and it takes text.
-func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (string, error) {
-	bs, err := blocks(at, content)
-	if err != nil {
-		return "", err
-	}
-	var texts []string
-	for j, b := range bs {
-		switch {
-		case b.Type == "text":
-			texts = append(texts, b.Text)
-		case textOnly:
-			return "", invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
-		}
-	}
-	return strings.Join(texts, sep), nil
+	return "", invalid(at, "must be a string or a list of content blocks")
 }

@@ -280,14 +280,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			case m.UnifiedDiff != "":
 				fmt.Fprintf(&b, "\n```diff\n%s\n```", strings.TrimRight(clipText(m.UnifiedDiff, 8000), "\n"))
 			case m.Diff != nil:
-				b.WriteString("\n```diff\n")
-				for _, l := range strings.Split(m.Diff.OldString, "\n") {
-					b.WriteString("-" + l + "\n")
-				}
-				for _, l := range strings.Split(m.Diff.NewString, "\n") {
-					b.WriteString("+" + l + "\n")
-				}
-				b.WriteString("```")
+				fmt.Fprintf(&b, "\n```diff\n-%s\n+%s\n```", strings.ReplaceAll(m.Diff.OldString, "\n", "\n-"), strings.ReplaceAll(m.Diff.NewString, "\n", "\n+"))
 			case m.Operation == "create" && content != "":
 				fmt.Fprintf(&b, "\n```%s\n%s\n```", m.Language, strings.TrimRight(clipText(content, 8000), "\n"))
 			}
@@ -378,16 +371,9 @@ func toolTarget(args jsontext.Value) string {
 	return ""
 }
 
+// checkbox is a task's box in a markdown list, with its status.
 func checkbox(status string) string {
-	switch status {
-	case "completed":
-		return "[x]"
-	case "in_progress":
-		return "[ ] (in progress)"
-	case "cancelled":
-		return "[ ] ~~cancelled~~"
-	}
-	return "[ ]"
+	return cmp.Or(map[string]string{"completed": "[x]", "in_progress": "[ ] (in progress)", "cancelled": "[ ] ~~cancelled~~"}[status], "[ ]")
 }
 
 // clipText cuts a long text to at most n bytes, marked as cut on a line

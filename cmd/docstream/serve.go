@@ -142,13 +142,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer stopPruning()
 		go store.PruneEvery(pruneCtx, st, cfg.Store.MaxAge, log)
 	}
-	var cc *cloud.Client
-	if cfg.Cloud.APIKey != "" {
-		cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey)
-		if err != nil {
-			return fmt.Errorf("cloud backend: %w", err)
-		}
-	}
 	m := metrics.New()
 	for name, a := range cfg.OpenAI.Aliases {
 		m.KnowModels(name, a.Model)
@@ -159,7 +152,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
 	}
 	backends := map[string]runs.Backend{"cli": cli}
-	if cc != nil {
+	var cc *cloud.Client
+	if cfg.Cloud.APIKey != "" {
+		if cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey); err != nil {
+			return fmt.Errorf("cloud backend: %w", err)
+		}
 		backends["cloud"] = &cloud.Backend{Client: cc, Interval: cfg.Cloud.PollInterval,
 			RunTimeout: cfg.Agent.RunTimeout, IdleTimeout: cfg.Agent.IdleTimeout}
 	}
@@ -194,23 +191,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-ctx.Done():
 	}
 	log.Info().Dur("drain", cfg.Server.ShutdownTimeout).Msg("shutting down: draining streams (a second signal ends the runs now)")
-	drain, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
-	defer cancel()
 	// A second signal cuts the drain short: the runs end at once, with
 	// their shutdown error, and the process exits as it would at the end of
 	// the drain.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(again)
+	again, stopAgain := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stopAgain()
+	drain, cancel := context.WithTimeout(again, cfg.Server.ShutdownTimeout)
+	defer cancel()
+	stopLog := context.AfterFunc(again, func() { log.Warn().Msg("second signal: ending the runs now") })
+	defer stopLog()
 	done := make(chan struct{})
-	go func() {
-		select {
-		case <-again:
-			log.Warn().Msg("second signal: ending the runs now")
-			cancel()
-		case <-done:
-		}
-	}()
 	go func() {
 		srv.Shutdown(drain)
 		if cl != nil {
