@@ -106,24 +106,18 @@ func FlattenHistory(msgs []Message, maxBytes int) string {
 	budget := maxBytes - len(last) - 256
 	var b strings.Builder
 	if len(system) > 0 {
-		b.WriteString("<instructions>\n")
-		b.WriteString(Clip(strings.Join(system, "\n\n"), max(budget/2, 0)))
-		b.WriteString("\n</instructions>\n\n")
+		b.WriteString("<instructions>\n" + Clip(strings.Join(system, "\n\n"), max(budget/2, 0)) + "\n</instructions>\n\n")
 	}
-	if len(history) > 0 {
-		// Keep the most recent turns that fit.
-		rem := budget - b.Len()
-		var kept []string
-		for i := len(history) - 1; i >= 0 && rem > 0; i-- {
-			h := Clip(history[i], max(rem, 0))
-			kept = append([]string{h}, kept...)
-			rem -= len(h) + 2
-		}
-		if len(kept) > 0 {
-			b.WriteString("<conversation_so_far>\n")
-			b.WriteString(strings.Join(kept, "\n\n"))
-			b.WriteString("\n</conversation_so_far>\n\n")
-		}
+	// Keep the most recent turns that fit.
+	rem := budget - b.Len()
+	var kept []string
+	for i := len(history) - 1; i >= 0 && rem > 0; i-- {
+		h := Clip(history[i], rem)
+		kept = append([]string{h}, kept...)
+		rem -= len(h) + 2
+	}
+	if len(kept) > 0 {
+		b.WriteString("<conversation_so_far>\n" + strings.Join(kept, "\n\n") + "\n</conversation_so_far>\n\n")
 	}
 	b.WriteString(last)
 	return b.String()

@@ -85,9 +85,6 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 		var s string
 		_ = json.Unmarshal(r.Input, &s)
 		return append(msgs, openai.TextMessage("user", s)), nil
-	case '[':
-	default:
-		return nil, inputError("bad_field", "input", "input must be a string or a list of input items")
 	}
 	var items []jsontext.Value
 	if err := json.Unmarshal(r.Input, &items); err != nil {
@@ -167,9 +164,6 @@ func itemText(i int, content jsontext.Value) (string, error) {
 		var s string
 		_ = json.Unmarshal(content, &s)
 		return s, nil
-	case '[':
-	default:
-		return "", inputError("bad_field", param, "%s must be a string or a list of content parts", param)
 	}
 	var parts []jsontext.Value
 	if json.Unmarshal(content, &parts) != nil {
