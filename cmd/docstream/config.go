@@ -301,26 +301,19 @@ var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_TEST_PG", "DOCSTRE
 // enableServiceLinks is off.
 var serviceLinkEnv = regexp.MustCompile(`^DOCSTREAM_(SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$`)
 
-// unknownVar is a DOCSTREAM_* variable that nothing reads, and the known
-// name it is likely a typo of ("" when none is close).
-type unknownVar struct {
-	name, suggestion string
-}
-
 // unknownEnv returns the DOCSTREAM_* variables of environ (NAME=value
-// entries) that nothing reads, sorted by name.
-func unknownEnv(environ []string) []unknownVar {
-	var out []unknownVar
+// entries) that nothing reads, each with the known name it is likely a
+// typo of ("" when none is close).
+func unknownEnv(environ []string) map[string]string {
+	out := map[string]string{}
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "DOCSTREAM_") || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
-			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") ||
-			slices.ContainsFunc(out, func(u unknownVar) bool { return u.name == name }) {
+			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") {
 			continue
 		}
-		out = append(out, unknownVar{name: name, suggestion: closest(name, settingEnv)})
+		out[name] = closest(name, settingEnv)
 	}
-	slices.SortFunc(out, func(a, b unknownVar) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 

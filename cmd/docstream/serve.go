@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -72,10 +73,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.Server.Addr = *addr
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, v := range unknownEnv(os.Environ()) {
-		ev, msg := log.Warn().Str("variable", v.name), "unknown environment variable "+v.name+" is ignored"
-		if v.suggestion != "" {
-			ev, msg = ev.Str("suggestion", v.suggestion), msg+"; did you mean "+v.suggestion+"?"
+	unknown := unknownEnv(os.Environ())
+	for _, name := range slices.Sorted(maps.Keys(unknown)) {
+		ev, msg := log.Warn().Str("variable", name), "unknown environment variable "+name+" is ignored"
+		if near := unknown[name]; near != "" {
+			ev, msg = ev.Str("suggestion", near), msg+"; did you mean "+near+"?"
 		}
 		ev.Msg(msg)
 	}

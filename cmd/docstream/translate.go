@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -52,14 +53,10 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if *stream {
 		*format = "sse"
 	}
-	switch *format {
-	case "json", "sse", "markdown":
-	default:
+	if !slices.Contains([]string{"json", "sse", "markdown"}, *format) {
 		return usageError{error: fmt.Errorf("unknown format %q: want json, sse or markdown", *format)}
 	}
-	switch *mode {
-	case "agent", "plan", "ask", "debug":
-	default:
+	if !slices.Contains([]string{"agent", "plan", "ask", "debug"}, *mode) {
 		return usageError{error: fmt.Errorf("unknown mode %q", *mode)}
 	}
 	files := fs.Args()
