@@ -107,7 +107,6 @@ type Renderer struct {
 
 type renderDoc struct {
 	typ    documents.Type
-	meta   jsontext.Value
 	tool   string
 	callID string
 	args   jsontext.Value
@@ -116,19 +115,24 @@ type renderDoc struct {
 // Content returns the whole content rendered so far.
 func (r *Renderer) Content() string { return r.out.String() }
 
+// emit adds content s to ps, after closing an open <think> block.
 func (r *Renderer) emit(ps []Piece, s string) []Piece {
 	if s == "" {
 		return ps
 	}
 	if r.thinking {
 		r.thinking = false
-		ps = append(ps, Piece{Content: "\n</think>\n\n"})
-		r.out.WriteString("\n</think>\n\n")
+		ps = r.write(ps, "\n</think>\n\n")
 		// The closing tag already ends the block: no separator on top.
 		if s = strings.TrimLeft(s, "\n"); s == "" {
 			return ps
 		}
 	}
+	return r.write(ps, s)
+}
+
+// write adds s to the content, as a piece of ps.
+func (r *Renderer) write(ps []Piece, s string) []Piece {
 	r.out.WriteString(s)
 	return append(ps, Piece{Content: s})
 }
@@ -167,13 +171,10 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 			ps = append(ps, Piece{Reasoning: delta})
 		case ReasoningThink:
 			if !r.thinking {
-				open := r.separate() + "<think>\n"
-				r.out.WriteString(open)
-				ps = append(ps, Piece{Content: open})
+				ps = r.write(ps, r.separate()+"<think>\n")
 				r.thinking = true
 			}
-			r.out.WriteString(delta)
-			ps = append(ps, Piece{Content: delta})
+			ps = r.write(ps, delta)
 		}
 	case documents.StatusEvent:
 		// The agent reconnecting is news for the reader, not text of the
@@ -183,13 +184,11 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		// A <think> block still open at the end is closed.
 		if r.thinking {
 			r.thinking = false
-			r.out.WriteString("\n</think>\n")
-			ps = append(ps, Piece{Content: "\n</think>\n"})
+			ps = r.write(ps, "\n</think>\n")
 		}
 	case documents.DocumentStart:
 		r.gap = r.thought
-		d := &renderDoc{typ: e.Type, meta: e.Metadata}
-		r.docs[e.ID] = d
+		r.docs[e.ID] = &renderDoc{typ: e.Type}
 		switch e.Type {
 		case documents.TypeText:
 			ps = r.emit(ps, r.separate())
