@@ -131,25 +131,25 @@ func Fingerprint(msgs []Message, reply string, model string) string {
 	h := sha256.New()
 	h.Write([]byte(model + "\x00"))
 	for _, m := range msgs {
-		h.Write([]byte(m.Role + "\x00" + FingerprintText(m.Role, m.Text()) + "\x00"))
+		h.Write([]byte(m.Role + "\x00" + fingerprintText(m.Role, m.Text()) + "\x00"))
 	}
 	if reply != "" {
-		h.Write([]byte("assistant\x00" + FingerprintText("assistant", reply) + "\x00"))
+		h.Write([]byte("assistant\x00" + fingerprintText("assistant", reply) + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// FingerprintText is a message's text as fingerprint compares it.
-func FingerprintText(role, text string) string {
+// fingerprintText is a message's text as fingerprint compares it.
+func fingerprintText(role, text string) string {
 	if role == "assistant" {
-		text = WithoutThink(text)
+		text = withoutThink(text)
 	}
 	return strings.Join(strings.Fields(text), " ")
 }
 
-// WithoutThink removes the <think>…</think> blocks from an assistant text;
+// withoutThink removes the <think>…</think> blocks from an assistant text;
 // one left open runs to the end.
-func WithoutThink(text string) string {
+func withoutThink(text string) string {
 	var b strings.Builder
 	for {
 		before, after, ok := strings.Cut(text, "<think>")

@@ -19,11 +19,6 @@ import (
 	"github.com/docstream/docstream/translate"
 )
 
-// exitStatus carries a child-like exit code out of run.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
 // errNoEvents is the error of an input that holds no agent event.
 var errNoEvents = errors.New("holds no cursor-agent stream-json event (is it a --output-format stream-json transcript?)")
 
