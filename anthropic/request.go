@@ -148,12 +148,6 @@ func (r *Request) checkOptions() error {
 	return nil
 }
 
-// block is a content block as far as Thread reads it.
-type block struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
 // blocksText returns the text of content, a string or a list of content
 // blocks: its text blocks joined by sep. With textOnly, any other block is
 // refused: the message is the one the agent answers, and it takes text.
@@ -172,7 +166,7 @@ func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (s
 		}
 		var texts []string
 		for j, v := range raw {
-			var b block
+			var b openai.Part
 			switch {
 			case v.Kind() != '{' || json.Unmarshal(v, &b) != nil || b.Type == "":
 				return "", invalid(fmt.Sprintf("%s/%d", at, j), "a content block must be an object with a string type (and a text block a string text)")

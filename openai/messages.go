@@ -34,6 +34,12 @@ type Message struct {
 	Name    string         `json:"name,omitzero"`
 }
 
+// Part is a part of a message's content as far as its text goes.
+type Part struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
 // TextMessage returns a message of one text.
 func TextMessage(role, text string) Message {
 	b, _ := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
@@ -48,10 +54,7 @@ func (m Message) Text() string {
 		_ = json.Unmarshal(m.Content, &s)
 		return s
 	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var parts []Part
 		_ = json.Unmarshal(m.Content, &parts)
 		var b strings.Builder
 		for _, p := range parts {

@@ -171,10 +171,7 @@ func itemText(i int, content jsontext.Value) (string, error) {
 	}
 	var texts []string
 	for j, raw := range parts {
-		var p struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var p openai.Part
 		if raw.Kind() != '{' || json.Unmarshal(raw, &p) != nil {
 			return "", inputError("bad_field", fmt.Sprintf("%s/%d", param, j), "%s/%d must be a content part object", param, j)
 		}
