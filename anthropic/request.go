@@ -5,6 +5,7 @@ package anthropic
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -125,14 +126,10 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 // checkOptions refuses the options that cannot be honoured.
 func (r *Request) checkOptions() error {
 	if t := r.Thinking; t != nil {
-		switch t.Type {
-		case "enabled", "adaptive", "disabled":
-		default:
+		if !slices.Contains([]string{"enabled", "adaptive", "disabled"}, t.Type) {
 			return invalid("thinking/type", "%q is not one of enabled, adaptive, disabled", t.Type)
 		}
-		switch t.Display {
-		case "", "summarized", "omitted":
-		default:
+		if !slices.Contains([]string{"", "summarized", "omitted"}, t.Display) {
 			return invalid("thinking/display", "%q is not one of summarized, omitted", t.Display)
 		}
 	}

@@ -5,6 +5,7 @@ package responses
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -120,9 +121,7 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			referred = ""
 		}
 		output = ""
-		switch it.Role {
-		case "user", "assistant", "system", "developer":
-		default:
+		if !slices.Contains([]string{"user", "assistant", "system", "developer"}, it.Role) {
 			return nil, inputError("bad_role", fmt.Sprintf("input/%d/role", i), "input/%d/role %q is not one of user, assistant, system, developer", i, it.Role)
 		}
 		text, err := itemText(i, it.Content)
