@@ -195,12 +195,10 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		case documents.TypeError:
 			ps = r.emit(ps, r.separate()+"**Error:** ")
 		case documents.TypeCodeBlock:
-			var m documents.CodeBlockMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.CodeBlockMeta](e.Metadata)
 			ps = r.emit(ps, r.separate()+"```"+m.Language+"\n")
 		case documents.TypeCodeReference:
-			var m documents.CodeReferenceMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.CodeReferenceMeta](e.Metadata)
 			ps = r.emit(ps, fmt.Sprintf("%s`%s:%d-%d`\n```%s\n", r.separate(), m.FilePath, m.StartLine, m.EndLine, m.Language))
 		}
 	case documents.ContentDelta:
@@ -224,8 +222,7 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		switch d.typ {
 		case documents.TypeText:
 		case documents.TypeError:
-			var m documents.ErrorMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.ErrorMeta](e.Metadata)
 			s := fmt.Sprintf(" (%s)", m.ErrorCode)
 			if m.Details != "" {
 				s += "\n```\n" + strings.TrimRight(clipText(m.Details, 2000), "\n") + "\n```"
@@ -259,8 +256,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 	var b strings.Builder
 	switch t {
 	case documents.TypeFileEdit:
-		var m documents.FileEditMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.FileEditMeta](meta)
 		verb := cmp.Or(map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation], "Changed")
 		switch {
 		case m.Rejected:
@@ -285,8 +281,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			}
 		}
 	case documents.TypeTerminalCommand:
-		var m documents.TerminalCommandMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.TerminalCommandMeta](meta)
 		if m.Rejected {
 			fmt.Fprintf(&b, "`$ %s` — rejected, not run", m.Command)
 			break
@@ -308,8 +303,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			fmt.Fprintf(&b, " · %.1f s", float64(m.DurationMs)/1000)
 		}
 	case documents.TypePlan:
-		var m documents.PlanMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.PlanMeta](meta)
 		fmt.Fprintf(&b, "### Plan: %s\n", cmp.Or(m.Title, "untitled"))
 		if m.Overview != "" {
 			b.WriteString(m.Overview + "\n")
@@ -323,15 +317,13 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			b.WriteString("\n")
 		}
 	case documents.TypeTodoUpdate:
-		var m documents.TodoUpdateMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.TodoUpdateMeta](meta)
 		b.WriteString("**Tasks:**\n")
 		for _, t := range m.Todos {
 			fmt.Fprintf(&b, "- %s %s\n", checkbox(t.Status), cmp.Or(t.Content, t.ID))
 		}
 	case documents.TypeClarification:
-		var m documents.ClarificationMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.ClarificationMeta](meta)
 		if content != "" {
 			b.WriteString("**" + content + "**\n")
 		}
@@ -342,8 +334,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			}
 		}
 	case documents.TypeToolCall:
-		var m documents.ToolCallMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.ToolCallMeta](meta)
 		status := "ok"
 		switch {
 		case m.Rejected:
@@ -354,6 +345,13 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 		fmt.Fprintf(&b, "> `%s`%s — %s", m.ToolName, toolTarget(m.Arguments), status)
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n\n"
+}
+
+// metaOf decodes a document's metadata; what does not decode stays zero.
+func metaOf[T any](meta jsontext.Value) T {
+	var m T
+	_ = json.Unmarshal(meta, &m)
+	return m
 }
 
 // toolTarget picks the argument that says what a tool worked on.
