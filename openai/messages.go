@@ -185,9 +185,6 @@ func clip(s string, n int, mark string) string {
 // part's indexes; ok is false when there is none.
 func ImagePart(msgs []Message) (msg, part int, ok bool) {
 	for i, m := range msgs {
-		if m.Content.Kind() != '[' {
-			continue
-		}
 		var parts []struct {
 			Type string `json:"type"`
 		}

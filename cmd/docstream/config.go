@@ -96,12 +96,12 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: %w", path, err)
 		}
-		// The keys and values are checked first, so that an error names
-		// the key, its line and what it takes.
-		if err := checkNode(&doc, reflect.TypeOf(cfg), ""); err != nil {
-			return cfg, fmt.Errorf("%s:%w", path, err)
-		}
 		if doc.Kind != 0 {
+			// The keys and values are checked first, so that an error
+			// names the key, its line and what it takes.
+			if err := checkNode(doc.Content[0], reflect.TypeOf(cfg), ""); err != nil {
+				return cfg, fmt.Errorf("%s:%w", path, err)
+			}
 			if err := doc.Decode(&cfg); err != nil {
 				return cfg, fmt.Errorf("parsing %s: %w", path, err)
 			}
@@ -194,12 +194,6 @@ func (c *Config) Validate() error {
 // cut 1.9 to 1).
 func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 	switch {
-	case n.Kind == yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := checkNode(c, t, key); err != nil {
-				return err
-			}
-		}
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			name, at := n.Content[i].Value, strings.TrimPrefix(key+"."+n.Content[i].Value, ".")
