@@ -157,11 +157,7 @@ func (b *Blocks) Add(p openai.Piece) []Event {
 	if b.open != typ {
 		evs = b.Close()
 		b.open = typ
-		start := Block{Type: typ, Text: new(string)}
-		if typ == "thinking" {
-			start = Block{Type: typ, Thinking: new(string), Signature: new(string)}
-		}
-		evs = append(evs, ContentBlockStart{Type: "content_block_start", Index: b.index, ContentBlock: start})
+		evs = append(evs, ContentBlockStart{Type: "content_block_start", Index: b.index, ContentBlock: emptyBlock(typ)})
 	}
 	d := Delta{Type: "text_delta", Text: &text}
 	if typ == "thinking" {
@@ -184,9 +180,7 @@ func (b *Blocks) Close() []Event {
 func (m *Message) Apply(ev Event) {
 	switch e := ev.(type) {
 	case ContentBlockStart:
-		blk := e.ContentBlock
-		blk.Text, blk.Thinking = clone(blk.Text), clone(blk.Thinking)
-		m.Content = append(m.Content, blk)
+		m.Content = append(m.Content, emptyBlock(e.ContentBlock.Type))
 	case ContentBlockDelta:
 		blk := &m.Content[e.Index]
 		if e.Delta.Text != nil {
@@ -198,12 +192,12 @@ func (m *Message) Apply(ev Event) {
 	}
 }
 
-func clone(s *string) *string {
-	if s == nil {
-		return nil
+// emptyBlock returns a new empty block of type text or thinking.
+func emptyBlock(typ string) Block {
+	if typ == "thinking" {
+		return Block{Type: typ, Thinking: new(string), Signature: new(string)}
 	}
-	c := *s
-	return &c
+	return Block{Type: typ, Text: new(string)}
 }
 
 // End returns the events that end a completed message: message_delta with
@@ -224,24 +218,15 @@ const StatusOverloaded = 529
 // NewError returns the error body of an HTTP status, with Anthropic's
 // error type for it.
 func NewError(status int, message string) ErrorBody {
-	typ := "invalid_request_error"
-	switch status {
-	case http.StatusUnauthorized:
-		typ = "authentication_error"
-	case http.StatusForbidden:
-		typ = "permission_error"
-	case http.StatusNotFound:
-		typ = "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		typ = "request_too_large"
-	case http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-	case StatusOverloaded:
-		typ = "overloaded_error"
+	typ, ok := map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
+		http.StatusNotFound: "not_found_error", http.StatusRequestEntityTooLarge: "request_too_large",
+		http.StatusTooManyRequests: "rate_limit_error", StatusOverloaded: "overloaded_error"}[status]
+	switch {
+	case ok:
+	case status >= 500:
+		typ = "api_error"
 	default:
-		if status >= 500 {
-			typ = "api_error"
-		}
+		typ = "invalid_request_error"
 	}
 	return ErrorBody{Type: "error", Error: Error{Type: typ, Message: message}}
 }

@@ -5,6 +5,7 @@ package anthropic
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -91,7 +92,7 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		system = append(system, textMessage("system", text))
+		system = append(system, openai.TextMessage("system", text))
 	}
 	last := -1
 	for i, m := range r.Messages {
@@ -114,10 +115,10 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 			return nil, nil, err
 		}
 		if m.Role == "system" {
-			system = append(system, textMessage("system", text))
+			system = append(system, openai.TextMessage("system", text))
 			continue
 		}
-		turns = append(turns, textMessage(m.Role, text))
+		turns = append(turns, openai.TextMessage(m.Role, text))
 	}
 	return system, turns, nil
 }
@@ -125,14 +126,10 @@ func (r *Request) Thread() (system, turns []openai.Message, err error) {
 // checkOptions refuses the options that cannot be honoured.
 func (r *Request) checkOptions() error {
 	if t := r.Thinking; t != nil {
-		switch t.Type {
-		case "enabled", "adaptive", "disabled":
-		default:
+		if !slices.Contains([]string{"enabled", "adaptive", "disabled"}, t.Type) {
 			return invalid("thinking/type", "%q is not one of enabled, adaptive, disabled", t.Type)
 		}
-		switch t.Display {
-		case "", "summarized", "omitted":
-		default:
+		if !slices.Contains([]string{"", "summarized", "omitted"}, t.Display) {
 			return invalid("thinking/display", "%q is not one of summarized, omitted", t.Display)
 		}
 	}
@@ -148,58 +145,35 @@ func (r *Request) checkOptions() error {
 	return nil
 }
 
-// block is a content block as far as Thread reads it.
-type block struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// blocks decodes content that is a string or a list of content blocks.
-func blocks(at string, content jsontext.Value) ([]block, error) {
+// blocksText returns the text of content, a string or a list of content
+// blocks: its text blocks joined by sep. With textOnly, any other block is
+// refused: the message is the one the agent answers, and it takes text.
+func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (string, error) {
 	switch content.Kind() {
 	case '"':
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
-			return nil, invalid(at, "not a valid string: %v", err)
+			return "", invalid(at, "not a valid string: %v", err)
 		}
-		return []block{{Type: "text", Text: s}}, nil
+		return s, nil
 	case '[':
 		var raw []jsontext.Value
 		if err := json.Unmarshal(content, &raw); err != nil {
-			return nil, invalid(at, "not a valid list: %v", err)
+			return "", invalid(at, "not a valid list: %v", err)
 		}
-		bs := make([]block, len(raw))
+		var texts []string
 		for j, v := range raw {
-			if v.Kind() != '{' || json.Unmarshal(v, &bs[j]) != nil || bs[j].Type == "" {
-				return nil, invalid(fmt.Sprintf("%s/%d", at, j), "a content block must be an object with a string type (and a text block a string text)")
+			var b openai.Part
+			switch {
+			case v.Kind() != '{' || json.Unmarshal(v, &b) != nil || b.Type == "":
+				return "", invalid(fmt.Sprintf("%s/%d", at, j), "a content block must be an object with a string type (and a text block a string text)")
+			case b.Type == "text":
+				texts = append(texts, b.Text)
+			case textOnly:
+				return "", invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
 			}
 		}
-		return bs, nil
+		return strings.Join(texts, sep), nil
 	}
-	return nil, invalid(at, "must be a string or a list of content blocks")
-}
-
-// blocksText returns the text of content's text blocks, joined by sep.
-// With textOnly, any other block is refused: the message is the one the
-// agent answers, and it takes text.
-func blocksText(at string, content jsontext.Value, sep string, textOnly bool) (string, error) {
-	bs, err := blocks(at, content)
-	if err != nil {
-		return "", err
-	}
-	var texts []string
-	for j, b := range bs {
-		switch {
-		case b.Type == "text":
-			texts = append(texts, b.Text)
-		case textOnly:
-			return "", invalid(fmt.Sprintf("%s/%d", at, j), "a block of type %q cannot be given to the agent, which takes text blocks only", b.Type)
-		}
-	}
-	return strings.Join(texts, sep), nil
-}
-
-func textMessage(role, text string) openai.Message {
-	b, _ := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
-	return openai.Message{Role: role, Content: b}
+	return "", invalid(at, "must be a string or a list of content blocks")
 }

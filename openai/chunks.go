@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -108,7 +107,6 @@ type Renderer struct {
 
 type renderDoc struct {
 	typ    documents.Type
-	meta   jsontext.Value
 	tool   string
 	callID string
 	args   jsontext.Value
@@ -117,19 +115,24 @@ type renderDoc struct {
 // Content returns the whole content rendered so far.
 func (r *Renderer) Content() string { return r.out.String() }
 
+// emit adds content s to ps, after closing an open <think> block.
 func (r *Renderer) emit(ps []Piece, s string) []Piece {
 	if s == "" {
 		return ps
 	}
 	if r.thinking {
 		r.thinking = false
-		ps = append(ps, Piece{Content: "\n</think>\n\n"})
-		r.out.WriteString("\n</think>\n\n")
+		ps = r.write(ps, "\n</think>\n\n")
 		// The closing tag already ends the block: no separator on top.
 		if s = strings.TrimLeft(s, "\n"); s == "" {
 			return ps
 		}
 	}
+	return r.write(ps, s)
+}
+
+// write adds s to the content, as a piece of ps.
+func (r *Renderer) write(ps []Piece, s string) []Piece {
 	r.out.WriteString(s)
 	return append(ps, Piece{Content: s})
 }
@@ -168,13 +171,10 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 			ps = append(ps, Piece{Reasoning: delta})
 		case ReasoningThink:
 			if !r.thinking {
-				open := r.separate() + "<think>\n"
-				r.out.WriteString(open)
-				ps = append(ps, Piece{Content: open})
+				ps = r.write(ps, r.separate()+"<think>\n")
 				r.thinking = true
 			}
-			r.out.WriteString(delta)
-			ps = append(ps, Piece{Content: delta})
+			ps = r.write(ps, delta)
 		}
 	case documents.StatusEvent:
 		// The agent reconnecting is news for the reader, not text of the
@@ -184,35 +184,25 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		// A <think> block still open at the end is closed.
 		if r.thinking {
 			r.thinking = false
-			r.out.WriteString("\n</think>\n")
-			ps = append(ps, Piece{Content: "\n</think>\n"})
+			ps = r.write(ps, "\n</think>\n")
 		}
 	case documents.DocumentStart:
 		r.gap = r.thought
-		d := &renderDoc{typ: e.Type, meta: e.Metadata}
-		r.docs[e.ID] = d
+		r.docs[e.ID] = &renderDoc{typ: e.Type}
 		switch e.Type {
-		case documents.TypeText, documents.TypeError:
-			if e.Type == documents.TypeError {
-				return r.emit(ps, r.separate()+"**Error:** ")
-			}
-			if sep := r.separate(); sep != "" {
-				ps = r.emit(ps, sep)
-			}
+		case documents.TypeText:
+			ps = r.emit(ps, r.separate())
+		case documents.TypeError:
+			ps = r.emit(ps, r.separate()+"**Error:** ")
 		case documents.TypeCodeBlock:
-			var m documents.CodeBlockMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.CodeBlockMeta](e.Metadata)
 			ps = r.emit(ps, r.separate()+"```"+m.Language+"\n")
 		case documents.TypeCodeReference:
-			var m documents.CodeReferenceMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.CodeReferenceMeta](e.Metadata)
 			ps = r.emit(ps, fmt.Sprintf("%s`%s:%d-%d`\n```%s\n", r.separate(), m.FilePath, m.StartLine, m.EndLine, m.Language))
 		}
 	case documents.ContentDelta:
-		if d := r.docs[e.DocumentID]; d != nil {
-			if r.Mode == RenderTextOnly && d.typ == documents.TypeError {
-				return r.emit(ps, e.Delta)
-			}
+		if r.docs[e.DocumentID] != nil {
 			ps = r.emit(ps, e.Delta)
 		}
 	case documents.ToolCallStart:
@@ -232,8 +222,7 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 		switch d.typ {
 		case documents.TypeText:
 		case documents.TypeError:
-			var m documents.ErrorMeta
-			_ = json.Unmarshal(e.Metadata, &m)
+			m := metaOf[documents.ErrorMeta](e.Metadata)
 			s := fmt.Sprintf(" (%s)", m.ErrorCode)
 			if m.Details != "" {
 				s += "\n```\n" + strings.TrimRight(clipText(m.Details, 2000), "\n") + "\n```"
@@ -254,23 +243,12 @@ func (r *Renderer) toolDone(ps []Piece, d *renderDoc, e documents.DocumentEnd) [
 	case RenderTextOnly:
 		return ps
 	case RenderToolCalls:
-		args := string(d.args)
-		if args == "" {
-			args = "{}"
-		}
-		name := d.tool
-		if name == "" {
-			name = string(d.typ)
-		}
-		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function",
+			Function: FunctionCall{Name: cmp.Or(d.tool, string(d.typ)), Arguments: cmp.Or(string(d.args), "{}")}}
 		r.toolIndex++
 		return append(ps, Piece{ToolCall: tc})
 	}
-	content := ""
-	if e.FinalContent != nil {
-		content = *e.FinalContent
-	}
-	return r.emit(ps, r.separate()+Markdown(d.typ, content, e.Metadata))
+	return r.emit(ps, r.separate()+Markdown(d.typ, deref(e.FinalContent), e.Metadata))
 }
 
 // Markdown renders a tool-derived document as markdown for a chat window.
@@ -278,12 +256,8 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 	var b strings.Builder
 	switch t {
 	case documents.TypeFileEdit:
-		var m documents.FileEditMeta
-		_ = json.Unmarshal(meta, &m)
-		verb := map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation]
-		if verb == "" {
-			verb = "Changed"
-		}
+		m := metaOf[documents.FileEditMeta](meta)
+		verb := cmp.Or(map[string]string{"create": "Created", "edit": "Edited", "delete": "Deleted", "rename": "Renamed"}[m.Operation], "Changed")
 		switch {
 		case m.Rejected:
 			fmt.Fprintf(&b, "**File edit rejected:** `%s` (not applied)", m.FilePath)
@@ -301,21 +275,13 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			case m.UnifiedDiff != "":
 				fmt.Fprintf(&b, "\n```diff\n%s\n```", strings.TrimRight(clipText(m.UnifiedDiff, 8000), "\n"))
 			case m.Diff != nil:
-				b.WriteString("\n```diff\n")
-				for _, l := range strings.Split(m.Diff.OldString, "\n") {
-					b.WriteString("-" + l + "\n")
-				}
-				for _, l := range strings.Split(m.Diff.NewString, "\n") {
-					b.WriteString("+" + l + "\n")
-				}
-				b.WriteString("```")
+				fmt.Fprintf(&b, "\n```diff\n-%s\n+%s\n```", strings.ReplaceAll(m.Diff.OldString, "\n", "\n-"), strings.ReplaceAll(m.Diff.NewString, "\n", "\n+"))
 			case m.Operation == "create" && content != "":
 				fmt.Fprintf(&b, "\n```%s\n%s\n```", m.Language, strings.TrimRight(clipText(content, 8000), "\n"))
 			}
 		}
 	case documents.TypeTerminalCommand:
-		var m documents.TerminalCommandMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.TerminalCommandMeta](meta)
 		if m.Rejected {
 			fmt.Fprintf(&b, "`$ %s` — rejected, not run", m.Command)
 			break
@@ -337,8 +303,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			fmt.Fprintf(&b, " · %.1f s", float64(m.DurationMs)/1000)
 		}
 	case documents.TypePlan:
-		var m documents.PlanMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.PlanMeta](meta)
 		fmt.Fprintf(&b, "### Plan: %s\n", cmp.Or(m.Title, "untitled"))
 		if m.Overview != "" {
 			b.WriteString(m.Overview + "\n")
@@ -352,15 +317,13 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			b.WriteString("\n")
 		}
 	case documents.TypeTodoUpdate:
-		var m documents.TodoUpdateMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.TodoUpdateMeta](meta)
 		b.WriteString("**Tasks:**\n")
 		for _, t := range m.Todos {
 			fmt.Fprintf(&b, "- %s %s\n", checkbox(t.Status), cmp.Or(t.Content, t.ID))
 		}
 	case documents.TypeClarification:
-		var m documents.ClarificationMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.ClarificationMeta](meta)
 		if content != "" {
 			b.WriteString("**" + content + "**\n")
 		}
@@ -371,8 +334,7 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 			}
 		}
 	case documents.TypeToolCall:
-		var m documents.ToolCallMeta
-		_ = json.Unmarshal(meta, &m)
+		m := metaOf[documents.ToolCallMeta](meta)
 		status := "ok"
 		switch {
 		case m.Rejected:
@@ -383,6 +345,13 @@ func Markdown(t documents.Type, content string, meta jsontext.Value) string {
 		fmt.Fprintf(&b, "> `%s`%s — %s", m.ToolName, toolTarget(m.Arguments), status)
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n\n"
+}
+
+// metaOf decodes a document's metadata; what does not decode stays zero.
+func metaOf[T any](meta jsontext.Value) T {
+	var m T
+	_ = json.Unmarshal(meta, &m)
+	return m
 }
 
 // toolTarget picks the argument that says what a tool worked on.
@@ -399,31 +368,19 @@ func toolTarget(args jsontext.Value) string {
 	return ""
 }
 
+// checkbox is a task's box in a markdown list, with its status.
 func checkbox(status string) string {
-	switch status {
-	case "completed":
-		return "[x]"
-	case "in_progress":
-		return "[ ] (in progress)"
-	case "cancelled":
-		return "[ ] ~~cancelled~~"
-	}
-	return "[ ]"
+	return cmp.Or(map[string]string{"completed": "[x]", "in_progress": "[ ] (in progress)", "cancelled": "[ ] ~~cancelled~~"}[status], "[ ]")
 }
 
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n-- // not within a character
-	}
-	return s[:n] + "\n… (cut)"
-}
+// clipText cuts a long text to at most n bytes, marked as cut on a line
+// of its own.
+func clipText(s string, n int) string { return clip(s, n, "\n… (cut)") }
 
-func deref(p *int) int {
+func deref[T any](p *T) T {
 	if p == nil {
-		return 0
+		var zero T
+		return zero
 	}
 	return *p
 }

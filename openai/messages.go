@@ -34,6 +34,18 @@ type Message struct {
 	Name    string         `json:"name,omitzero"`
 }
 
+// Part is a part of a message's content as far as its text goes.
+type Part struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// TextMessage returns a message of one text.
+func TextMessage(role, text string) Message {
+	b, _ := json.Marshal(text, jsontext.AllowInvalidUTF8(true))
+	return Message{Role: role, Content: b}
+}
+
 // Text returns the message's text content.
 func (m Message) Text() string {
 	switch m.Content.Kind() {
@@ -42,10 +54,7 @@ func (m Message) Text() string {
 		_ = json.Unmarshal(m.Content, &s)
 		return s
 	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var parts []Part
 		_ = json.Unmarshal(m.Content, &parts)
 		var b strings.Builder
 		for _, p := range parts {
@@ -100,24 +109,18 @@ func FlattenHistory(msgs []Message, maxBytes int) string {
 	budget := maxBytes - len(last) - 256
 	var b strings.Builder
 	if len(system) > 0 {
-		b.WriteString("<instructions>\n")
-		b.WriteString(Clip(strings.Join(system, "\n\n"), max(budget/2, 0)))
-		b.WriteString("\n</instructions>\n\n")
+		b.WriteString("<instructions>\n" + Clip(strings.Join(system, "\n\n"), max(budget/2, 0)) + "\n</instructions>\n\n")
 	}
-	if len(history) > 0 {
-		// Keep the most recent turns that fit.
-		rem := budget - b.Len()
-		var kept []string
-		for i := len(history) - 1; i >= 0 && rem > 0; i-- {
-			h := Clip(history[i], max(rem, 0))
-			kept = append([]string{h}, kept...)
-			rem -= len(h) + 2
-		}
-		if len(kept) > 0 {
-			b.WriteString("<conversation_so_far>\n")
-			b.WriteString(strings.Join(kept, "\n\n"))
-			b.WriteString("\n</conversation_so_far>\n\n")
-		}
+	// Keep the most recent turns that fit.
+	rem := budget - b.Len()
+	var kept []string
+	for i := len(history) - 1; i >= 0 && rem > 0; i-- {
+		h := Clip(history[i], rem)
+		kept = append([]string{h}, kept...)
+		rem -= len(h) + 2
+	}
+	if len(kept) > 0 {
+		b.WriteString("<conversation_so_far>\n" + strings.Join(kept, "\n\n") + "\n</conversation_so_far>\n\n")
 	}
 	b.WriteString(last)
 	return b.String()
@@ -131,64 +134,57 @@ func Fingerprint(msgs []Message, reply string, model string) string {
 	h := sha256.New()
 	h.Write([]byte(model + "\x00"))
 	for _, m := range msgs {
-		h.Write([]byte(m.Role + "\x00" + FingerprintText(m.Role, m.Text()) + "\x00"))
+		h.Write([]byte(m.Role + "\x00" + fingerprintText(m.Role, m.Text()) + "\x00"))
 	}
 	if reply != "" {
-		h.Write([]byte("assistant\x00" + FingerprintText("assistant", reply) + "\x00"))
+		h.Write([]byte("assistant\x00" + fingerprintText("assistant", reply) + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// FingerprintText is a message's text as fingerprint compares it.
-func FingerprintText(role, text string) string {
+// fingerprintText is a message's text as fingerprint compares it.
+func fingerprintText(role, text string) string {
 	if role == "assistant" {
-		text = WithoutThink(text)
+		text = withoutThink(text)
 	}
 	return strings.Join(strings.Fields(text), " ")
 }
 
-// WithoutThink removes the <think>…</think> blocks from an assistant text;
+// withoutThink removes the <think>…</think> blocks from an assistant text;
 // one left open runs to the end.
-func WithoutThink(text string) string {
+func withoutThink(text string) string {
 	var b strings.Builder
 	for {
-		i := strings.Index(text, "<think>")
-		if i < 0 {
-			break
-		}
-		b.WriteString(text[:i])
-		b.WriteByte(' ')
-		j := strings.Index(text[i:], "</think>")
-		if j < 0 {
+		before, after, ok := strings.Cut(text, "<think>")
+		b.WriteString(before)
+		if !ok {
 			return b.String()
 		}
-		text = text[i+j+len("</think>"):]
+		b.WriteByte(' ')
+		if _, text, ok = strings.Cut(after, "</think>"); !ok {
+			return b.String()
+		}
 	}
-	if b.Len() == 0 {
-		return text
-	}
-	b.WriteString(text)
-	return b.String()
 }
 
 // Clip cuts s to at most n bytes, within no character, marked with "…".
-func Clip(s string, n int) string {
+func Clip(s string, n int) string { return clip(s, n, "…") }
+
+// clip cuts s to at most n bytes, within no character, followed by mark.
+func clip(s string, n int, mark string) string {
 	if len(s) <= n {
 		return s
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "…"
+	return s[:n] + mark
 }
 
 // ImagePart returns the first image part of msgs, as its message's and
 // part's indexes; ok is false when there is none.
 func ImagePart(msgs []Message) (msg, part int, ok bool) {
 	for i, m := range msgs {
-		if m.Content.Kind() != '[' {
-			continue
-		}
 		var parts []struct {
 			Type string `json:"type"`
 		}

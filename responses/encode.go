@@ -205,21 +205,25 @@ type (
 // on chat completions; each stretch of thinking between them becomes a
 // reasoning item, each stretch of text a message item.
 type Encoder struct {
-	meta     Meta
+	resp     Response // without its output
 	renderer openai.Renderer
 	items    []*item
 	open     *item // the item being streamed, nil between items
-	status   string
-	err      *Error
-	usage    *Usage
 	seq      int
 	out      []Event
 }
 
 // NewEncoder returns an encoder of the response m describes.
 func NewEncoder(m Meta) *Encoder {
-	return &Encoder{meta: m, renderer: openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningContent},
-		status: StatusInProgress}
+	r := Response{ID: m.ID, Object: "response", CreatedAt: m.CreatedAt, Status: StatusInProgress, Background: m.Background,
+		Metadata: m.Metadata, Model: m.Model, ParallelToolCalls: true, Reasoning: m.Reasoning, Store: m.Store, ToolChoice: "auto"}
+	if m.Instructions != "" {
+		r.Instructions = &m.Instructions
+	}
+	if m.PreviousResponseID != "" {
+		r.PreviousResponseID = &m.PreviousResponseID
+	}
+	return &Encoder{resp: r, renderer: openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningContent}}
 }
 
 // Start returns the stream's first events: response.created and
@@ -249,30 +253,10 @@ func (e *Encoder) Event(ev documents.Event) []Event {
 	return e.flush()
 }
 
-// reply returns the text of the response's messages, joined by a blank
-// line.
-func (e *Encoder) reply() string {
-	var texts []string
-	for _, it := range e.items {
-		if !it.reasoning {
-			texts = append(texts, it.text.String())
-		}
-	}
-	return strings.Join(texts, "\n\n")
-}
-
 // Response returns the response as it stands.
 func (e *Encoder) Response() Response {
-	m := e.meta
-	r := Response{ID: m.ID, Object: "response", CreatedAt: m.CreatedAt, Status: e.status, Background: m.Background,
-		Error: e.err, Metadata: m.Metadata, Model: m.Model, Output: []any{}, ParallelToolCalls: true,
-		Reasoning: m.Reasoning, Store: m.Store, ToolChoice: "auto", Usage: e.usage}
-	if m.Instructions != "" {
-		r.Instructions = &m.Instructions
-	}
-	if m.PreviousResponseID != "" {
-		r.PreviousResponseID = &m.PreviousResponseID
-	}
+	r := e.resp
+	r.Output = []any{}
 	for _, it := range e.items {
 		r.Output = append(r.Output, it.wire(true))
 	}
@@ -307,7 +291,7 @@ func (e *Encoder) begin(reasoning bool) {
 	if reasoning {
 		kind = "rs"
 	}
-	it := &item{id: fmt.Sprintf("%s_%s_%d", kind, strings.TrimPrefix(e.meta.ID, "resp_"), len(e.items)), reasoning: reasoning, status: StatusInProgress}
+	it := &item{id: fmt.Sprintf("%s_%s_%d", kind, strings.TrimPrefix(e.resp.ID, "resp_"), len(e.items)), reasoning: reasoning, status: StatusInProgress}
 	e.items, e.open = append(e.items, it), it
 	idx := len(e.items) - 1
 	e.add(itemEvent{header: e.next("response.output_item.added"), OutputIndex: idx, Item: it.wire(false)})
@@ -336,27 +320,19 @@ func (e *Encoder) close(status string) {
 
 // finish closes the open item and ends the response as the run ended.
 func (e *Encoder) finish(d documents.Done) {
-	e.usage = usageOf(d.Usage)
-	status := StatusCompleted
+	e.resp.Usage = usageOf(d.Usage)
+	status, itemStatus, kind := StatusCompleted, StatusCompleted, "response.completed"
 	if d.Status != documents.StatusCompleted {
-		status = StatusFailed
+		status, itemStatus, kind = StatusFailed, "incomplete", "response.failed"
 		if d.Metadata.StopReason == documents.StopCancelled {
 			status = StatusCancelled
 		}
-		e.err = &Error{Code: cmp.Or(string(d.Metadata.StopReason), "agent_error"), Message: openai.ErrorMessage(e.renderer.Content())}
+		e.resp.Error = &Error{Code: cmp.Or(string(d.Metadata.StopReason), "agent_error"), Message: openai.ErrorMessage(e.renderer.Content())}
 	}
 	if e.open != nil {
-		item := StatusCompleted
-		if status != StatusCompleted {
-			item = "incomplete"
-		}
-		e.close(item)
+		e.close(itemStatus)
 	}
-	e.status = status
-	kind := "response.completed"
-	if status != StatusCompleted {
-		kind = "response.failed"
-	}
+	e.resp.Status = status
 	e.add(responseEvent{header: e.next(kind), Response: e.Response()})
 }
 
@@ -376,10 +352,7 @@ func (e *Encoder) next(typ string) header {
 
 // add encodes an event.
 func (e *Encoder) add(v interface{ head() header }) {
-	b, err := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		b = fmt.Appendf(nil, `{"type":"error","message":%q}`, err.Error())
-	}
+	b, _ := json.Marshal(v, jsontext.AllowInvalidUTF8(true))
 	h := v.head()
 	e.out = append(e.out, Event{Type: h.Type, Sequence: h.SequenceNumber, Data: b})
 }
@@ -399,10 +372,16 @@ func FromChat(m Meta, cr documents.ChatResponse) ([]Event, Response) {
 }
 
 // Reply returns the reply of a ChatResponse as its Response's messages
-// say it.
+// say it, joined by a blank line.
 func Reply(cr documents.ChatResponse) string {
 	e, _ := replay(Meta{}, cr)
-	return e.reply()
+	var texts []string
+	for _, it := range e.items {
+		if !it.reasoning {
+			texts = append(texts, it.text.String())
+		}
+	}
+	return strings.Join(texts, "\n\n")
 }
 
 func replay(m Meta, cr documents.ChatResponse) (*Encoder, []Event) {

@@ -5,6 +5,7 @@ package responses
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -76,7 +77,7 @@ type inputItem struct {
 func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]openai.Message, error) {
 	var msgs []openai.Message
 	if strings.TrimSpace(r.Instructions) != "" {
-		msgs = append(msgs, textMessage("system", r.Instructions))
+		msgs = append(msgs, openai.TextMessage("system", r.Instructions))
 	}
 	switch r.Input.Kind() {
 	case 0, 'n':
@@ -84,10 +85,7 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 	case '"':
 		var s string
 		_ = json.Unmarshal(r.Input, &s)
-		return append(msgs, textMessage("user", s)), nil
-	case '[':
-	default:
-		return nil, inputError("bad_field", "input", "input must be a string or a list of input items")
+		return append(msgs, openai.TextMessage("user", s)), nil
 	}
 	var items []jsontext.Value
 	if err := json.Unmarshal(r.Input, &items); err != nil {
@@ -123,9 +121,7 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			referred = ""
 		}
 		output = ""
-		switch it.Role {
-		case "user", "assistant", "system", "developer":
-		default:
+		if !slices.Contains([]string{"user", "assistant", "system", "developer"}, it.Role) {
 			return nil, inputError("bad_role", fmt.Sprintf("input/%d/role", i), "input/%d/role %q is not one of user, assistant, system, developer", i, it.Role)
 		}
 		text, err := itemText(i, it.Content)
@@ -133,10 +129,10 @@ func (r *Request) Messages(reply func(responseID string) (string, bool)) ([]open
 			return nil, err
 		}
 		if n := len(msgs); it.Role == "assistant" && n > 0 && msgs[n-1].Role == "assistant" {
-			msgs[n-1] = textMessage("assistant", strings.TrimSpace(msgs[n-1].Text())+"\n\n"+strings.TrimSpace(text))
+			msgs[n-1] = openai.TextMessage("assistant", strings.TrimSpace(msgs[n-1].Text())+"\n\n"+strings.TrimSpace(text))
 			continue
 		}
-		msgs = append(msgs, textMessage(it.Role, text))
+		msgs = append(msgs, openai.TextMessage(it.Role, text))
 	}
 	if output != "" {
 		return nil, inputError("last_message_not_user", "input", "input ends with a %s item: the agent answers a user message, and client-side tools are not supported", output)
@@ -167,9 +163,6 @@ func itemText(i int, content jsontext.Value) (string, error) {
 		var s string
 		_ = json.Unmarshal(content, &s)
 		return s, nil
-	case '[':
-	default:
-		return "", inputError("bad_field", param, "%s must be a string or a list of content parts", param)
 	}
 	var parts []jsontext.Value
 	if json.Unmarshal(content, &parts) != nil {
@@ -177,10 +170,7 @@ func itemText(i int, content jsontext.Value) (string, error) {
 	}
 	var texts []string
 	for j, raw := range parts {
-		var p struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var p openai.Part
 		if raw.Kind() != '{' || json.Unmarshal(raw, &p) != nil {
 			return "", inputError("bad_field", fmt.Sprintf("%s/%d", param, j), "%s/%d must be a content part object", param, j)
 		}
@@ -194,10 +184,4 @@ func itemText(i int, content jsontext.Value) (string, error) {
 		}
 	}
 	return strings.Join(texts, "\n"), nil
-}
-
-// textMessage is a chat message of one text.
-func textMessage(role, text string) openai.Message {
-	b, _ := json.Marshal(text)
-	return openai.Message{Role: role, Content: b}
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"reflect"
@@ -85,21 +86,22 @@ func DefaultConfig() Config {
 func LoadConfig(path string, getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if path != "" {
-		b, err := os.ReadFile(path)
+		f, err := os.Open(path)
 		if err != nil {
 			return cfg, fmt.Errorf("reading the configuration: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
+		defer f.Close()
+		dec := yaml.NewDecoder(f)
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("parsing %s: %w", path, err)
 		}
-		// The keys and values are checked first, so that an error names
-		// the key, its line and what it takes.
-		if err := checkNode(&doc, reflect.TypeOf(cfg), ""); err != nil {
-			return cfg, fmt.Errorf("%s:%w", path, err)
-		}
 		if doc.Kind != 0 {
+			// The keys and values are checked first, so that an error
+			// names the key, its line and what it takes.
+			if err := checkNode(doc.Content[0], reflect.TypeOf(cfg), ""); err != nil {
+				return cfg, fmt.Errorf("%s:%w", path, err)
+			}
 			if err := doc.Decode(&cfg); err != nil {
 				return cfg, fmt.Errorf("parsing %s: %w", path, err)
 			}
@@ -109,17 +111,21 @@ func LoadConfig(path string, getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("parsing %s: it holds more than one YAML document", path)
 		}
 	}
-	if err := applyEnv(&cfg, getenv); err != nil {
-		return cfg, err
+	for key, f := range keys(&cfg) {
+		name := envName(key)
+		if val := getenv(name); val != "" {
+			if err := setValue(f, val); err != nil {
+				return cfg, fmt.Errorf("%s=%q: %w", name, val, err)
+			}
+		}
 	}
-	if cfg.Agent.APIKey == "" {
-		cfg.Agent.APIKey = getenv("CURSOR_API_KEY")
-	}
-	if cfg.Cloud.APIKey == "" {
-		cfg.Cloud.APIKey = getenv("CURSOR_API_KEY")
-	}
+	cfg.Agent.APIKey = cmp.Or(cfg.Agent.APIKey, getenv("CURSOR_API_KEY"))
+	cfg.Cloud.APIKey = cmp.Or(cfg.Cloud.APIKey, getenv("CURSOR_API_KEY"))
 	return cfg, cfg.Validate()
 }
+
+// maxBufferBytes bounds the keys that size a buffer.
+const maxBufferBytes = 1 << 30
 
 // Validate checks the values that have to be sane for the gateway to run.
 func (c *Config) Validate() error {
@@ -134,29 +140,30 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("agent.stderr_tail_bytes must be at most %d", maxBufferBytes)
 	case c.Agent.MaxLineBytes > maxBufferBytes:
 		return fmt.Errorf("agent.max_line_bytes must be at most %d", maxBufferBytes)
+	case c.OpenAI.Render == openai.RenderToolCalls:
+		return errors.New(`openai.render "tool_calls": tool calls break clients that did not ask for them; a request asks with "docstream_render": "tool_calls"`)
 	}
-	if err := noNegatives(c); err != nil {
-		return err
+	for key, f := range keys(c) {
+		if f.CanInt() && f.Int() < 0 || f.CanFloat() && f.Float() < 0 {
+			return fmt.Errorf("%s must not be negative", key)
+		}
 	}
-	switch c.Agent.Protocol {
-	case "", "print", "acp":
-	default:
-		return fmt.Errorf("agent.protocol %q: want print or acp", c.Agent.Protocol)
-	}
-	switch c.Agent.Permissions {
-	case "", agent.PermissionsAsk, agent.PermissionsAllow, agent.PermissionsDeny:
-	default:
-		return fmt.Errorf("agent.permissions %q: want ask, allow or deny", c.Agent.Permissions)
-	}
-	switch c.Log.Level {
-	case "", "trace", "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("log.level %q: want trace, debug, info, warn or error", c.Log.Level)
-	}
-	switch c.Log.Format {
-	case "", "auto", "json", "console":
-	default:
-		return fmt.Errorf("log.format %q: want auto, json or console", c.Log.Format)
+	// An empty value of the first four keys takes its default.
+	for _, e := range []struct {
+		key, value string
+		want       []string
+	}{
+		{"agent.protocol", cmp.Or(c.Agent.Protocol, "print"), []string{"print", "acp"}},
+		{"agent.permissions", cmp.Or(c.Agent.Permissions, agent.PermissionsAsk), []string{agent.PermissionsAsk, agent.PermissionsAllow, agent.PermissionsDeny}},
+		{"log.level", cmp.Or(c.Log.Level, "info"), []string{"trace", "debug", "info", "warn", "error"}},
+		{"log.format", cmp.Or(c.Log.Format, "auto"), []string{"auto", "json", "console"}},
+		{"openai.render", c.OpenAI.Render, []string{openai.RenderMarkdown, openai.RenderTextOnly}},
+		{"openai.reasoning", c.OpenAI.Reasoning, []string{openai.ReasoningContent, openai.ReasoningThink, openai.ReasoningOff}},
+		{"store.driver", c.Store.Driver, []string{"sqlite", "memory", "postgres"}},
+	} {
+		if n := len(e.want); !slices.Contains(e.want, e.value) {
+			return fmt.Errorf("%s %q: want %s or %s", e.key, e.value, strings.Join(e.want[:n-1], ", "), e.want[n-1])
+		}
 	}
 	for _, k := range c.Auth.APIKeys {
 		// A malformed digest would be skipped, and with no other key auth
@@ -172,29 +179,13 @@ func (c *Config) Validate() error {
 		// tenants to keep apart, and the operator would believe there were.
 		return errors.New("auth.isolate_keys needs API keys: set auth.api_keys (DOCSTREAM_AUTH_API_KEYS), or turn isolate_keys off")
 	}
-	switch c.OpenAI.Render {
-	case "markdown", "text-only":
-	case "tool_calls":
-		return errors.New(`openai.render "tool_calls": tool calls break clients that did not ask for them; a request asks with "docstream_render": "tool_calls"`)
-	default:
-		return fmt.Errorf("openai.render %q: want markdown or text-only", c.OpenAI.Render)
+	if c.Store.Driver != "postgres" {
+		return nil
 	}
-	switch c.OpenAI.Reasoning {
-	case "reasoning_content", "think", "off":
-	default:
-		return fmt.Errorf("openai.reasoning %q: want reasoning_content, think or off", c.OpenAI.Reasoning)
+	if c.Store.DSN == "" {
+		return errors.New("store.driver postgres needs store.dsn (DOCSTREAM_STORE_DSN), as in postgres://user:password@host:5432/docstream")
 	}
-	switch c.Store.Driver {
-	case "sqlite", "memory":
-	case "postgres":
-		if c.Store.DSN == "" {
-			return errors.New("store.driver postgres needs store.dsn (DOCSTREAM_STORE_DSN), as in postgres://user:password@host:5432/docstream")
-		}
-		return c.Cluster.Check()
-	default:
-		return fmt.Errorf("store.driver %q: want sqlite, memory or postgres", c.Store.Driver)
-	}
-	return nil
+	return c.Cluster.Check()
 }
 
 // checkNode checks a YAML node against the type it is decoded into: every
@@ -202,38 +193,28 @@ func (c *Config) Validate() error {
 // written with its unit, and a whole number has no fraction (YAML would
 // cut 1.9 to 1).
 func checkNode(n *yaml.Node, t reflect.Type, key string) error {
-	durationType := reflect.TypeFor[time.Duration]()
 	switch {
-	case n.Kind == yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := checkNode(c, t, key); err != nil {
-				return err
-			}
-		}
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			name := n.Content[i].Value
+			name, at := n.Content[i].Value, strings.TrimPrefix(key+"."+n.Content[i].Value, ".")
+			var field *reflect.StructField
 			var known []string
-			found := false
-			for j := 0; j < t.NumField(); j++ {
-				tag := t.Field(j).Tag.Get("yaml")
-				if tag == "" || tag == "-" {
-					continue
-				}
-				known = append(known, tag)
-				if tag == name {
-					found = true
-					if err := checkNode(n.Content[i+1], t.Field(j).Type, strings.TrimPrefix(key+"."+name, ".")); err != nil {
-						return err
-					}
+			for f := range t.Fields() {
+				if tag := f.Tag.Get("yaml"); tag == name && tag != "-" {
+					field = &f
+				} else if tag != "-" {
+					known = append(known, tag)
 				}
 			}
-			if !found {
-				msg := fmt.Sprintf("%d: unknown key %q", n.Content[i].Line, strings.TrimPrefix(key+"."+name, "."))
+			if field == nil {
+				msg := fmt.Sprintf("%d: unknown key %q", n.Content[i].Line, at)
 				if near := closest(name, known); near != "" {
 					msg += fmt.Sprintf("; did you mean %q?", strings.TrimPrefix(key+"."+near, "."))
 				}
 				return errors.New(msg)
+			}
+			if err := checkNode(n.Content[i+1], field.Type, at); err != nil {
+				return err
 			}
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
@@ -242,14 +223,11 @@ func checkNode(n *yaml.Node, t reflect.Type, key string) error {
 				return err
 			}
 		}
-	case t == durationType && n.Kind == yaml.ScalarNode:
+	case t == reflect.TypeFor[time.Duration]() && n.Kind == yaml.ScalarNode:
 		if _, err := time.ParseDuration(n.Value); err != nil {
 			return fmt.Errorf("%d: %s: %s", n.Line, key, durationHint(n.Value))
 		}
-	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!float" {
-			break
-		}
+	case (t.Kind() == reflect.Int || t.Kind() == reflect.Int64) && n.Kind == yaml.ScalarNode && n.Tag == "!!float":
 		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
 			return fmt.Errorf("%d: %s: %s is not a whole number", n.Line, key, n.Value)
 		}
@@ -276,83 +254,34 @@ func durationHint(v string) string {
 	return fmt.Sprintf("%q is not a duration: want a number with a unit, as in 30s, 5m or 2h", v)
 }
 
-// maxBufferBytes bounds the keys that size a buffer.
-const maxBufferBytes = 1 << 30
-
-// noNegatives refuses a negative number, size or duration in any key.
-func noNegatives(c *Config) error {
-	root := reflect.ValueOf(c).Elem()
-	for i := 0; i < root.NumField(); i++ {
-		section := root.Type().Field(i).Tag.Get("yaml")
-		sv := root.Field(i)
-		if sv.Kind() != reflect.Struct {
-			continue
-		}
-		for j := 0; j < sv.NumField(); j++ {
-			f := sv.Field(j)
-			negative := false
-			switch f.Kind() {
-			case reflect.Int, reflect.Int64:
-				negative = f.Int() < 0
-			case reflect.Float64:
-				negative = f.Float() < 0
-			}
-			if negative {
-				return fmt.Errorf("%s.%s must not be negative", section, sv.Type().Field(j).Tag.Get("yaml"))
-			}
-		}
-	}
-	return nil
-}
-
-// applyEnv sets every scalar or list key from DOCSTREAM_<SECTION>_<KEY>;
-// lists are comma-separated and maps are name=value pairs.
-func applyEnv(cfg *Config, getenv func(string) string) error {
-	return eachEnvKey(cfg, func(name string, f reflect.Value) error {
-		val := getenv(name)
-		if val == "" {
-			return nil
-		}
-		if err := setValue(f, val); err != nil {
-			return fmt.Errorf("%s=%q: %w", name, val, err)
-		}
-		return nil
-	})
-}
-
-// eachEnvKey calls fn with the DOCSTREAM_<SECTION>_<KEY> name of every key
-// of cfg and the field it sets.
-func eachEnvKey(cfg *Config, fn func(name string, f reflect.Value) error) error {
-	root := reflect.ValueOf(cfg).Elem()
-	rt := root.Type()
-	for i := 0; i < rt.NumField(); i++ {
-		section := rt.Field(i).Tag.Get("yaml")
-		if section == "" || section == "-" {
-			continue
-		}
-		sv := root.Field(i)
-		st := sv.Type()
-		for j := 0; j < st.NumField(); j++ {
-			key := st.Field(j).Tag.Get("yaml")
-			if key == "" || key == "-" {
+// keys yields every key of cfg, as section.key, with the field it sets.
+func keys(cfg *Config) iter.Seq2[string, reflect.Value] {
+	return func(yield func(string, reflect.Value) bool) {
+		for sf, section := range reflect.ValueOf(cfg).Elem().Fields() {
+			if section.Kind() != reflect.Struct {
 				continue
 			}
-			if err := fn("DOCSTREAM_"+strings.ToUpper(section)+"_"+strings.ToUpper(key), sv.Field(j)); err != nil {
-				return err
+			for kf, v := range section.Fields() {
+				if !yield(sf.Tag.Get("yaml")+"."+kf.Tag.Get("yaml"), v) {
+					return
+				}
 			}
 		}
 	}
-	return nil
+}
+
+// envName is the variable that sets a key: DOCSTREAM_<SECTION>_<KEY>.
+func envName(key string) string {
+	return "DOCSTREAM_" + strings.ToUpper(strings.Replace(key, ".", "_", 1))
 }
 
 // settingEnv are the DOCSTREAM_* variables a user sets: the configuration's
 // and the simulator's.
 var settingEnv = func() []string {
 	names := []string{simulator.SpeedEnv, simulator.LogEnv, simulator.ScenarioEnv}
-	_ = eachEnvKey(&Config{}, func(name string, _ reflect.Value) error {
-		names = append(names, name)
-		return nil
-	})
+	for key := range keys(&Config{}) {
+		names = append(names, envName(key))
+	}
 	slices.Sort(names)
 	return names
 }()
@@ -366,34 +295,19 @@ var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_TEST_PG", "DOCSTRE
 // enableServiceLinks is off.
 var serviceLinkEnv = regexp.MustCompile(`^DOCSTREAM_(SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$`)
 
-// unknownVar is a DOCSTREAM_* variable that nothing reads, and the known
-// name it is likely a typo of ("" when none is close).
-type unknownVar struct {
-	name, suggestion string
-}
-
 // unknownEnv returns the DOCSTREAM_* variables of environ (NAME=value
-// entries) that nothing reads, sorted by name.
-func unknownEnv(environ []string) []unknownVar {
-	var out []unknownVar
-	seen := map[string]bool{}
+// entries) that nothing reads, each with the known name it is likely a
+// typo of ("" when none is close).
+func unknownEnv(environ []string) map[string]string {
+	out := map[string]string{}
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "DOCSTREAM_") || seen[name] || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
+		if !strings.HasPrefix(name, "DOCSTREAM_") || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
 			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") {
 			continue
 		}
-		seen[name] = true
-		u := unknownVar{name: name}
-		best := 4 // a closer name is a likely typo
-		for _, known := range settingEnv {
-			if d := editDistance(name, known); d < best {
-				u.suggestion, best = known, d
-			}
-		}
-		out = append(out, u)
+		out[name] = closest(name, settingEnv)
 	}
-	slices.SortFunc(out, func(a, b unknownVar) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
@@ -423,9 +337,10 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// setValue sets f from an environment value: a list is comma-separated,
+// a map name=value pairs.
 func setValue(f reflect.Value, val string) error {
-	switch f.Interface().(type) {
-	case time.Duration:
+	if f.Type() == reflect.TypeFor[time.Duration]() {
 		d, err := time.ParseDuration(val)
 		if err != nil {
 			return errors.New(durationHint(val))
@@ -456,7 +371,7 @@ func setValue(f reflect.Value, val string) error {
 		f.SetFloat(n)
 	case reflect.Slice:
 		var items []string
-		for _, s := range strings.Split(val, ",") {
+		for s := range strings.SplitSeq(val, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				items = append(items, s)
 			}
@@ -467,7 +382,7 @@ func setValue(f reflect.Value, val string) error {
 			return errors.New("this key can only be set in config.yaml")
 		}
 		m := map[string]string{}
-		for _, s := range strings.Split(val, ",") {
+		for s := range strings.SplitSeq(val, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(s), "=")
 			if !ok {
 				return fmt.Errorf("want name=value pairs, got %q", s)

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return runTranslate(args[1:], stdin, stdout, stderr)
 		case "agent-sim":
 			if code := simulator.Main(ctx, args[1:], stdin, stdout, stderr, getenv); code != 0 {
-				return exitStatus(code)
+				return fmt.Errorf("exit status %d", code)
 			}
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -72,10 +73,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.Server.Addr = *addr
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, v := range unknownEnv(os.Environ()) {
-		ev, msg := log.Warn().Str("variable", v.name), "unknown environment variable "+v.name+" is ignored"
-		if v.suggestion != "" {
-			ev, msg = ev.Str("suggestion", v.suggestion), msg+"; did you mean "+v.suggestion+"?"
+	unknown := unknownEnv(os.Environ())
+	for _, name := range slices.Sorted(maps.Keys(unknown)) {
+		ev, msg := log.Warn().Str("variable", name), "unknown environment variable "+name+" is ignored"
+		if near := unknown[name]; near != "" {
+			ev, msg = ev.Str("suggestion", near), msg+"; did you mean "+near+"?"
 		}
 		ev.Msg(msg)
 	}
@@ -142,13 +144,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer stopPruning()
 		go store.PruneEvery(pruneCtx, st, cfg.Store.MaxAge, log)
 	}
-	var cc *cloud.Client
-	if cfg.Cloud.APIKey != "" {
-		cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey)
-		if err != nil {
-			return fmt.Errorf("cloud backend: %w", err)
-		}
-	}
 	m := metrics.New()
 	for name, a := range cfg.OpenAI.Aliases {
 		m.KnowModels(name, a.Model)
@@ -159,7 +154,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		log.Warn().Err(err).Msg("the agent binary is not ready; /readyz reports it")
 	}
 	backends := map[string]runs.Backend{"cli": cli}
-	if cc != nil {
+	var cc *cloud.Client
+	if cfg.Cloud.APIKey != "" {
+		if cc, err = cloud.New(cfg.Cloud.BaseURL, cfg.Cloud.APIKey); err != nil {
+			return fmt.Errorf("cloud backend: %w", err)
+		}
 		backends["cloud"] = &cloud.Backend{Client: cc, Interval: cfg.Cloud.PollInterval,
 			RunTimeout: cfg.Agent.RunTimeout, IdleTimeout: cfg.Agent.IdleTimeout}
 	}
@@ -194,23 +193,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-ctx.Done():
 	}
 	log.Info().Dur("drain", cfg.Server.ShutdownTimeout).Msg("shutting down: draining streams (a second signal ends the runs now)")
-	drain, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
-	defer cancel()
 	// A second signal cuts the drain short: the runs end at once, with
 	// their shutdown error, and the process exits as it would at the end of
 	// the drain.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(again)
+	again, stopAgain := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stopAgain()
+	drain, cancel := context.WithTimeout(again, cfg.Server.ShutdownTimeout)
+	defer cancel()
+	stopLog := context.AfterFunc(again, func() { log.Warn().Msg("second signal: ending the runs now") })
+	defer stopLog()
 	done := make(chan struct{})
-	go func() {
-		select {
-		case <-again:
-			log.Warn().Msg("second signal: ending the runs now")
-			cancel()
-		case <-done:
-		}
-	}()
 	go func() {
 		srv.Shutdown(drain)
 		if cl != nil {

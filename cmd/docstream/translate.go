@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -17,11 +18,6 @@ import (
 	"github.com/docstream/docstream/sse"
 	"github.com/docstream/docstream/translate"
 )
-
-// exitStatus carries a child-like exit code out of run.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // errNoEvents is the error of an input that holds no agent event.
 var errNoEvents = errors.New("holds no cursor-agent stream-json event (is it a --output-format stream-json transcript?)")
@@ -52,14 +48,10 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if *stream {
 		*format = "sse"
 	}
-	switch *format {
-	case "json", "sse", "markdown":
-	default:
+	if !slices.Contains([]string{"json", "sse", "markdown"}, *format) {
 		return usageError{error: fmt.Errorf("unknown format %q: want json, sse or markdown", *format)}
 	}
-	switch *mode {
-	case "agent", "plan", "ask", "debug":
-	default:
+	if !slices.Contains([]string{"agent", "plan", "ask", "debug"}, *mode) {
 		return usageError{error: fmt.Errorf("unknown mode %q", *mode)}
 	}
 	files := fs.Args()
