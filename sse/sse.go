@@ -46,7 +46,7 @@ func NewFrame(id int, ev documents.Event) (Frame, error) {
 	data := buf.Bytes()
 	f := Frame{ID: id, Name: ev.Name(), Data: data}
 	f.wire = f.append(make([]byte, 0, len(data)+len(f.Name)+48))
-	if bytes.IndexAny(data, "\r\n") < 0 {
+	if lineBreak(data) < 0 {
 		end := len(f.wire) - 2*len(eol)
 		f.Data = f.wire[end-len(data) : end : end]
 	} else {
@@ -113,7 +113,7 @@ func appendLine(b []byte, s string) []byte {
 func appendData(b, data []byte) []byte {
 	for {
 		b = append(b, "data: "...)
-		i := bytes.IndexAny(data, "\r\n")
+		i := lineBreak(data)
 		if i < 0 {
 			b = append(b, data...)
 			return append(b, eol...)
@@ -125,6 +125,21 @@ func appendData(b, data []byte) []byte {
 		}
 		data = data[i+1:]
 	}
+}
+
+// lineBreak returns the index of the first CR or LF in b, or -1.
+func lineBreak(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		i = len(b)
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(b) {
+		return -1
+	}
+	return i
 }
 
 // WriteData writes one unnamed SSE event that carries only data, the way
