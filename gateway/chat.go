@@ -429,13 +429,15 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 			}
 			unflushed = true
 			continue
-		case unflushed:
+		}
+		if unflushed {
+			// What comes in meanwhile is not missed: wake has a value for it.
 			if st.rc.Flush() != nil {
 				return
 			}
 			unflushed = false
-			continue
-		case closed:
+		}
+		if closed {
 			return
 		}
 		select {

@@ -95,24 +95,22 @@ func BenchmarkRunDeltas(b *testing.B) {
 				last, unflushed := 0, false
 				for {
 					f, closed, _ := r.Log.Next(last)
-					switch {
-					case f.ID != 0:
+					if f.ID != 0 {
 						last = f.ID
 						if _, err := f.WriteTo(w); err != nil {
 							b.Fatal(err)
 						}
 						unflushed = true
 						continue
-					case unflushed:
+					}
+					if unflushed {
 						w.Flush()
 						unflushed = false
-						continue
-					case closed:
-					default:
-						<-wake
-						continue
 					}
-					break
+					if closed {
+						break
+					}
+					<-wake
 				}
 				stop()
 				if i == 0 {
