@@ -26,7 +26,9 @@ type Log struct {
 
 // block holds events in the order of their ids; a log grows by blocks,
 // copying none.
-type block [16]sse.Frame
+type block [blockLen]sse.Frame
+
+const blockLen = 16
 
 // frameOverhead is what a kept frame costs besides its data: the frame and
 // its SSE fields.
@@ -40,7 +42,7 @@ func NewLog(maxEvents, maxBytes int) *Log {
 // at returns the place of the i-th kept event.
 func (l *Log) at(i int) *sse.Frame {
 	i += l.head
-	return &l.blocks[i/len(block{})][i%len(block{})]
+	return &l.blocks[i/blockLen][i%blockLen]
 }
 
 // Append keeps ev with the next id and wakes the readers. It returns the id,
@@ -55,7 +57,7 @@ func (l *Log) Append(ev documents.Event) int {
 	if err != nil {
 		return 0
 	}
-	if (l.head+l.n)%len(block{}) == 0 {
+	if (l.head+l.n)%blockLen == 0 {
 		l.blocks = append(l.blocks, new(block))
 	}
 	*l.at(l.n) = f
@@ -75,7 +77,7 @@ func (l *Log) drop() {
 	*f = sse.Frame{}
 	l.first++
 	l.n--
-	if l.head++; l.head == len(block{}) {
+	if l.head++; l.head == blockLen {
 		l.blocks[0] = nil
 		l.blocks = l.blocks[1:]
 		l.head = 0
@@ -102,7 +104,6 @@ func (l *Log) Close() {
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
-		l.blocks = slices.Clip(l.blocks)
 		l.notify()
 	}
 }
