@@ -408,35 +408,40 @@ func (st *streamer) deadline() {
 func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
 	ticker := time.NewTicker(st.s.heartbeat())
 	defer ticker.Stop()
-	last := after
+	wake, stop := run.Log.Watch()
+	defer stop()
+	last, unflushed := after, false
 	for {
-		frames, closed, more, ok := run.Log.Since(last)
-		if !ok {
+		f, closed, ok := run.Log.Next(last)
+		switch {
+		case !ok:
 			st.lost = true
 			return
-		}
-		if len(frames) > 0 {
-			for _, f := range frames {
-				last = f.ID
-				complete, err := send(f)
-				if err != nil {
-					return
-				}
-				if complete {
-					_ = st.rc.Flush()
-					return
-				}
+		case f.ID != 0:
+			last = f.ID
+			complete, err := send(f)
+			if err != nil {
+				return
 			}
+			if complete {
+				_ = st.rc.Flush()
+				return
+			}
+			unflushed = true
+			continue
+		}
+		if unflushed {
+			// What comes in meanwhile is not missed: wake has a value for it.
 			if st.rc.Flush() != nil {
 				return
 			}
-			continue
+			unflushed = false
 		}
 		if closed {
 			return
 		}
 		select {
-		case <-more:
+		case <-wake:
 		case <-ticker.C:
 			if st.heartbeat(beat) != nil || st.rc.Flush() != nil {
 				return

@@ -12,21 +12,37 @@ import (
 // events are dropped past its limits. It is safe for concurrent use.
 type Log struct {
 	mu       sync.Mutex
-	frames   []sse.Frame // the kept events, oldest first; frames[0] has id first
-	first    int
+	blocks   []*block // the kept events, oldest first, from blocks[0][head]
+	head     int
+	n        int // the kept events
+	first    int // the id of the oldest kept event
 	bytes    int
 	maxN     int
 	maxBytes int
 	closed   bool
-	wake     chan struct{} // closed and replaced by each append
+	wake     chan struct{}   // made by Since, closed by the next append
+	watchers []chan struct{} // of Watch
 }
 
-// frameOverhead is what a kept frame costs besides its data.
-const frameOverhead = 48
+// block holds events in the order of their ids; a log grows by blocks,
+// copying none.
+type block [blockLen]sse.Frame
+
+const blockLen = 16
+
+// frameOverhead is what a kept frame costs besides its data: the frame and
+// its SSE fields.
+const frameOverhead = 112
 
 // NewLog returns an empty log of at most maxEvents events and maxBytes bytes.
 func NewLog(maxEvents, maxBytes int) *Log {
-	return &Log{first: 1, maxN: maxEvents, maxBytes: maxBytes, wake: make(chan struct{})}
+	return &Log{first: 1, maxN: maxEvents, maxBytes: maxBytes}
+}
+
+// at returns the place of the i-th kept event.
+func (l *Log) at(i int) *sse.Frame {
+	i += l.head
+	return &l.blocks[i/blockLen][i%blockLen]
 }
 
 // Append keeps ev with the next id and wakes the readers. It returns the id,
@@ -37,21 +53,49 @@ func (l *Log) Append(ev documents.Event) int {
 	if l.closed {
 		return 0
 	}
-	f, err := sse.NewFrame(l.first+len(l.frames), ev)
+	f, err := sse.NewFrame(l.first+l.n, ev)
 	if err != nil {
 		return 0
 	}
-	l.frames = append(l.frames, f)
-	l.bytes += len(f.Data)
-	for len(l.frames) > 1 && ((l.maxN > 0 && len(l.frames) > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
-		l.bytes -= len(l.frames[0].Data)
-		l.frames[0] = sse.Frame{}
-		l.frames = l.frames[1:]
-		l.first++
+	if (l.head+l.n)%blockLen == 0 {
+		l.blocks = append(l.blocks, new(block))
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	*l.at(l.n) = f
+	l.n++
+	l.bytes += len(f.Data)
+	for l.n > 1 && ((l.maxN > 0 && l.n > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
+		l.drop()
+	}
+	l.notify()
 	return f.ID
+}
+
+// drop lets go of the oldest event.
+func (l *Log) drop() {
+	f := l.at(0)
+	l.bytes -= len(f.Data)
+	*f = sse.Frame{}
+	l.first++
+	l.n--
+	if l.head++; l.head == blockLen {
+		l.blocks[0] = nil
+		l.blocks = l.blocks[1:]
+		l.head = 0
+	}
+}
+
+// notify wakes the readers.
+func (l *Log) notify() {
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+	for _, w := range l.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Close marks the log complete: no more events follow.
@@ -60,8 +104,7 @@ func (l *Log) Close() {
 	defer l.mu.Unlock()
 	if !l.closed {
 		l.closed = true
-		l.frames = append([]sse.Frame(nil), l.frames...) // gives back the room kept for appends
-		close(l.wake)
+		l.notify()
 	}
 }
 
@@ -72,10 +115,45 @@ func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan str
 	defer l.mu.Unlock()
 	after = max(after, 0)
 	ok = after+1 >= l.first
-	if i := max(after+1-l.first, 0); i < len(l.frames) {
-		frames = slices.Clone(l.frames[i:])
+	if i := max(after+1-l.first, 0); i < l.n {
+		frames = make([]sse.Frame, 0, l.n-i)
+		for ; i < l.n; i++ {
+			frames = append(frames, *l.at(i))
+		}
+	}
+	if l.wake == nil {
+		l.wake = make(chan struct{})
+		if l.closed {
+			close(l.wake)
+		}
 	}
 	return frames, l.closed, l.wake, ok
+}
+
+// Next returns the event after the given id, or one with ID 0 when there is
+// none yet, whether the log is closed, and false when it was dropped.
+func (l *Log) Next(after int) (f sse.Frame, closed, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	after = max(after, 0)
+	if i := after + 1 - l.first; i >= 0 && i < l.n {
+		f = *l.at(i)
+	}
+	return f, l.closed, after+1 >= l.first
+}
+
+// Watch returns a channel that receives after each append and at the close,
+// for one reader of Next, and stop, which ends that.
+func (l *Log) Watch() (wake <-chan struct{}, stop func()) {
+	w := make(chan struct{}, 1)
+	l.mu.Lock()
+	l.watchers = append(l.watchers, w)
+	l.mu.Unlock()
+	return w, func() {
+		l.mu.Lock()
+		l.watchers = slices.DeleteFunc(l.watchers, func(c chan struct{}) bool { return c == w })
+		l.mu.Unlock()
+	}
 }
 
 // Keeps reports whether the log still holds every event after the given id.
@@ -89,12 +167,12 @@ func (l *Log) Keeps(after int) bool {
 func (l *Log) Size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bytes + len(l.frames)*frameOverhead
+	return l.bytes + l.n*frameOverhead
 }
 
 // Last returns the id of the last event appended, 0 when there is none.
 func (l *Log) Last() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.first + len(l.frames) - 1
+	return l.first + l.n - 1
 }

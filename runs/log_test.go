@@ -66,22 +66,26 @@ func TestLogByteBound(t *testing.T) {
 	}
 }
 
-// TestLogSubscribers checks that concurrent readers each see every event
-// once and in order while a writer appends.
+// TestLogSubscribers checks that concurrent readers, of Since and of Next,
+// each see every event once and in order while a writer appends.
 func TestLogSubscribers(t *testing.T) {
 	l := NewLog(0, 0)
 	const n = 2000
 	var wg sync.WaitGroup
-	for r := 0; r < 4; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	check := func(last, id int) bool {
+		if id != last+1 {
+			t.Errorf("got id %d after %d", id, last)
+			return false
+		}
+		return true
+	}
+	for range 2 {
+		wg.Go(func() {
 			last := 0
 			for {
 				frames, closed, more, _ := l.Since(last)
 				for _, f := range frames {
-					if f.ID != last+1 {
-						t.Errorf("got id %d after %d", f.ID, last)
+					if !check(last, f.ID) {
 						return
 					}
 					last = f.ID
@@ -96,7 +100,29 @@ func TestLogSubscribers(t *testing.T) {
 			if last != n {
 				t.Errorf("reader saw %d events, want %d", last, n)
 			}
-		}()
+		})
+		wg.Go(func() {
+			wake, stop := l.Watch()
+			defer stop()
+			last := 0
+			for {
+				f, closed, _ := l.Next(last)
+				if f.ID != 0 {
+					if !check(last, f.ID) {
+						return
+					}
+					last = f.ID
+					continue
+				}
+				if closed {
+					break
+				}
+				<-wake
+			}
+			if last != n {
+				t.Errorf("reader of Next saw %d events, want %d", last, n)
+			}
+		})
 	}
 	for i := 0; i < n; i++ {
 		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: "x"})
@@ -121,6 +147,9 @@ func TestLogKeeps(t *testing.T) {
 		if _, _, _, ok := l.Since(after); ok != want {
 			t.Errorf("Since(%d) ok = %v, Keeps says %v", after, ok, want)
 		}
+		if _, _, ok := l.Next(after); ok != want {
+			t.Errorf("Next(%d) ok = %v, Keeps says %v", after, ok, want)
+		}
 	}
 }
 
@@ -133,4 +162,26 @@ func ExampleLog() {
 	fmt.Println(len(frames), frames[0].ID, frames[0].Name, closed, ok)
 	// Output:
 	// 1 2 done true true
+}
+
+// TestLogAcrossBlocks checks ids and bounds over many blocks of events,
+// dropping from the front while appending.
+func TestLogAcrossBlocks(t *testing.T) {
+	l := NewLog(37, 0)
+	for i := 1; i <= 200; i++ {
+		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: fmt.Sprint(i)})
+		frames, _, _, _ := l.Since(0)
+		if want := min(i, 37); len(frames) != want || frames[len(frames)-1].ID != i || frames[0].ID != i-want+1 {
+			t.Fatalf("after %d appends: %d frames, %d..%d", i, len(frames), frames[0].ID, frames[len(frames)-1].ID)
+		}
+		for j, f := range frames {
+			g, _, ok := l.Next(f.ID - 1)
+			if !ok || g.ID != f.ID || string(g.Data) != string(f.Data) || j > 0 && g.ID != frames[j-1].ID+1 {
+				t.Fatalf("after %d appends: Next(%d) = %d %s, ok %v", i, f.ID-1, g.ID, g.Data, ok)
+			}
+		}
+	}
+	if n := len(l.blocks); n > 4 {
+		t.Errorf("%d blocks hold 37 events", n)
+	}
 }

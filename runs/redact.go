@@ -71,82 +71,97 @@ func (r *Redactor) split(s string) (out, held string) {
 }
 
 // redacting holds back the end of each document's deltas (thinking under "")
-// that could begin a secret.
+// that could begin a secret. A document in held has had its deltas changed.
 type redacting struct {
 	r    *Redactor
 	held map[string]string
 }
 
-// events masks the secrets in ev, holding back the end of a delta until the
-// document ends.
-func (rd *redacting) events(ev documents.Event) []documents.Event {
+// each passes ev to step with its secrets masked, holding back the end of a
+// delta until the document ends; an event with nothing to mask goes as it is.
+func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	r := rd.r
 	if r == nil {
-		return []documents.Event{ev}
+		step(ev)
+		return
 	}
 	switch e := ev.(type) {
 	case documents.ContentDelta:
-		out, held := r.split(rd.held[e.DocumentID] + e.Delta)
-		rd.hold(e.DocumentID, held)
-		if out == "" {
-			return nil
+		switch out, same := rd.delta(e.DocumentID, e.Delta); {
+		case out == "":
+		case same:
+			step(ev) // its Content is still what went out
+		default:
+			step(documents.ContentDelta{DocumentID: e.DocumentID, Delta: out})
 		}
-		return []documents.Event{documents.ContentDelta{DocumentID: e.DocumentID, Delta: out}}
+		return
 	case documents.ThinkingDelta:
-		out, held := r.split(rd.held[""] + e.Delta)
-		rd.hold("", held)
-		if out == "" {
-			return nil
+		switch out, same := rd.delta("", e.Delta); {
+		case out == "":
+		case same:
+			step(ev)
+		default:
+			step(documents.ThinkingDelta{Delta: out})
 		}
-		return []documents.Event{documents.ThinkingDelta{Delta: out}}
+		return
 	case documents.DocumentStart:
 		e.Metadata = r.value(e.Metadata)
-		return []documents.Event{e}
+		ev = e
 	case documents.ToolCallArguments:
 		e.Arguments = r.value(e.Arguments)
-		return []documents.Event{e}
+		ev = e
 	case documents.ToolResultEvent:
 		e.Result.Data = r.value(e.Result.Data)
-		return []documents.Event{e}
+		ev = e
 	case documents.AgentEvent:
 		e.Payload, e.Raw, e.Data = r.value(e.Payload), r.String(e.Raw), r.String(e.Data)
-		return []documents.Event{e}
+		ev = e
 	case documents.DocumentEnd:
 		e.Metadata = r.value(e.Metadata)
 		if e.FinalContent != nil {
 			fc := r.String(*e.FinalContent)
 			e.FinalContent = &fc
 		}
-		if held := rd.held[e.DocumentID]; held != "" {
-			delete(rd.held, e.DocumentID)
-			return []documents.Event{documents.ContentDelta{DocumentID: e.DocumentID, Delta: held}, e}
-		}
-		return []documents.Event{e}
+		rd.flush(e.DocumentID, step)
+		ev = e
 	case documents.Done:
 		if c := e.Metadata.Cloud; c != nil {
 			cc := *c
 			cc.Summary = r.String(cc.Summary)
 			e.Metadata.Cloud = &cc
 		}
-		if held := rd.held[""]; held != "" {
-			delete(rd.held, "")
-			return []documents.Event{documents.ThinkingDelta{Delta: held}, e}
-		}
-		return []documents.Event{e}
+		rd.flush("", step)
+		ev = e
 	}
-	return []documents.Event{ev}
+	step(ev)
 }
 
-// hold keeps the held back end of a document's deltas.
-func (rd *redacting) hold(doc, held string) {
+// delta masks the secrets in a document's next delta and holds back an end
+// that could begin one. same reports that the document's deltas, this one
+// too, go out as they came.
+func (rd *redacting) delta(doc, d string) (out string, same bool) {
+	prev, changed := rd.held[doc]
+	out, held := rd.r.split(prev + d)
+	if !changed && held == "" && out == d {
+		return out, true
+	}
+	if rd.held == nil {
+		rd.held = map[string]string{}
+	}
+	rd.held[doc] = held
+	return out, false
+}
+
+// flush sends what a document held back, as a delta, when it ends.
+func (rd *redacting) flush(doc string, step func(documents.Event)) {
+	held := rd.held[doc]
+	delete(rd.held, doc)
 	switch {
-	case held != "":
-		if rd.held == nil {
-			rd.held = map[string]string{}
-		}
-		rd.held[doc] = held
-	case rd.held != nil:
-		delete(rd.held, doc)
+	case held == "":
+	case doc == "":
+		step(documents.ThinkingDelta{Delta: held})
+	default:
+		step(documents.ContentDelta{DocumentID: doc, Delta: held})
 	}
 }
 

@@ -52,22 +52,27 @@ func TestRedactSplitDeltas(t *testing.T) {
 			for j := i; j <= len(text); j += max(1, len(text)/7) {
 				rd := redacting{r: r}
 				var got strings.Builder
-				for _, part := range []string{text[:i], text[i:j], text[j:]} {
-					for _, ev := range rd.events(documents.ContentDelta{DocumentID: "d", Delta: part}) {
-						d := ev.(documents.ContentDelta).Delta
-						for _, f := range r.forms {
-							if strings.Contains(d, f) {
-								t.Fatalf("%q cut at %d, %d: a delta holds a secret: %q", text, i, j, d)
-							}
+				step := func(ev documents.Event) {
+					d, ok := ev.(documents.ContentDelta)
+					if !ok {
+						return
+					}
+					for _, f := range r.forms {
+						if strings.Contains(d.Delta, f) {
+							t.Fatalf("%q cut at %d, %d: a delta holds a secret: %q", text, i, j, d.Delta)
 						}
-						got.WriteString(d)
+					}
+					got.WriteString(d.Delta)
+					// A delta that keeps its producer's content says what went out.
+					if d.Content != "" && d.Content != got.String() {
+						t.Fatalf("%q cut at %d, %d: content %q after %q went out", text, i, j, d.Content, got.String())
 					}
 				}
-				for _, ev := range rd.events(documents.DocumentEnd{DocumentID: "d"}) {
-					if d, ok := ev.(documents.ContentDelta); ok {
-						got.WriteString(d.Delta)
-					}
+				for k, part := range []string{text[:i], text[i:j], text[j:]} {
+					all := text[:[]int{i, j, len(text)}[k]]
+					rd.each(documents.ContentDelta{DocumentID: "d", Delta: part, Content: all}, step)
 				}
+				rd.each(documents.DocumentEnd{DocumentID: "d"}, step)
 				if got.String() != want {
 					t.Fatalf("%q cut at %d, %d: %q, want %q", text, i, j, got.String(), want)
 				}

@@ -193,13 +193,7 @@ const openSnapshotEvery = 5 * time.Second
 
 // emit passes the run's events, with secrets masked, through its steps.
 func (r *Run) emit(ev documents.Event) {
-	if r.redacting.r == nil {
-		r.step(ev)
-		return
-	}
-	for _, ev := range r.redacting.events(ev) {
-		r.step(ev)
-	}
+	r.redacting.each(ev, r.step)
 }
 
 // step passes one event through the run's steps.

@@ -155,5 +155,12 @@ func FuzzDecodeFrame(f *testing.F) {
 		if err != nil || !bytes.Equal(fr.Data, fr2.Data) {
 			t.Fatalf("not stable: %s then %s (%v)", fr.Data, fr2.Data, err)
 		}
+		// The bytes NewFrame keeps are those of a frame of the same fields.
+		var got, want bytes.Buffer
+		fr.WriteTo(&got)
+		sse.Frame{ID: fr.ID, Name: fr.Name, Data: fr.Data}.WriteTo(&want)
+		if got.String() != want.String() {
+			t.Fatalf("NewFrame writes %q, its fields %q", got.Bytes(), want.Bytes())
+		}
 	})
 }

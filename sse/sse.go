@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,6 +22,7 @@ type Frame struct {
 	ID   int
 	Name string
 	Data []byte
+	wire []byte // the whole event as WriteTo writes it, when NewFrame made it
 }
 
 // encodeOpts keeps agent text that is not valid UTF-8 from failing a stream.
@@ -31,13 +33,36 @@ func Encode(ev documents.Event) ([]byte, error) {
 	return json.Marshal(ev, encodeOpts)
 }
 
-// NewFrame encodes ev as the frame with the given id.
+// NewFrame encodes ev as the frame with the given id, once for all the
+// streams that write it: its Data is part of its wire bytes when it has no
+// line break.
 func NewFrame(id int, ev documents.Event) (Frame, error) {
-	data, err := Encode(ev)
-	if err != nil {
+	buf := scratch.Get().(*bytes.Buffer)
+	defer putScratch(buf)
+	buf.Reset()
+	if err := json.MarshalWrite(buf, ev, encodeOpts); err != nil {
 		return Frame{}, err
 	}
-	return Frame{ID: id, Name: ev.Name(), Data: data}, nil
+	data := buf.Bytes()
+	f := Frame{ID: id, Name: ev.Name(), Data: data}
+	f.wire = f.append(make([]byte, 0, len(data)+len(f.Name)+48))
+	if lineBreak(data) < 0 {
+		end := len(f.wire) - 2*len(eol)
+		f.Data = f.wire[end-len(data) : end : end]
+	} else {
+		f.Data = bytes.Clone(data)
+	}
+	return f, nil
+}
+
+// scratch holds the JSON of frames being made.
+var scratch = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putScratch gives back a scratch buffer that is not too large to keep.
+func putScratch(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 {
+		scratch.Put(b)
+	}
 }
 
 // Lines end with CRLF, which every SSE parser accepts, so that each event
@@ -52,16 +77,23 @@ const eol = "\r\n"
 //
 // followed by a blank line. Data lines are split at line breaks.
 func (f Frame) WriteTo(w io.Writer) (int64, error) {
-	b := make([]byte, 0, len(f.Data)+len(f.Name)+32)
+	b := f.wire
+	if b == nil {
+		b = f.append(make([]byte, 0, len(f.Data)+len(f.Name)+32))
+	}
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// append appends the frame's SSE event to b.
+func (f Frame) append(b []byte) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, int64(f.ID), 10)
 	b = append(b, eol+"event: "...)
 	b = appendLine(b, f.Name)
 	b = append(b, eol...)
 	b = appendData(b, f.Data)
-	b = append(b, eol...)
-	n, err := w.Write(b)
-	return int64(n), err
+	return append(b, eol...)
 }
 
 // appendLine appends s without its line breaks: a field cannot hold one,
@@ -81,7 +113,7 @@ func appendLine(b []byte, s string) []byte {
 func appendData(b, data []byte) []byte {
 	for {
 		b = append(b, "data: "...)
-		i := bytes.IndexAny(data, "\r\n")
+		i := lineBreak(data)
 		if i < 0 {
 			b = append(b, data...)
 			return append(b, eol...)
@@ -93,6 +125,21 @@ func appendData(b, data []byte) []byte {
 		}
 		data = data[i+1:]
 	}
+}
+
+// lineBreak returns the index of the first CR or LF in b, or -1.
+func lineBreak(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		i = len(b)
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(b) {
+		return -1
+	}
+	return i
 }
 
 // WriteData writes one unnamed SSE event that carries only data, the way
