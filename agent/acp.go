@@ -1,11 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -46,8 +46,7 @@ type acpSession struct {
 	p     *proc
 	w     *acp.Writer
 	in    <-chan inbound
-	done  <-chan struct{} // the run's context
-	kill  <-chan struct{}
+	done  <-chan struct{}  // the run's context
 	grace <-chan time.Time // set once the run is cancelled
 
 	next      int64
@@ -57,19 +56,17 @@ type acpSession struct {
 	plans     int // the ACP plan updates so far
 	calls     map[string]*acpCall
 
-	mu      sync.Mutex
-	waits   map[string]*wait // by tool call id
-	wake    chan struct{}
-	timer   *time.Timer
-	stopped bool
+	mu    sync.Mutex
+	waits map[string]*wait // by tool call id
+	wake  chan struct{}
+	timer *time.Timer
 }
 
-// inbound is one line of the agent's output.
+// inbound is one line of the agent's output: a message, or the event of a
+// line that is not one.
 type inbound struct {
-	msg  acp.Message
-	line []byte // a line that is not a message
-	size int    // a line over the limit
-	err  error
+	msg acp.Message
+	ev  *translate.Event
 }
 
 // acpCall is what is known of one tool call.
@@ -113,13 +110,11 @@ func (e *BadAnswerError) Error() string { return e.Msg }
 // Respond gives a run's pending permission or question the client's
 // answer; it returns the document's new state.
 func (b *Backend) Respond(runID string, a Answer) (string, error) {
-	b.acpMu.Lock()
-	s := b.acpRuns[runID]
-	b.acpMu.Unlock()
-	if s == nil {
+	s, ok := b.acpRuns.Load(runID)
+	if !ok {
 		return "", ErrNothingPending
 	}
-	return s.respond(a)
+	return s.(*acpSession).respond(a)
 }
 
 func (s *acpSession) respond(a Answer) (string, error) {
@@ -127,7 +122,7 @@ func (s *acpSession) respond(a Answer) (string, error) {
 	defer s.mu.Unlock()
 	if a.QuestionID == "" {
 		w := s.waits[a.ToolCallID]
-		if w == nil || w.questions != nil || w.chosen != "" || s.stopped {
+		if w == nil || w.questions != nil || w.chosen != "" {
 			return "", ErrNothingPending
 		}
 		i := slices.IndexFunc(w.options, func(o acp.PermissionOption) bool { return o.OptionID == a.OptionID })
@@ -140,7 +135,7 @@ func (s *acpSession) respond(a Answer) (string, error) {
 	}
 	for _, w := range s.waits {
 		for _, q := range w.questions {
-			if q.ID != a.QuestionID || s.stopped || slices.ContainsFunc(w.answers, func(x documents.QuestionAnswer) bool { return x.QuestionID == q.ID }) {
+			if q.ID != a.QuestionID || slices.ContainsFunc(w.answers, func(x documents.QuestionAnswer) bool { return x.QuestionID == q.ID }) {
 				continue
 			}
 			for _, id := range a.OptionIDs {
@@ -177,61 +172,23 @@ func approvalStatus(kind string) string {
 	return documents.StatusRejected
 }
 
-// acpArgs is the command line of `agent acp`, after the binary.
-func (b *Backend) acpArgs(spec *runs.Spec) []string {
-	args := append([]string(nil), b.cfg.ArgsPrefix...)
-	if spec.Model != "" && spec.Model != "auto" {
-		args = append(args, "--model", spec.Model)
-	}
-	return append(b.permissionArgs(args), "acp")
-}
-
-// runACP runs the agent in ACP mode for spec.
-func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	start := time.Now()
-	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err)}
-	}
-	// The process is stopped after session/cancel had its grace, not at
-	// once with the run.
-	pctx, pstop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer pstop(nil)
-	p, err := b.spawn(pctx, spec, start, b.acpArgs(spec), stdinR)
-	stdinR.Close()
-	if err != nil {
-		stdinW.Close()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
+// runACP drives the ACP session of a started agent.
+func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	in, quit := make(chan inbound), make(chan struct{})
 	go p.readACP(in, quit)
-	s := &acpSession{b: b, spec: spec, seg: seg, p: p, w: acp.NewWriter(stdinW), in: in, done: ctx.Done(),
+	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: in, done: ctx.Done(),
 		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
 	defer s.timer.Stop()
-	if spec.Kill != nil {
-		s.kill = spec.Kill.KillNow()
-	}
-	b.acpMu.Lock()
-	b.acpRuns[spec.ResponseID] = s
-	b.acpMu.Unlock()
-	err = s.converse()
+	p.b.acpRuns.Store(spec.ResponseID, s)
+	err := s.converse()
 	s.cancelWaits() // what still waits when the agent died
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	b.acpMu.Lock()
-	delete(b.acpRuns, spec.ResponseID)
-	b.acpMu.Unlock()
+	p.b.acpRuns.Delete(spec.ResponseID)
 	if ctx.Err() != nil {
-		pstop(context.Cause(ctx))
+		p.stop(context.Cause(ctx))
 	}
-	stdinW.Close() // the agent exits at the end of its input
+	p.stdin.Close() // the agent exits at the end of its input
 	close(quit)
-	end := p.end(seg, nil)
+	end := p.end()
 	var rpcErr *acp.Error
 	switch {
 	case ctx.Err() != nil && end.Reason == "":
@@ -249,30 +206,24 @@ func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Se
 // quit is closed.
 func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
 	defer close(p.readDone)
-	send := func(m inbound) {
+	defer close(in)
+	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
+		p.lastLine.Store(int64(time.Since(p.start)))
+		var m inbound
+		msg, err := acp.Parse(l.Data)
+		switch {
+		case l.Data == nil:
+			m.ev = &translate.Event{Kind: translate.KindOversize, Size: l.Size}
+		case err != nil:
+			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(l.Data)}
+		default:
+			m.msg = msg
+		}
 		select {
 		case in <- m:
 		case <-quit:
 		}
-	}
-	err := acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
-		p.lastLine.Store(int64(time.Since(p.start)))
-		if l.Data == nil {
-			send(inbound{size: l.Size})
-			return
-		}
-		m, err := acp.Parse(l.Data)
-		if err != nil {
-			send(inbound{line: append([]byte(nil), l.Data...)})
-			return
-		}
-		send(inbound{msg: m})
 	})
-	if errors.Is(err, os.ErrClosed) {
-		err = nil
-	}
-	send(inbound{err: cmp.Or(err, errOutputEnded)})
-	close(in)
 }
 
 // converse runs the session: the handshake, then the prompt turn.
@@ -374,9 +325,6 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 				}
 				return nil
 			}
-			if m.err != nil {
-				return m.err
-			}
 			s.inbound(m)
 		case <-s.wake:
 			s.answered()
@@ -389,7 +337,7 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 			s.cancel()
 		case <-s.grace:
 			return errStopped
-		case <-s.kill:
+		case <-s.p.killNow:
 			return errStopped
 		}
 	}
@@ -398,25 +346,19 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 // cancel sends session/cancel and answers what waits as cancelled; the
 // prompt then has the kill grace to end.
 func (s *acpSession) cancel() {
+	grace := time.Duration(0) // no prompt to end
 	if s.session != "" {
 		_ = s.w.Notify(acp.MethodCancel, acp.CancelParams{SessionID: s.session})
+		grace = cmp.Or(s.b.cfg.KillGrace, time.Second)
 	}
 	s.cancelWaits()
-	grace := cmp.Or(s.b.cfg.KillGrace, time.Second)
-	if s.session == "" {
-		grace = 0 // no prompt to end
-	}
 	s.grace = time.After(grace)
 }
 
 // inbound handles one message of the agent that is not the answer awaited.
 func (s *acpSession) inbound(m inbound) {
-	switch {
-	case m.size > 0:
-		s.seg.Feed(translate.Event{Kind: translate.KindOversize, Size: m.size})
-		return
-	case m.line != nil:
-		s.seg.Feed(translate.Event{Kind: translate.KindNotJSON, Raw: m.line})
+	if m.ev != nil {
+		s.seg.Feed(*m.ev)
 		return
 	}
 	msg := m.msg

@@ -81,9 +81,7 @@ type Backend struct {
 	sweepSince int            // the lowest pid the pending marks need read
 	sweeping   bool
 
-	// The ACP runs, by response id, for Respond.
-	acpMu   sync.Mutex
-	acpRuns map[string]*acpSession
+	acpRuns sync.Map // response id → *acpSession, for Respond
 }
 
 var _ runs.Backend = (*Backend)(nil)
@@ -91,7 +89,7 @@ var _ runs.Backend = (*Backend)(nil)
 // New resolves the agent binary and the agent's environment. The binary is
 // cfg.Binary, else `agent`, else `cursor-agent` on PATH.
 func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
-	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary, acpRuns: map[string]*acpSession{}}
+	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary}
 	if b.binary == "" {
 		for _, name := range []string{"agent", "cursor-agent"} {
 			if p, err := exec.LookPath(name); err == nil {
@@ -129,28 +127,26 @@ func (b *Backend) SupportsDebug(ctx context.Context) bool {
 	return b.hasDebug
 }
 
-// Args returns the command line for a run, after the binary.
+// Args returns the command line for a run, after the binary: `--print`
+// with the prompt after `--`, or `acp` (agent.protocol: acp).
 func (b *Backend) Args(spec *runs.Spec) []string {
-	args := append(slices.Clone(b.cfg.ArgsPrefix), "--print", "--output-format", "stream-json", "--stream-partial-output")
+	args := slices.Clone(b.cfg.ArgsPrefix)
+	acp := b.cfg.Protocol == "acp"
+	if !acp {
+		args = append(args, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	}
 	if spec.Model != "" && spec.Model != "auto" {
 		args = append(args, "--model", spec.Model)
 	}
-	switch spec.Mode {
-	case "plan", "ask", "debug":
+	if !acp && (spec.Mode == "plan" || spec.Mode == "ask" || spec.Mode == "debug") {
 		args = append(args, "--mode", spec.Mode)
 	}
-	if spec.SessionID != "" {
+	if !acp && spec.SessionID != "" {
 		args = append(args, "--resume", spec.SessionID)
 	}
-	if spec.Workspace != "" {
+	if !acp && spec.Workspace != "" {
 		args = append(args, "--workspace", spec.Workspace)
 	}
-	return append(b.permissionArgs(args), "--", spec.Prompt)
-}
-
-// permissionArgs appends the configured --force, --trust, --approve-mcps
-// and -H flags, which both protocols take.
-func (b *Backend) permissionArgs(args []string) []string {
 	if b.cfg.Force {
 		args = append(args, "--force")
 	}
@@ -163,7 +159,10 @@ func (b *Backend) permissionArgs(args []string) []string {
 	for _, h := range b.cfg.Headers {
 		args = append(args, "-H", h)
 	}
-	return args
+	if acp {
+		return append(args, "acp")
+	}
+	return append(args, "--", spec.Prompt)
 }
 
 // outputDrainLimit is how long a stopped agent's output held open is still read.
@@ -181,75 +180,80 @@ type proc struct {
 	start    time.Time
 	cmd      *exec.Cmd
 	pgid     int
-	mark     string // the groupMarkName entry in its environment
+	mark     string         // the groupMarkName entry in its environment
+	stdin    io.WriteCloser // an ACP agent's; a print agent's is closed at once
 	stdout   *output
 	stderr   *os.File
 	tail     *tail
-	killer   runs.Killer
+	killNow  <-chan struct{}
 	lastLine atomic.Int64 // when the last line was read, as time since start
 	waiting  atomic.Bool  // an ACP agent waits for a client's answer: silent, not idle
 
-	exited    chan struct{}             // closed once the leader is reaped
-	readDone  chan struct{}             // closed once the output is read
-	errDone   chan struct{}             // closed once stderr is read
-	signalled atomic.Bool               // the gateway signalled the group
-	stopped   bool                      // it had before the agent exited
-	reason    atomic.Pointer[runs.Stop] // why the gateway stopped it, if it did
+	exited    chan struct{} // closed once the leader is reaped
+	readDone  chan struct{} // closed once the output is read
+	errDone   chan struct{} // closed once stderr is read
+	signalled atomic.Bool   // the gateway signalled the group
 }
 
 // Run runs the agent for spec, feeding its output to seg, and says how it ended.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	if b.cfg.Protocol == "acp" {
-		return b.runACP(ctx, spec, seg)
-	}
 	start := time.Now()
-	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
-	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
-	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
-	p, err := b.spawn(ctx, spec, start, b.Args(spec), strings.NewReader(""))
+	p, err := b.spawn(ctx, spec, start)
 	if err != nil {
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	if b.cfg.Protocol == "acp" {
+		return p.runACP(ctx, spec, seg)
 	}
 	readErr := p.read(seg)
 	close(p.readDone)
-	return p.end(seg, readErr)
+	end := p.end()
+	if readErr != nil && end.Reason == "" && !seg.Done() {
+		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
+	}
+	return end
 }
 
-// spawn starts the agent with args and stdin in its own process group,
-// with its watchdogs armed.
-func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, args []string, stdin io.Reader) (*proc, error) {
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating a pipe: %w", err)
+// spawn starts the agent for spec in its own process group, with its
+// watchdogs armed. An ACP agent's process outlives ctx: the session stops
+// it once session/cancel had its grace.
+func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
+	if err := b.Ready(); err != nil {
+		b.metrics.SpawnFailures.Inc()
+		return nil, err
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
-		return nil, fmt.Errorf("creating a pipe: %w", err)
+	if b.cfg.Protocol == "acp" {
+		ctx = context.WithoutCancel(ctx)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: &output{File: stdoutR}, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
-		killer: spec.Kill, exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, b.binary, args...)
+	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMark(), tail: newTail(b.cfg.StderrTailBytes),
+		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
+	if spec.Kill != nil {
+		p.killNow = spec.Kill.KillNow()
+	}
 	cmd.Dir = spec.Workspace
-	p.mark = groupMark()
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
 	if b.Home != "" {
 		cmd.Env = append(cmd.Env, homeMarkName+"="+b.Home)
 	}
-	cmd.Stdin = stdin
-	cmd.Stdout = stdoutW
-	cmd.Stderr = stderrW
+	// The prompt goes after `--`; a print agent's stdin is an empty pipe,
+	// closed at once, so a read sees EOF (a /dev/null stdin has hung some
+	// CLI builds).
+	stdin, err := cmd.StdinPipe()
+	stdoutR, stdoutW, err2 := os.Pipe()
+	stderrR, stderrW, err3 := os.Pipe()
+	if err = errors.Join(err, err2, err3); err != nil {
+		err = fmt.Errorf("creating a pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = p.cancel
 	// A leader that outlives both signals is killed by Wait itself.
 	cmd.WaitDelay = 2*b.cfg.KillGrace + time.Second
-	p.cmd = cmd
-	err = cmd.Start()
+	if err == nil {
+		err = cmd.Start()
+	}
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -259,9 +263,12 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, a
 		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
-	p.pgid = cmd.Process.Pid
+	p.stdin, p.stdout, p.stderr, p.pgid = stdin, &output{File: stdoutR}, stderrR, cmd.Process.Pid
+	if b.cfg.Protocol != "acp" {
+		stdin.Close()
+	}
 	b.recordGroup(p.pgid, p.mark)
-	b.setLeader(p.pgid, true)
+	b.leaders.Store(p.pgid, true)
 	go p.wait()
 	go func() {
 		_, _ = io.Copy(p.tail, p.stderr)
@@ -294,8 +301,7 @@ func (p *proc) read(seg *translate.Segmenter) error {
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
-	p.b.setLeader(p.pgid, false)
-	p.stopped = p.signalled.Load()
+	p.b.leaders.Delete(p.pgid)
 	close(p.exited)
 	select {
 	case <-p.readDone:
@@ -359,14 +365,8 @@ func (p *proc) watch() {
 // cancel is the command's Cancel: it signals the process group and has it
 // killed after the grace.
 func (p *proc) cancel() error {
-	kill := false
-	if context.Cause(p.ctx) != lingerStop {
-		var s runs.Stop
-		s.Reason, s.Msg, kill = runs.StopCause(p.ctx)
-		p.reason.Store(&s)
-	}
 	sig := syscall.SIGTERM
-	if kill {
+	if _, _, kill := runs.StopCause(p.ctx); kill {
 		sig = syscall.SIGKILL
 	}
 	p.signalled.Store(true)
@@ -379,14 +379,10 @@ func (p *proc) cancel() error {
 // closes its output.
 func (p *proc) escalate() {
 	grace := p.b.cfg.KillGrace
-	var killNow <-chan struct{}
-	if p.killer != nil {
-		killNow = p.killer.KillNow()
-	}
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
-	case <-killNow:
+	case <-p.killNow:
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	select {
@@ -397,7 +393,7 @@ func (p *proc) escalate() {
 }
 
 // end ends the process group once the output ended and says how the run did.
-func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
+func (p *proc) end() translate.End {
 	select {
 	case <-p.exited:
 	case <-time.After(p.b.cfg.LingerAfterResult):
@@ -423,20 +419,18 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 
 	// The run masks the secrets in the tail (see runs.Redactor).
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
-	if s := p.reason.Load(); s != nil {
-		end.Reason, end.Message = s.Reason, s.Msg
+	stopped := p.signalled.Load() // final: Cancel is not called once the leader is reaped
+	if stopped && context.Cause(p.ctx) != lingerStop {
+		end.Reason, end.Message, _ = runs.StopCause(p.ctx)
 	}
 	if st := p.cmd.ProcessState; st != nil {
 		code, sig := exitStatus(st)
 		by := ""
-		if p.stopped {
+		if stopped {
 			by = "gateway"
 		}
 		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig, by).Inc()
 		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
-	}
-	if readErr != nil && end.Reason == "" && !seg.Done() {
-		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
 	}
 	return end
 }

@@ -69,15 +69,6 @@ func (b *Backend) WaitSweeps() {
 	}
 }
 
-// setLeader notes that an agent with the given pid runs, or was reaped.
-func (b *Backend) setLeader(pid int, running bool) {
-	if running {
-		b.leaders.Store(pid, true)
-	} else {
-		b.leaders.Delete(pid)
-	}
-}
-
 // runningAgent reports whether a pid is an agent this backend runs now.
 func (b *Backend) runningAgent(pid int) bool {
 	_, ok := b.leaders.Load(pid)
