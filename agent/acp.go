@@ -81,7 +81,7 @@ type acpCall struct {
 type wait struct {
 	id        jsontext.Value // the request's
 	callID    string
-	options   []acp.PermissionOption
+	options   []documents.PermissionOption
 	questions []acp.Question
 	chosen    string // the option the client chose
 	answers   []documents.QuestionAnswer
@@ -125,7 +125,7 @@ func (s *acpSession) respond(a Answer) (string, error) {
 		if w == nil || w.questions != nil || w.chosen != "" {
 			return "", ErrNothingPending
 		}
-		i := slices.IndexFunc(w.options, func(o acp.PermissionOption) bool { return o.OptionID == a.OptionID })
+		i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID })
 		if i < 0 {
 			return "", &BadAnswerError{fmt.Sprintf("tool call %q offers no option %q", a.ToolCallID, a.OptionID)}
 		}
@@ -229,42 +229,37 @@ func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
 // converse runs the session: the handshake, then the prompt turn.
 func (s *acpSession) converse() error {
 	var init acp.InitializeResult
-	caps := acp.InitializeParams{ProtocolVersion: acp.ProtocolVersion, ClientInfo: acp.Implementation{Name: "docstream"}}
-	if err := s.call(acp.MethodInitialize, caps, &init, handshakeTimeout); err != nil {
+	var sess acp.NewSessionResult
+	err := s.call(acp.MethodInitialize, acp.InitializeParams{ProtocolVersion: acp.ProtocolVersion, ClientInfo: acp.Implementation{Name: "docstream"}}, &init)
+	if err == nil && slices.ContainsFunc(init.AuthMethods, func(m acp.AuthMethod) bool { return m.ID == "cursor_login" }) {
+		err = s.call(acp.MethodAuthenticate, acp.AuthenticateParams{MethodID: "cursor_login"}, nil)
+	}
+	switch {
+	case err != nil:
+		return err
+	case s.spec.SessionID != "":
+		s.replaying = true
+		err = s.call(acp.MethodLoadSession, acp.SessionParams{SessionID: s.spec.SessionID, Cwd: s.spec.Workspace, MCPServers: []any{}}, nil)
+		s.replaying, sess.SessionID = false, s.spec.SessionID
+	default:
+		err = s.call(acp.MethodNewSession, acp.SessionParams{Cwd: s.spec.Workspace, MCPServers: []any{}}, &sess)
+	}
+	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(init.AuthMethods, func(m acp.AuthMethod) bool { return m.ID == "cursor_login" }) {
-		if err := s.call(acp.MethodAuthenticate, acp.AuthenticateParams{MethodID: "cursor_login"}, nil, handshakeTimeout); err != nil {
-			return err
-		}
-	}
+	s.session = sess.SessionID
 	model := ""
-	if id := s.spec.SessionID; id != "" {
-		s.replaying = true
-		err := s.call(acp.MethodLoadSession, acp.SessionParams{SessionID: id, Cwd: s.spec.Workspace, MCPServers: []any{}}, nil, handshakeTimeout)
-		s.replaying = false
-		if err != nil {
-			return err
-		}
-		s.session = id
-	} else {
-		var res acp.NewSessionResult
-		if err := s.call(acp.MethodNewSession, acp.SessionParams{Cwd: s.spec.Workspace, MCPServers: []any{}}, &res, handshakeTimeout); err != nil {
-			return err
-		}
-		s.session = res.SessionID
-		if res.Models != nil {
-			model = res.Models.CurrentModelID
-		}
+	if sess.Models != nil {
+		model = sess.Models.CurrentModelID
 	}
 	s.seg.Feed(translate.Event{Kind: translate.KindInit, Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: model}})
 	if s.spec.Mode == "plan" || s.spec.Mode == "ask" {
-		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil, handshakeTimeout); err != nil {
+		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil); err != nil {
 			return err
 		}
 	}
 	var res acp.PromptResult
-	err := s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res, 0)
+	err = s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res)
 	var rpcErr *acp.Error
 	switch {
 	case errors.As(err, &rpcErr):
@@ -296,17 +291,17 @@ func (s *acpSession) result(r *translate.Result) {
 	s.seg.Feed(translate.Event{Kind: translate.KindResult, Result: r})
 }
 
-// call sends a request and runs the session until its answer comes; a
-// timeout > 0 bounds the wait.
-func (s *acpSession) call(method string, params, result any, timeout time.Duration) error {
+// call sends a request and runs the session until its answer comes;
+// handshakeTimeout bounds the wait for each but the prompt's.
+func (s *acpSession) call(method string, params, result any) error {
 	s.next++
 	id := acp.ID(s.next)
 	if err := s.w.Request(id, method, params); err != nil {
 		return fmt.Errorf("writing %s: %w", method, err)
 	}
 	var limit <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+	if method != acp.MethodPrompt {
+		t := time.NewTimer(handshakeTimeout)
 		defer t.Stop()
 		limit = t.C
 	}
@@ -379,12 +374,12 @@ func (s *acpSession) inbound(m inbound) {
 	case acp.MethodCreatePlan:
 		var p acp.PlanParams
 		_ = json.Unmarshal(msg.Params, &p)
-		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params, `{"success":{}}`)
+		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params)
 		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "accepted"}})
 	case acp.MethodUpdateTodos:
 		var p acp.TodosParams
 		_ = json.Unmarshal(msg.Params, &p)
-		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params, `{"success":{}}`)
+		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params)
 		if msg.IsRequest() {
 			_ = s.w.Reply(msg.ID, struct{}{})
 		}

@@ -47,11 +47,11 @@ func (s *acpSession) update(u acp.Update) {
 		id := fmt.Sprintf("acp-plan-%d", s.plans)
 		if s.plans == 1 {
 			args, _ := json.Marshal(acp.PlanParams{Name: "Plan", Todos: todos})
-			s.toolDoc(id, "createPlanToolCall", args, `{"success":{}}`)
+			s.toolDoc(id, "createPlanToolCall", args)
 			return
 		}
 		args, _ := json.Marshal(acp.TodosParams{Todos: todos})
-		s.toolDoc(id, "updateTodosToolCall", args, `{"success":{}}`)
+		s.toolDoc(id, "updateTodosToolCall", args)
 	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
 		"session_info_update", "usage_update":
 	default:
@@ -66,22 +66,18 @@ func (s *acpSession) endThinking() {
 	}
 }
 
-// toolDoc adds a whole tool document: started and completed at once.
-func (s *acpSession) toolDoc(id, kind string, args jsontext.Value, result string) {
-	tool := &translate.ToolCall{Kind: kind, Args: args}
-	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: id, Tool: tool})
-	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Result: jsontext.Value(result)}})
+// toolDoc adds a whole tool document, started and completed at once.
+func (s *acpSession) toolDoc(id, kind string, args jsontext.Value) {
+	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Args: args}})
+	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Result: jsontext.Value(`{"success":{}}`)}})
 }
 
 // call1 merges a tool call or update into what is known of the call.
 func (s *acpSession) call1(u acp.ToolCall) *acpCall {
 	c := s.calls[u.ToolCallID]
 	if c == nil {
-		c = &acpCall{}
+		c = &acpCall{ToolCall: acp.ToolCall{ToolCallID: u.ToolCallID}}
 		s.calls[u.ToolCallID] = c
-	}
-	if c.ToolCallID == "" {
-		c.ToolCallID = u.ToolCallID
 	}
 	c.Title, c.Kind, c.Status = cmp.Or(u.Title, c.Title), cmp.Or(u.Kind, c.Kind), cmp.Or(u.Status, c.Status)
 	if u.Content != nil {

@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,8 @@ func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
 		}
 	}
 	b.env = agentEnv(environ, cfg)
+	b.cfg.Permissions = cmp.Or(cfg.Permissions, PermissionsAsk)
+	b.cfg.AnswerTimeout = cmp.Or(cfg.AnswerTimeout, 10*time.Minute)
 	return b
 }
 
