@@ -77,10 +77,9 @@ type Backend struct {
 	leaders sync.Map // pid → true: the agents running now, until reaped
 
 	sweepMu    sync.Mutex
-	sweepIdle  *sync.Cond
 	pending    map[string]int // finished agents' marks → process group, for the next sweep
 	sweepSince int            // the lowest pid the pending marks need read
-	sweeping   bool
+	swept      chan struct{}  // closed when the running sweep ends; nil when none runs
 
 	acpRuns sync.Map // response id → *acpSession, for Respond
 }
@@ -299,8 +298,9 @@ func (p *proc) read(seg *translate.Segmenter) error {
 	return nil
 }
 
-// wait reaps the agent, then gives an output still held open the linger
-// before it is drained and closed.
+// wait reaps the agent, then gives an output still held open the linger,
+// none if the agent was stopped, before its group is killed and the output
+// drained and closed.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
@@ -308,10 +308,12 @@ func (p *proc) wait() {
 	close(p.exited)
 	select {
 	case <-p.readDone:
+		return
+	case <-p.ctx.Done():
 	case <-time.After(p.b.cfg.LingerAfterResult):
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		p.drainOutput()
 	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.drainOutput()
 }
 
 // drainOutput closes the agent's output once read; or, from outputDrainLimit
@@ -378,21 +380,15 @@ func (p *proc) cancel() error {
 	return nil
 }
 
-// escalate kills the group after the grace or on KillNow, then drains and
-// closes its output.
+// escalate kills the group once the leader exited, after the grace, or on
+// KillNow.
 func (p *proc) escalate() {
-	grace := p.b.cfg.KillGrace
 	select {
 	case <-p.exited:
-	case <-time.After(grace):
+	case <-time.After(p.b.cfg.KillGrace):
 	case <-p.killNow:
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-	}
-	p.drainOutput()
 }
 
 // end ends the process group once the output ended and says how the run did.

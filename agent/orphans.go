@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -21,15 +20,14 @@ const sweepGap = 200 * time.Millisecond
 // sweepLater has the next sweep kill what carries a finished agent's mark.
 func (b *Backend) sweepLater(mark string, pgid, since int) {
 	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
 	if len(b.pending) == 0 {
 		b.pending, b.sweepSince = map[string]int{}, since
 	}
 	b.pending[mark] = pgid
 	b.sweepSince = min(b.sweepSince, since)
-	start := !b.sweeping
-	b.sweeping = true
-	b.sweepMu.Unlock()
-	if start {
+	if b.swept == nil {
+		b.swept = make(chan struct{})
 		go b.sweep()
 	}
 }
@@ -41,10 +39,8 @@ func (b *Backend) sweep() {
 		marks, since := b.pending, b.sweepSince
 		b.pending = nil
 		if len(marks) == 0 {
-			b.sweeping = false
-			if b.sweepIdle != nil {
-				b.sweepIdle.Broadcast()
-			}
+			close(b.swept)
+			b.swept = nil
 			b.sweepMu.Unlock()
 			return
 		}
@@ -59,13 +55,14 @@ func (b *Backend) sweep() {
 
 // WaitSweeps returns once no sweep is pending or running.
 func (b *Backend) WaitSweeps() {
-	b.sweepMu.Lock()
-	defer b.sweepMu.Unlock()
-	if b.sweepIdle == nil {
-		b.sweepIdle = sync.NewCond(&b.sweepMu)
-	}
-	for b.sweeping {
-		b.sweepIdle.Wait()
+	for {
+		b.sweepMu.Lock()
+		swept := b.swept
+		b.sweepMu.Unlock()
+		if swept == nil {
+			return
+		}
+		<-swept
 	}
 }
 
@@ -186,14 +183,10 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	if since > 0 && lastPid() < since {
 		since = 0 // pids wrapped around
 	}
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return killed
-	}
-	names, _ := dir.Readdirnames(-1)
-	dir.Close()
+	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()
-	for _, name := range names {
+	for _, e := range ents {
+		name := e.Name()
 		pid, err := strconv.Atoi(name) // an error: not a process
 		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue

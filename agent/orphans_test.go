@@ -97,7 +97,7 @@ func TestSweepLater(t *testing.T) {
 	if ents, _ := os.ReadDir(b.PidDir); len(ents) != 0 {
 		t.Errorf("%d groups not forgotten", len(ents))
 	}
-	if b.sweeping || len(b.pending) != 0 {
-		t.Errorf("sweeping %v with %d pending after waitSweeps", b.sweeping, len(b.pending))
+	if b.swept != nil || len(b.pending) != 0 {
+		t.Errorf("sweeping %v with %d pending after waitSweeps", b.swept != nil, len(b.pending))
 	}
 }
