@@ -147,12 +147,11 @@ func ReadLines(r io.Reader, max int, fn func(Line)) error {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if line := bytes.TrimRight(buf, "\r\n"); size > max+1 || len(bytes.TrimSpace(line)) > 0 {
-			if size > max+1 {
-				fn(Line{Size: size - 1})
-			} else {
-				fn(Line{Data: line, Size: len(line)})
-			}
+		switch line := bytes.TrimRight(buf, "\r\n"); {
+		case size > max+1:
+			fn(Line{Size: size - 1})
+		case len(bytes.TrimSpace(line)) > 0:
+			fn(Line{Data: line, Size: len(line)})
 		}
 		buf, size = buf[:0], 0
 		if err != nil {

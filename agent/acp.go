@@ -131,7 +131,10 @@ func (s *acpSession) respond(a Answer) (string, error) {
 		}
 		w.chosen = a.OptionID
 		s.signal()
-		return approvalStatus(w.options[i].Kind), nil
+		if strings.HasPrefix(w.options[i].Kind, "allow") {
+			return documents.StatusApproved, nil
+		}
+		return documents.StatusRejected, nil
 	}
 	for _, w := range s.waits {
 		for _, q := range w.questions {
@@ -165,13 +168,6 @@ func (s *acpSession) signal() {
 	}
 }
 
-func approvalStatus(kind string) string {
-	if strings.HasPrefix(kind, "allow") {
-		return documents.StatusApproved
-	}
-	return documents.StatusRejected
-}
-
 // runACP drives the ACP session of a started agent.
 func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	in, quit := make(chan inbound), make(chan struct{})
@@ -181,7 +177,7 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	defer s.timer.Stop()
 	p.b.acpRuns.Store(spec.ResponseID, s)
 	err := s.converse()
-	s.cancelWaits() // what still waits when the agent died
+	s.expire(true) // what still waits when the agent died
 	p.b.acpRuns.Delete(spec.ResponseID)
 	if ctx.Err() != nil {
 		p.stop(context.Cause(ctx))
@@ -285,7 +281,7 @@ func (s *acpSession) converse() error {
 // result ends the response with the prompt's result, after the calls
 // still waiting are answered as cancelled.
 func (s *acpSession) result(r *translate.Result) {
-	s.cancelWaits()
+	s.expire(true)
 	s.endThinking()
 	r.DurationMs = time.Since(s.p.start).Milliseconds()
 	s.seg.Feed(translate.Event{Kind: translate.KindResult, Result: r})
@@ -324,7 +320,7 @@ func (s *acpSession) call(method string, params, result any) error {
 		case <-s.wake:
 			s.answered()
 		case <-s.timer.C:
-			s.expire()
+			s.expire(false)
 		case <-limit:
 			return context.DeadlineExceeded
 		case <-s.done:
@@ -346,7 +342,7 @@ func (s *acpSession) cancel() {
 		_ = s.w.Notify(acp.MethodCancel, acp.CancelParams{SessionID: s.session})
 		grace = cmp.Or(s.b.cfg.KillGrace, time.Second)
 	}
-	s.cancelWaits()
+	s.expire(true)
 	s.grace = time.After(grace)
 }
 

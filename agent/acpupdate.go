@@ -138,48 +138,44 @@ func (s *acpSession) complete(c *acpCall) {
 		Tool: &translate.ToolCall{Kind: kind, Args: args, Result: r}})
 }
 
+// printKinds names the print-mode tool calls of the ACP kinds read, search
+// and fetch by an argument they carry ("" for any).
+var printKinds = []struct{ kind, arg, name string }{
+	{"read", "ignore", "lsToolCall"}, {"read", "paths", "readLintsToolCall"}, {"read", "", "readToolCall"},
+	{"search", "globPattern", "globToolCall"}, {"search", "targetDirectories", "semSearchToolCall"}, {"search", "", "grepToolCall"},
+	{"fetch", "url", "webFetchToolCall"}, {"fetch", "", "webSearchToolCall"},
+}
+
 // printKind names a tool call as print mode does, from its ACP kind and
 // the arguments it carries, and returns its arguments.
 func printKind(c *acpCall) (string, jsontext.Value) {
 	var in map[string]jsontext.Value
 	_ = json.Unmarshal(c.RawInput, &in)
-	has := func(k string) bool { _, ok := in[k]; return ok }
 	args := c.RawInput
 	if args.Kind() != '{' {
 		args = jsontext.Value("{}")
 	}
 	switch {
-	case has("providerIdentifier"):
+	case in["providerIdentifier"] != nil:
 		return "mcpToolCall", args
 	case c.Kind == "execute":
-		if !has("command") {
+		if in["command"] == nil {
 			args = withArgs(args, map[string]string{"command": strings.Trim(c.Title, "`")})
 		}
 		return "shellToolCall", args
 	case c.Kind == "edit" || c.Kind == "delete" || c.Kind == "move":
-		if !has("path") && len(c.Locations) > 0 {
+		if in["path"] == nil && len(c.Locations) > 0 {
 			args = withArgs(args, map[string]string{"path": c.Locations[0].Path})
 		}
 		if c.Kind == "delete" {
 			return "deleteToolCall", args
 		}
 		return "editToolCall", args
-	case c.Kind == "read" && has("ignore"):
-		return "lsToolCall", args
-	case c.Kind == "read" && has("paths"):
-		return "readLintsToolCall", args
-	case c.Kind == "read":
-		return "readToolCall", args
-	case c.Kind == "search" && has("globPattern"):
-		return "globToolCall", args
-	case c.Kind == "search" && has("targetDirectories"):
-		return "semSearchToolCall", args
-	case c.Kind == "search":
-		return "grepToolCall", args
-	case c.Kind == "fetch" && has("url"):
-		return "webFetchToolCall", args
-	case c.Kind == "fetch":
-		return "webSearchToolCall", args
+	}
+	for _, k := range printKinds {
+		if c.Kind == k.kind && (k.arg == "" || in[k.arg] != nil) {
+			return k.name, args
+		}
 	}
 	return "function", args
 }

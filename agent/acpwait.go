@@ -158,40 +158,30 @@ func (s *acpSession) answered() {
 	s.arm()
 }
 
-// expire answers what waited past agent.answer_timeout: permissions are
-// rejected, questions skipped.
-func (s *acpSession) expire() {
+// expire answers what waited past agent.answer_timeout, permissions
+// rejected and questions skipped, or, when all, everything that waits as
+// cancelled.
+func (s *acpSession) expire(all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	reason := fmt.Sprintf("no answer came within agent.answer_timeout (%s)", s.b.cfg.AnswerTimeout)
 	for id, w := range s.waits {
-		if now.Before(w.deadline) {
-			continue
-		}
-		delete(s.waits, id)
-		reason := fmt.Sprintf("no answer came within agent.answer_timeout (%s)", s.b.cfg.AnswerTimeout)
-		if w.questions != nil {
-			s.askEnd(w, "skipped", reason+"; the questions were skipped")
-		} else {
-			s.decide(w, "reject", "timeout", reason)
-		}
-	}
-	s.arm()
-}
-
-// cancelWaits answers everything that waits as cancelled.
-func (s *acpSession) cancelWaits() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, w := range s.waits {
-		delete(s.waits, id)
-		if w.questions != nil {
+		switch {
+		case all && w.questions != nil:
 			w.answers = nil
 			s.askEnd(w, "cancelled", reasonCancelled)
-		} else {
+		case all:
 			s.decide(w, "", "cancel", reasonCancelled)
+		case time.Now().Before(w.deadline):
+			continue
+		case w.questions != nil:
+			s.askEnd(w, "skipped", reason+"; the questions were skipped")
+		default:
+			s.decide(w, "reject", "timeout", reason)
 		}
+		delete(s.waits, id)
 	}
+	s.arm()
 }
 
 // arm sets the timer to the first deadline of what waits, and marks the

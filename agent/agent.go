@@ -276,7 +276,6 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 		_, _ = io.Copy(p.tail, p.stderr)
 		close(p.errDone)
 	}()
-	p.lastLine.Store(int64(time.Since(start)))
 	p.watch()
 	return p, nil
 }
