@@ -28,9 +28,8 @@ const (
 	CodeInternal       = -32603
 )
 
-// InitializeParams opens the connection. Its client capabilities stay
-// false: Docstream serves neither files nor terminals, so the agent uses
-// its own tools.
+// InitializeParams opens the connection. Docstream serves neither files nor
+// terminals (the capabilities stay false), so the agent uses its own tools.
 type InitializeParams struct {
 	ProtocolVersion    int `json:"protocolVersion"`
 	ClientCapabilities struct {

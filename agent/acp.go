@@ -86,7 +86,6 @@ type wait struct {
 	chosen    string // the option the client chose
 	answers   []documents.QuestionAnswer
 	deadline  time.Time
-	handled   bool
 }
 
 // Answer is a client's answer to what a run waits for: a permission (ToolCallID and

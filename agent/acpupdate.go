@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,18 +114,16 @@ func (s *acpSession) complete(c *acpCall) {
 	if c.RawOutput.Kind() != '{' {
 		body = map[string]any{}
 	}
-	var diffs []acp.ToolCallContent
-	_ = json.Unmarshal(c.Content, &diffs)
-	for _, d := range diffs {
-		if d.Type == "diff" {
-			b := map[string]any{"path": d.Path, "afterFullFileContent": d.NewText}
-			if d.OldText != nil {
-				b["beforeFullFileContent"] = *d.OldText
-				args = withArgs(args, changedLines(*d.OldText, d.NewText))
-			}
-			body = b
-			break
+	var items []acp.ToolCallContent
+	_ = json.Unmarshal(c.Content, &items)
+	if i := slices.IndexFunc(items, func(d acp.ToolCallContent) bool { return d.Type == "diff" }); i >= 0 {
+		d := items[i]
+		b := map[string]any{"path": d.Path, "afterFullFileContent": d.NewText}
+		if d.OldText != nil {
+			b["beforeFullFileContent"] = *d.OldText
+			args = withArgs(args, changedLines(*d.OldText, d.NewText))
 		}
+		body = b
 	}
 	var res any = map[string]any{"success": body}
 	switch {

@@ -69,9 +69,8 @@ func (s *acpSession) permission(m acp.Message) {
 	}
 }
 
-// decide answers a permission with an option: the given id, else the first
-// of the given kind ("allow" or "reject"), or none (cancelled) for "";
-// the tool's document records the answer.
+// decide answers a permission with an option, by id or the first of a kind
+// ("allow", "reject"; "" cancels), and records it in the tool's document.
 func (s *acpSession) decide(w *wait, option, by, reason string) {
 	i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool {
 		return option != "" && (o.OptionID == option || strings.HasPrefix(o.Kind, option))
@@ -158,9 +157,8 @@ func (s *acpSession) answered() {
 	s.arm()
 }
 
-// expire answers what waited past agent.answer_timeout, permissions
-// rejected and questions skipped, or, when all, everything that waits as
-// cancelled.
+// expire refuses permissions and skips questions that waited past
+// agent.answer_timeout, or, when all, cancels everything that waits.
 func (s *acpSession) expire(all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

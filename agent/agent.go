@@ -217,8 +217,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 }
 
 // spawn starts the agent for spec in its own process group, with its
-// watchdogs armed. An ACP agent's process outlives ctx: the session stops
-// it once session/cancel had its grace.
+// watchdogs armed; an ACP agent outlives ctx until session/cancel's grace.
 func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
 	if err := b.Ready(); err != nil {
 		b.metrics.SpawnFailures.Inc()
@@ -297,9 +296,8 @@ func (p *proc) read(seg *translate.Segmenter) error {
 	return nil
 }
 
-// wait reaps the agent, then gives an output still held open the linger,
-// none if the agent was stopped, before its group is killed and the output
-// drained and closed.
+// wait reaps the agent, then kills its group and drains an output still
+// held open after the linger, or at once if the agent was stopped.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
@@ -366,8 +364,8 @@ func (p *proc) watch() {
 	context.AfterFunc(p.ctx, func() { t.Stop() })
 }
 
-// cancel is the command's Cancel: it signals the process group and has it
-// killed after the grace.
+// cancel is the command's Cancel: it signals the process group, then kills
+// it once the leader exited, after the grace, or on KillNow.
 func (p *proc) cancel() error {
 	sig := syscall.SIGTERM
 	if _, _, kill := runs.StopCause(p.ctx); kill {
@@ -375,19 +373,15 @@ func (p *proc) cancel() error {
 	}
 	p.signalled.Store(true)
 	_ = syscall.Kill(-p.pgid, sig)
-	go p.escalate()
+	go func() {
+		select {
+		case <-p.exited:
+		case <-time.After(p.b.cfg.KillGrace):
+		case <-p.killNow:
+		}
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}()
 	return nil
-}
-
-// escalate kills the group once the leader exited, after the grace, or on
-// KillNow.
-func (p *proc) escalate() {
-	select {
-	case <-p.exited:
-	case <-time.After(p.b.cfg.KillGrace):
-	case <-p.killNow:
-	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 }
 
 // end ends the process group once the output ended and says how the run did.
@@ -446,10 +440,10 @@ func exitStatus(st *os.ProcessState) (int, string) {
 
 // tail keeps the last bytes written to it.
 type tail struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost bool
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	written int
 }
 
 func newTail(max int) *tail {
@@ -462,10 +456,9 @@ func newTail(max int) *tail {
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
+	t.buf, t.written = append(t.buf, p...), t.written+len(p)
 	if len(t.buf) > 2*t.max {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-		t.lost = true
 	}
 	return len(p), nil
 }
@@ -473,12 +466,9 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.max {
-		b, t.lost = b[len(b)-t.max:], true
-	}
+	b := t.buf[max(0, len(t.buf)-t.max):]
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if t.lost {
+	if t.written > len(b) {
 		s = "…" + s
 	}
 	return s

@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// sweepGap is the least time between two sweeps of /proc.
-const sweepGap = 200 * time.Millisecond
-
 // sweepLater has the next sweep kill what carries a finished agent's mark.
 func (b *Backend) sweepLater(mark string, pgid, since int) {
 	b.sweepMu.Lock()
@@ -49,7 +46,7 @@ func (b *Backend) sweep() {
 		for _, pgid := range marks {
 			b.forgetGroup(pgid)
 		}
-		time.Sleep(sweepGap)
+		time.Sleep(200 * time.Millisecond) // the least time between two sweeps of /proc
 	}
 }
 
@@ -111,7 +108,7 @@ func (b *Backend) recordGroup(pgid int, mark string) {
 	}
 	path, rec := filepath.Join(b.PidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark)
 	go func() {
-		for wait := recordRetry; b.runningAgent(pgid); wait = min(2*wait, 5*time.Second) {
+		for wait := 100 * time.Millisecond; b.runningAgent(pgid); wait = min(2*wait, 5*time.Second) {
 			err := os.WriteFile(path, rec, 0o600)
 			if err == nil {
 				if !b.runningAgent(pgid) {
@@ -125,9 +122,6 @@ func (b *Backend) recordGroup(pgid int, mark string) {
 		}
 	}()
 }
-
-// recordRetry is the first wait before a failed record is written again.
-const recordRetry = 100 * time.Millisecond
 
 // forgetGroup removes a finished agent process group from pidDir.
 func (b *Backend) forgetGroup(pgid int) {
