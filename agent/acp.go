@@ -351,41 +351,37 @@ func (s *acpSession) inbound(m inbound) {
 		s.seg.Feed(*m.ev)
 		return
 	}
-	msg := m.msg
-	switch msg.Method {
-	case "":
+	switch msg := m.msg; {
+	case msg.Method == "": // an answer to no request of the session's
 		if msg.Error != nil && (len(msg.ID) == 0 || msg.ID.Kind() == 'n') {
 			s.seg.Feed(translate.Event{Kind: translate.KindError, Text: msg.Error.Message})
 		}
-	case acp.MethodUpdate:
+	case msg.Method == acp.MethodUpdate:
 		var n acp.Notification
 		if json.Unmarshal(msg.Params, &n) == nil && !s.replaying {
 			s.update(n.Update)
 		}
-	case acp.MethodRequestPermission:
+	case msg.Method == acp.MethodRequestPermission:
 		s.permission(msg)
-	case acp.MethodAskQuestion:
+	case msg.Method == acp.MethodAskQuestion:
 		s.ask(msg)
-	case acp.MethodCreatePlan:
+	case msg.Method == acp.MethodCreatePlan:
 		var p acp.PlanParams
 		_ = json.Unmarshal(msg.Params, &p)
 		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params)
 		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "accepted"}})
-	case acp.MethodUpdateTodos:
+	case msg.Method == acp.MethodUpdateTodos:
 		var p acp.TodosParams
 		_ = json.Unmarshal(msg.Params, &p)
 		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params)
 		if msg.IsRequest() {
 			_ = s.w.Reply(msg.ID, struct{}{})
 		}
+	// Every other request is answered: one left waiting would stall the agent.
+	case !msg.IsRequest():
+	case strings.HasPrefix(msg.Method, "cursor/"):
+		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "cancelled"}})
 	default:
-		// Every request is answered: one left waiting would stall the agent.
-		switch {
-		case !msg.IsRequest():
-		case strings.HasPrefix(msg.Method, "cursor/"):
-			_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "cancelled"}})
-		default:
-			_ = s.w.Fail(msg.ID, acp.CodeMethodNotFound, "Docstream does not serve "+msg.Method)
-		}
+		_ = s.w.Fail(msg.ID, acp.CodeMethodNotFound, "Docstream does not serve "+msg.Method)
 	}
 }

@@ -130,7 +130,7 @@ func (s *acpSession) complete(c *acpCall) {
 	case c.rejected != "":
 		res = map[string]any{"rejected": map[string]string{"reason": c.rejected}}
 	case c.Status == "failed":
-		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(c.Content)})}
+		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(items)})}
 	}
 	r, _ := json.Marshal(res)
 	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: c.ToolCallID, TimestampMs: time.Now().UnixMilli(),
@@ -208,9 +208,7 @@ func changedLines(before, after string) map[string]string {
 	return map[string]string{"old_string": strings.Join(a[i:len(a)-j], ""), "new_string": strings.Join(b[i:len(b)-j], "")}
 }
 
-func contentText(content jsontext.Value) string {
-	var items []acp.ToolCallContent
-	_ = json.Unmarshal(content, &items)
+func contentText(items []acp.ToolCallContent) string {
 	var b strings.Builder
 	for _, it := range items {
 		if it.Content != nil {

@@ -46,16 +46,11 @@ type Config struct {
 	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
 	EnvAllow          []string          `yaml:"env_allow"`
 	EnvDeny           []string          `yaml:"env_deny"`
-	// Protocol is how the agent is run: "print" (stream-json) or "acp"
-	// (`agent acp`, which can wait for the client's answers).
-	Protocol string `yaml:"protocol"`
-	// Permissions answers the agent's permission requests that no client
-	// answers: ask (an interactive client decides; the others are
-	// refused), allow or deny. The allow lists are allowed in any case.
-	Permissions   string        `yaml:"permissions"`
-	AllowCommands []string      `yaml:"allow_commands"`
-	AllowMCPTools []string      `yaml:"allow_mcp_tools"`
-	AnswerTimeout time.Duration `yaml:"answer_timeout"`
+	Protocol          string            `yaml:"protocol"`    // print (stream-json) or acp (`agent acp`, which can wait for answers)
+	Permissions       string            `yaml:"permissions"` // ask (only an interactive client), allow or deny: what the allow lists do not allow
+	AllowCommands     []string          `yaml:"allow_commands"`
+	AllowMCPTools     []string          `yaml:"allow_mcp_tools"`
+	AnswerTimeout     time.Duration     `yaml:"answer_timeout"`
 }
 
 // DefaultMaxLineBytes is agent.max_line_bytes by default (see docs/operations.md).
@@ -314,21 +309,23 @@ func (p *proc) wait() {
 }
 
 // drainOutput closes the agent's output once read; or, from outputDrainLimit
-// on, once the reader has waited that long for more (what is left comes from
+// on, once the reader has waited that long in reads (what is left comes from
 // a process outside the group) or has read more than a pipe holds. A reader
 // still busy with what the agent wrote before it stopped is not cut short.
 func (p *proc) drainOutput() {
-	start := time.Now()
-	read0, waited0 := p.stdout.progress(start)
-	tick := time.NewTicker(outputDrainLimit / 20)
-	defer tick.Stop()
+	const tick = outputDrainLimit / 20
+	start, read0, waited := time.Now(), p.stdout.read.Load(), time.Duration(0)
+	t := time.NewTicker(tick)
+	defer t.Stop()
 	for {
 		select {
 		case <-p.readDone:
 			return
-		case now := <-tick.C:
-			read, waited := p.stdout.progress(now)
-			if now.Sub(start) >= outputDrainLimit && (waited-waited0 >= outputDrainLimit || read-read0 > maxPipe) {
+		case now := <-t.C:
+			if p.stdout.reading.Load() {
+				waited += tick
+			}
+			if now.Sub(start) >= outputDrainLimit && (waited >= outputDrainLimit || p.stdout.read.Load()-read0 > maxPipe) {
 				_ = p.stdout.Close()
 				return
 			}
@@ -430,10 +427,8 @@ func (p *proc) end() translate.End {
 // exitStatus returns the exit code (-1 when killed) and the signal name.
 func exitStatus(st *os.ProcessState) (int, string) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		if name := unix.SignalName(ws.Signal()); name != "" {
-			return -1, name // SIGKILL, where String() says "killed"
-		}
-		return -1, strconv.Itoa(int(ws.Signal())) // a real-time signal: its number
+		// SIGKILL, where String() says "killed"; a real-time signal's number
+		return -1, cmp.Or(unix.SignalName(ws.Signal()), strconv.Itoa(int(ws.Signal())))
 	}
 	return st.ExitCode(), ""
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,9 +157,7 @@ func ReapOrphans(pidDir, home string) int {
 			reaped[pgid] = true
 		}
 	}
-	for pgid := range killMarked(marks, 0, nil) {
-		reaped[pgid] = true
-	}
+	maps.Copy(reaped, killMarked(marks, 0, nil))
 	delete(reaped, -1)
 	return len(reaped)
 }
