@@ -127,36 +127,24 @@ func (b *Backend) SupportsDebug(ctx context.Context) bool {
 // Args returns the command line for a run, after the binary: `--print`
 // with the prompt after `--`, or `acp` (agent.protocol: acp).
 func (b *Backend) Args(spec *runs.Spec) []string {
-	args := slices.Clone(b.cfg.ArgsPrefix)
-	acp := b.cfg.Protocol == "acp"
-	if !acp {
-		args = append(args, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	args, printMode := slices.Clone(b.cfg.ArgsPrefix), b.cfg.Protocol != "acp"
+	add := func(when bool, flags ...string) {
+		if when {
+			args = append(args, flags...)
+		}
 	}
-	if spec.Model != "" && spec.Model != "auto" {
-		args = append(args, "--model", spec.Model)
-	}
-	if !acp && (spec.Mode == "plan" || spec.Mode == "ask" || spec.Mode == "debug") {
-		args = append(args, "--mode", spec.Mode)
-	}
-	if !acp && spec.SessionID != "" {
-		args = append(args, "--resume", spec.SessionID)
-	}
-	if !acp && spec.Workspace != "" {
-		args = append(args, "--workspace", spec.Workspace)
-	}
-	if b.cfg.Force {
-		args = append(args, "--force")
-	}
-	if b.cfg.Trust {
-		args = append(args, "--trust")
-	}
-	if b.cfg.ApproveMCPs {
-		args = append(args, "--approve-mcps")
-	}
+	add(printMode, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	add(spec.Model != "" && spec.Model != "auto", "--model", spec.Model)
+	add(printMode && (spec.Mode == "plan" || spec.Mode == "ask" || spec.Mode == "debug"), "--mode", spec.Mode)
+	add(printMode && spec.SessionID != "", "--resume", spec.SessionID)
+	add(printMode && spec.Workspace != "", "--workspace", spec.Workspace)
+	add(b.cfg.Force, "--force")
+	add(b.cfg.Trust, "--trust")
+	add(b.cfg.ApproveMCPs, "--approve-mcps")
 	for _, h := range b.cfg.Headers {
-		args = append(args, "-H", h)
+		add(true, "-H", h)
 	}
-	if acp {
+	if !printMode {
 		return append(args, "acp")
 	}
 	return append(args, "--", spec.Prompt)
