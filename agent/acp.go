@@ -255,35 +255,31 @@ func (s *acpSession) converse() error {
 	}
 	var res acp.PromptResult
 	err = s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res)
+	// The response ends with the prompt's result, after what still waits is
+	// answered as cancelled.
+	r := &translate.Result{IsError: true}
 	var rpcErr *acp.Error
 	switch {
 	case errors.As(err, &rpcErr):
-		s.result(&translate.Result{IsError: true, Error: rpcErr.Message})
-		return nil
+		r.Error = rpcErr.Message
 	case err != nil:
 		return err
 	case res.StopReason == "cancelled" && s.grace != nil:
 		return errStopped
 	case res.StopReason == "end_turn" || res.StopReason == "":
-		r := &translate.Result{}
+		r.IsError = false
 		if u := res.Usage; u != nil {
 			r.Usage = &translate.AgentUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CachedReadTokens, CacheWriteTokens: u.CachedWriteTokens}
 		}
-		s.result(r)
 	default:
-		s.result(&translate.Result{IsError: true, Error: "the agent stopped the turn: " + res.StopReason})
+		r.Error = "the agent stopped the turn: " + res.StopReason
 	}
-	return nil
-}
-
-// result ends the response with the prompt's result, after the calls
-// still waiting are answered as cancelled.
-func (s *acpSession) result(r *translate.Result) {
 	s.expire(true)
 	s.endThinking()
 	r.DurationMs = time.Since(s.p.start).Milliseconds()
 	s.seg.Feed(translate.Event{Kind: translate.KindResult, Result: r})
+	return nil
 }
 
 // call sends a request and runs the session until its answer comes;

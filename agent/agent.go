@@ -85,12 +85,9 @@ var _ runs.Backend = (*Backend)(nil)
 // cfg.Binary, else `agent`, else `cursor-agent` on PATH.
 func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
 	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary}
-	if b.binary == "" {
-		for _, name := range []string{"agent", "cursor-agent"} {
-			if p, err := exec.LookPath(name); err == nil {
-				b.binary = p
-				break
-			}
+	for _, name := range []string{"agent", "cursor-agent"} {
+		if p, err := exec.LookPath(name); err == nil && b.binary == "" {
+			b.binary = p
 		}
 	}
 	b.env = agentEnv(environ, cfg)
@@ -401,7 +398,11 @@ func (p *proc) end() translate.End {
 		end.Reason, end.Message, _ = runs.StopCause(p.ctx)
 	}
 	if st := p.cmd.ProcessState; st != nil {
-		code, sig := exitStatus(st)
+		code, sig := st.ExitCode(), "" // -1 when killed
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// SIGKILL, where String() says "killed"; a real-time signal's number
+			sig = cmp.Or(unix.SignalName(ws.Signal()), strconv.Itoa(int(ws.Signal())))
+		}
 		by := ""
 		if stopped {
 			by = "gateway"
@@ -410,15 +411,6 @@ func (p *proc) end() translate.End {
 		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
 	}
 	return end
-}
-
-// exitStatus returns the exit code (-1 when killed) and the signal name.
-func exitStatus(st *os.ProcessState) (int, string) {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		// SIGKILL, where String() says "killed"; a real-time signal's number
-		return -1, cmp.Or(unix.SignalName(ws.Signal()), strconv.Itoa(int(ws.Signal())))
-	}
-	return st.ExitCode(), ""
 }
 
 // tail keeps the last bytes written to it.

@@ -45,7 +45,9 @@ func (b *Backend) sweep() {
 		b.sweepMu.Unlock()
 		killMarked(marks, since, b.runningAgent)
 		for _, pgid := range marks {
-			b.forgetGroup(pgid)
+			if b.PidDir != "" {
+				_ = os.Remove(filepath.Join(b.PidDir, strconv.Itoa(pgid))) // the group's record
+			}
 		}
 		time.Sleep(200 * time.Millisecond) // the least time between two sweeps of /proc
 	}
@@ -122,13 +124,6 @@ func (b *Backend) recordGroup(pgid int, mark string) {
 			time.Sleep(wait)
 		}
 	}()
-}
-
-// forgetGroup removes a finished agent process group from pidDir.
-func (b *Backend) forgetGroup(pgid int) {
-	if b.PidDir != "" {
-		_ = os.Remove(filepath.Join(b.PidDir, strconv.Itoa(pgid)))
-	}
 }
 
 // ReapOrphans ends what the agents of a crashed gateway left running, by
