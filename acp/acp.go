@@ -56,12 +56,8 @@ func Parse(line []byte) (Message, error) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotMessage, err)
 	}
-	switch {
-	case m.JSONRPC != "2.0":
-		return Message{}, ErrNotMessage
-	case m.Method == "" && len(m.ID) == 0:
-		return Message{}, ErrNotMessage
-	case len(m.ID) > 0 && m.ID.Kind() != '"' && m.ID.Kind() != '0' && m.ID.Kind() != 'n':
+	switch k := m.ID.Kind(); {
+	case m.JSONRPC != "2.0", m.Method == "" && k == 0, k != 0 && k != '"' && k != '0' && k != 'n':
 		return Message{}, ErrNotMessage
 	}
 	return m, nil
