@@ -31,10 +31,8 @@ const (
 	reasonCancelled = "the run ended before an answer came"
 )
 
-var (
-	errStopped     = errors.New("the run was stopped")
-	errOutputEnded = errors.New("the agent's output ended")
-)
+// errEnded ends a session whose run was stopped or whose agent's output ended.
+var errEnded = errors.New("the session ended")
 
 // acpSession is one run of `agent acp`: the run's goroutine drives it,
 // reading the agent's messages while its own requests are pending, and the
@@ -265,7 +263,7 @@ func (s *acpSession) converse() error {
 	case err != nil:
 		return err
 	case res.StopReason == "cancelled" && s.grace != nil:
-		return errStopped
+		return errEnded
 	case res.StopReason == "end_turn" || res.StopReason == "":
 		r.IsError = false
 		if u := res.Usage; u != nil {
@@ -300,7 +298,7 @@ func (s *acpSession) call(method string, params, result any) error {
 		select {
 		case m, ok := <-s.in:
 			if !ok {
-				return errOutputEnded
+				return errEnded
 			}
 			if m.msg.IsResponse() && string(m.msg.ID) == string(id) {
 				if m.msg.Error != nil {
@@ -322,9 +320,9 @@ func (s *acpSession) call(method string, params, result any) error {
 			s.done = nil
 			s.cancel()
 		case <-s.grace:
-			return errStopped
+			return errEnded
 		case <-s.p.killNow:
-			return errStopped
+			return errEnded
 		}
 	}
 }
