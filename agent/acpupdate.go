@@ -45,14 +45,12 @@ func (s *acpSession) update(u acp.Update) {
 			todos[i] = acp.Todo{ID: fmt.Sprintf("plan-%d", i+1), Content: e.Content, Status: e.Status}
 		}
 		s.plans++
-		id := fmt.Sprintf("acp-plan-%d", s.plans)
+		kind, params := "updateTodosToolCall", any(acp.TodosParams{Todos: todos})
 		if s.plans == 1 {
-			args, _ := json.Marshal(acp.PlanParams{Name: "Plan", Todos: todos})
-			s.toolDoc(id, "createPlanToolCall", args)
-			return
+			kind, params = "createPlanToolCall", acp.PlanParams{Name: "Plan", Todos: todos}
 		}
-		args, _ := json.Marshal(acp.TodosParams{Todos: todos})
-		s.toolDoc(id, "updateTodosToolCall", args)
+		args, _ := json.Marshal(params)
+		s.toolDoc(fmt.Sprintf("acp-plan-%d", s.plans), kind, args)
 	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
 		"session_info_update", "usage_update":
 	default:

@@ -98,9 +98,7 @@ func HomeMark(dataDir string) string {
 
 // groupMark returns a new mark: the environment entry of groupMarkName.
 func groupMark() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return groupMarkName + "=" + hex.EncodeToString(b)
+	return groupMarkName + "=" + rand.Text()
 }
 
 // recordGroup notes a running agent process group and its mark in pidDir,

@@ -32,9 +32,7 @@ func interpreterReady(script string) error {
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
-	head := make([]byte, 256)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
+	head, _ := io.ReadAll(io.LimitReader(f, 256))
 	if bytes.HasPrefix(head, []byte("\x7fELF")) {
 		return nil
 	}
