@@ -57,7 +57,9 @@ func Parse(line []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotMessage, err)
 	}
 	switch k := m.ID.Kind(); {
-	case m.JSONRPC != "2.0", m.Method == "" && k == 0, k != 0 && k != '"' && k != '0' && k != 'n':
+	case m.JSONRPC != "2.0",
+		m.Method == "" && k == 0,                   // neither a method nor an id
+		k != 0 && k != '"' && k != '0' && k != 'n': // an id that is no string, number or null
 		return Message{}, ErrNotMessage
 	}
 	return m, nil

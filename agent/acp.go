@@ -107,14 +107,11 @@ func (e *BadAnswerError) Error() string { return e.Msg }
 // Respond gives a run's pending permission or question the client's
 // answer; it returns the document's new state.
 func (b *Backend) Respond(runID string, a Answer) (string, error) {
-	s, ok := b.acpRuns.Load(runID)
+	v, ok := b.acpRuns.Load(runID)
 	if !ok {
 		return "", ErrNothingPending
 	}
-	return s.(*acpSession).respond(a)
-}
-
-func (s *acpSession) respond(a Answer) (string, error) {
+	s := v.(*acpSession)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a.QuestionID == "" {
