@@ -56,12 +56,10 @@ func Parse(line []byte) (Message, error) {
 	if err := json.Unmarshal(line, &m); err != nil {
 		return Message{}, fmt.Errorf("%w: %w", ErrNotMessage, err)
 	}
-	switch {
-	case m.JSONRPC != "2.0":
-		return Message{}, ErrNotMessage
-	case m.Method == "" && len(m.ID) == 0:
-		return Message{}, ErrNotMessage
-	case len(m.ID) > 0 && m.ID.Kind() != '"' && m.ID.Kind() != '0' && m.ID.Kind() != 'n':
+	switch k := m.ID.Kind(); {
+	case m.JSONRPC != "2.0",
+		m.Method == "" && k == 0,                   // neither a method nor an id
+		k != 0 && k != '"' && k != '0' && k != 'n': // an id that is no string, number or null
 		return Message{}, ErrNotMessage
 	}
 	return m, nil
@@ -147,12 +145,11 @@ func ReadLines(r io.Reader, max int, fn func(Line)) error {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if line := bytes.TrimRight(buf, "\r\n"); size > max+1 || len(bytes.TrimSpace(line)) > 0 {
-			if size > max+1 {
-				fn(Line{Size: size - 1})
-			} else {
-				fn(Line{Data: line, Size: len(line)})
-			}
+		switch line := bytes.TrimRight(buf, "\r\n"); {
+		case size > max+1:
+			fn(Line{Size: size - 1})
+		case len(bytes.TrimSpace(line)) > 0:
+			fn(Line{Data: line, Size: len(line)})
 		}
 		buf, size = buf[:0], 0
 		if err != nil {

@@ -28,24 +28,18 @@ const (
 	CodeInternal       = -32603
 )
 
-// InitializeParams opens the connection.
+// InitializeParams opens the connection. Docstream serves neither files nor
+// terminals (the capabilities stay false), so the agent uses its own tools.
 type InitializeParams struct {
-	ProtocolVersion    int                `json:"protocolVersion"`
-	ClientCapabilities ClientCapabilities `json:"clientCapabilities"`
-	ClientInfo         Implementation     `json:"clientInfo"`
-}
-
-// ClientCapabilities says what the client serves; Docstream serves neither
-// files nor terminals, so the agent uses its own tools.
-type ClientCapabilities struct {
-	FS       FSCapabilities `json:"fs"`
-	Terminal bool           `json:"terminal"`
-}
-
-// FSCapabilities are the client's file methods.
-type FSCapabilities struct {
-	ReadTextFile  bool `json:"readTextFile"`
-	WriteTextFile bool `json:"writeTextFile"`
+	ProtocolVersion    int `json:"protocolVersion"`
+	ClientCapabilities struct {
+		FS struct {
+			ReadTextFile  bool `json:"readTextFile"`
+			WriteTextFile bool `json:"writeTextFile"`
+		} `json:"fs"`
+		Terminal bool `json:"terminal"`
+	} `json:"clientCapabilities"`
+	ClientInfo Implementation `json:"clientInfo"`
 }
 
 // Implementation names a client or an agent.

@@ -1,11 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -31,10 +31,8 @@ const (
 	reasonCancelled = "the run ended before an answer came"
 )
 
-var (
-	errStopped     = errors.New("the run was stopped")
-	errOutputEnded = errors.New("the agent's output ended")
-)
+// errEnded ends a session whose run was stopped or whose agent's output ended.
+var errEnded = errors.New("the session ended")
 
 // acpSession is one run of `agent acp`: the run's goroutine drives it,
 // reading the agent's messages while its own requests are pending, and the
@@ -46,8 +44,7 @@ type acpSession struct {
 	p     *proc
 	w     *acp.Writer
 	in    <-chan inbound
-	done  <-chan struct{} // the run's context
-	kill  <-chan struct{}
+	done  <-chan struct{}  // the run's context
 	grace <-chan time.Time // set once the run is cancelled
 
 	next      int64
@@ -57,19 +54,17 @@ type acpSession struct {
 	plans     int // the ACP plan updates so far
 	calls     map[string]*acpCall
 
-	mu      sync.Mutex
-	waits   map[string]*wait // by tool call id
-	wake    chan struct{}
-	timer   *time.Timer
-	stopped bool
+	mu    sync.Mutex
+	waits map[string]*wait // by tool call id
+	wake  chan struct{}
+	timer *time.Timer
 }
 
-// inbound is one line of the agent's output.
+// inbound is one line of the agent's output: a message, or the event of a
+// line that is not one.
 type inbound struct {
-	msg  acp.Message
-	line []byte // a line that is not a message
-	size int    // a line over the limit
-	err  error
+	msg acp.Message
+	ev  *translate.Event
 }
 
 // acpCall is what is known of one tool call.
@@ -84,12 +79,11 @@ type acpCall struct {
 type wait struct {
 	id        jsontext.Value // the request's
 	callID    string
-	options   []acp.PermissionOption
+	options   []documents.PermissionOption
 	questions []acp.Question
 	chosen    string // the option the client chose
 	answers   []documents.QuestionAnswer
 	deadline  time.Time
-	handled   bool
 }
 
 // Answer is a client's answer to what a run waits for: a permission (ToolCallID and
@@ -113,34 +107,32 @@ func (e *BadAnswerError) Error() string { return e.Msg }
 // Respond gives a run's pending permission or question the client's
 // answer; it returns the document's new state.
 func (b *Backend) Respond(runID string, a Answer) (string, error) {
-	b.acpMu.Lock()
-	s := b.acpRuns[runID]
-	b.acpMu.Unlock()
-	if s == nil {
+	v, ok := b.acpRuns.Load(runID)
+	if !ok {
 		return "", ErrNothingPending
 	}
-	return s.respond(a)
-}
-
-func (s *acpSession) respond(a Answer) (string, error) {
+	s := v.(*acpSession)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a.QuestionID == "" {
 		w := s.waits[a.ToolCallID]
-		if w == nil || w.questions != nil || w.chosen != "" || s.stopped {
+		if w == nil || w.questions != nil || w.chosen != "" {
 			return "", ErrNothingPending
 		}
-		i := slices.IndexFunc(w.options, func(o acp.PermissionOption) bool { return o.OptionID == a.OptionID })
+		i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID })
 		if i < 0 {
 			return "", &BadAnswerError{fmt.Sprintf("tool call %q offers no option %q", a.ToolCallID, a.OptionID)}
 		}
 		w.chosen = a.OptionID
 		s.signal()
-		return approvalStatus(w.options[i].Kind), nil
+		if strings.HasPrefix(w.options[i].Kind, "allow") {
+			return documents.StatusApproved, nil
+		}
+		return documents.StatusRejected, nil
 	}
 	for _, w := range s.waits {
 		for _, q := range w.questions {
-			if q.ID != a.QuestionID || s.stopped || slices.ContainsFunc(w.answers, func(x documents.QuestionAnswer) bool { return x.QuestionID == q.ID }) {
+			if q.ID != a.QuestionID || slices.ContainsFunc(w.answers, func(x documents.QuestionAnswer) bool { return x.QuestionID == q.ID }) {
 				continue
 			}
 			for _, id := range a.OptionIDs {
@@ -170,68 +162,23 @@ func (s *acpSession) signal() {
 	}
 }
 
-func approvalStatus(kind string) string {
-	if strings.HasPrefix(kind, "allow") {
-		return documents.StatusApproved
-	}
-	return documents.StatusRejected
-}
-
-// acpArgs is the command line of `agent acp`, after the binary.
-func (b *Backend) acpArgs(spec *runs.Spec) []string {
-	args := append([]string(nil), b.cfg.ArgsPrefix...)
-	if spec.Model != "" && spec.Model != "auto" {
-		args = append(args, "--model", spec.Model)
-	}
-	return append(b.permissionArgs(args), "acp")
-}
-
-// runACP runs the agent in ACP mode for spec.
-func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	start := time.Now()
-	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return translate.End{Err: fmt.Errorf("creating a pipe: %w", err)}
-	}
-	// The process is stopped after session/cancel had its grace, not at
-	// once with the run.
-	pctx, pstop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer pstop(nil)
-	p, err := b.spawn(pctx, spec, start, b.acpArgs(spec), stdinR)
-	stdinR.Close()
-	if err != nil {
-		stdinW.Close()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
+// runACP drives the ACP session of a started agent.
+func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
 	in, quit := make(chan inbound), make(chan struct{})
 	go p.readACP(in, quit)
-	s := &acpSession{b: b, spec: spec, seg: seg, p: p, w: acp.NewWriter(stdinW), in: in, done: ctx.Done(),
+	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: in, done: ctx.Done(),
 		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
 	defer s.timer.Stop()
-	if spec.Kill != nil {
-		s.kill = spec.Kill.KillNow()
-	}
-	b.acpMu.Lock()
-	b.acpRuns[spec.ResponseID] = s
-	b.acpMu.Unlock()
-	err = s.converse()
-	s.cancelWaits() // what still waits when the agent died
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	b.acpMu.Lock()
-	delete(b.acpRuns, spec.ResponseID)
-	b.acpMu.Unlock()
+	p.b.acpRuns.Store(spec.ResponseID, s)
+	err := s.converse()
+	s.expire(true) // what still waits when the agent died
+	p.b.acpRuns.Delete(spec.ResponseID)
 	if ctx.Err() != nil {
-		pstop(context.Cause(ctx))
+		p.stop(context.Cause(ctx))
 	}
-	stdinW.Close() // the agent exits at the end of its input
+	p.stdin.Close() // the agent exits at the end of its input
 	close(quit)
-	end := p.end(seg, nil)
+	end := p.end()
 	var rpcErr *acp.Error
 	switch {
 	case ctx.Err() != nil && end.Reason == "":
@@ -249,113 +196,98 @@ func (b *Backend) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Se
 // quit is closed.
 func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
 	defer close(p.readDone)
-	send := func(m inbound) {
+	defer close(in)
+	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
+		p.lastLine.Store(int64(time.Since(p.start)))
+		var m inbound
+		msg, err := acp.Parse(l.Data)
+		switch {
+		case l.Data == nil:
+			m.ev = &translate.Event{Kind: translate.KindOversize, Size: l.Size}
+		case err != nil:
+			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(l.Data)}
+		default:
+			m.msg = msg
+		}
 		select {
 		case in <- m:
 		case <-quit:
 		}
-	}
-	err := acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
-		p.lastLine.Store(int64(time.Since(p.start)))
-		if l.Data == nil {
-			send(inbound{size: l.Size})
-			return
-		}
-		m, err := acp.Parse(l.Data)
-		if err != nil {
-			send(inbound{line: append([]byte(nil), l.Data...)})
-			return
-		}
-		send(inbound{msg: m})
 	})
-	if errors.Is(err, os.ErrClosed) {
-		err = nil
-	}
-	send(inbound{err: cmp.Or(err, errOutputEnded)})
-	close(in)
 }
 
 // converse runs the session: the handshake, then the prompt turn.
 func (s *acpSession) converse() error {
 	var init acp.InitializeResult
-	caps := acp.InitializeParams{ProtocolVersion: acp.ProtocolVersion, ClientInfo: acp.Implementation{Name: "docstream"}}
-	if err := s.call(acp.MethodInitialize, caps, &init, handshakeTimeout); err != nil {
+	var sess acp.NewSessionResult
+	err := s.call(acp.MethodInitialize, acp.InitializeParams{ProtocolVersion: acp.ProtocolVersion, ClientInfo: acp.Implementation{Name: "docstream"}}, &init)
+	if err == nil && slices.ContainsFunc(init.AuthMethods, func(m acp.AuthMethod) bool { return m.ID == "cursor_login" }) {
+		err = s.call(acp.MethodAuthenticate, acp.AuthenticateParams{MethodID: "cursor_login"}, nil)
+	}
+	switch {
+	case err != nil:
+		return err
+	case s.spec.SessionID != "":
+		s.replaying = true
+		err = s.call(acp.MethodLoadSession, acp.SessionParams{SessionID: s.spec.SessionID, Cwd: s.spec.Workspace, MCPServers: []any{}}, nil)
+		s.replaying, sess.SessionID = false, s.spec.SessionID
+	default:
+		err = s.call(acp.MethodNewSession, acp.SessionParams{Cwd: s.spec.Workspace, MCPServers: []any{}}, &sess)
+	}
+	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(init.AuthMethods, func(m acp.AuthMethod) bool { return m.ID == "cursor_login" }) {
-		if err := s.call(acp.MethodAuthenticate, acp.AuthenticateParams{MethodID: "cursor_login"}, nil, handshakeTimeout); err != nil {
-			return err
-		}
-	}
+	s.session = sess.SessionID
 	model := ""
-	if id := s.spec.SessionID; id != "" {
-		s.replaying = true
-		err := s.call(acp.MethodLoadSession, acp.SessionParams{SessionID: id, Cwd: s.spec.Workspace, MCPServers: []any{}}, nil, handshakeTimeout)
-		s.replaying = false
-		if err != nil {
-			return err
-		}
-		s.session = id
-	} else {
-		var res acp.NewSessionResult
-		if err := s.call(acp.MethodNewSession, acp.SessionParams{Cwd: s.spec.Workspace, MCPServers: []any{}}, &res, handshakeTimeout); err != nil {
-			return err
-		}
-		s.session = res.SessionID
-		if res.Models != nil {
-			model = res.Models.CurrentModelID
-		}
+	if sess.Models != nil {
+		model = sess.Models.CurrentModelID
 	}
 	s.seg.Feed(translate.Event{Kind: translate.KindInit, Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: model}})
 	if s.spec.Mode == "plan" || s.spec.Mode == "ask" {
-		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil, handshakeTimeout); err != nil {
+		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil); err != nil {
 			return err
 		}
 	}
 	var res acp.PromptResult
-	err := s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res, 0)
+	err = s.call(acp.MethodPrompt, acp.PromptParams{SessionID: s.session, Prompt: []acp.ContentBlock{{Type: "text", Text: s.spec.Prompt}}}, &res)
+	// The response ends with the prompt's result, after what still waits is
+	// answered as cancelled.
+	r := &translate.Result{IsError: true}
 	var rpcErr *acp.Error
 	switch {
 	case errors.As(err, &rpcErr):
-		s.result(&translate.Result{IsError: true, Error: rpcErr.Message})
-		return nil
+		r.Error = rpcErr.Message
 	case err != nil:
 		return err
 	case res.StopReason == "cancelled" && s.grace != nil:
-		return errStopped
+		return errEnded
 	case res.StopReason == "end_turn" || res.StopReason == "":
-		r := &translate.Result{}
+		r.IsError = false
 		if u := res.Usage; u != nil {
 			r.Usage = &translate.AgentUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CachedReadTokens, CacheWriteTokens: u.CachedWriteTokens}
 		}
-		s.result(r)
 	default:
-		s.result(&translate.Result{IsError: true, Error: "the agent stopped the turn: " + res.StopReason})
+		r.Error = "the agent stopped the turn: " + res.StopReason
 	}
-	return nil
-}
-
-// result ends the response with the prompt's result, after the calls
-// still waiting are answered as cancelled.
-func (s *acpSession) result(r *translate.Result) {
-	s.cancelWaits()
+	s.expire(true)
 	s.endThinking()
 	r.DurationMs = time.Since(s.p.start).Milliseconds()
 	s.seg.Feed(translate.Event{Kind: translate.KindResult, Result: r})
+	return nil
 }
 
-// call sends a request and runs the session until its answer comes; a
-// timeout > 0 bounds the wait.
-func (s *acpSession) call(method string, params, result any, timeout time.Duration) error {
+// call sends a request and runs the session until its answer comes;
+// handshakeTimeout bounds the wait for each but the prompt's.
+func (s *acpSession) call(method string, params, result any) error {
 	s.next++
 	id := acp.ID(s.next)
 	if err := s.w.Request(id, method, params); err != nil {
 		return fmt.Errorf("writing %s: %w", method, err)
 	}
 	var limit <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+	if method != acp.MethodPrompt {
+		t := time.NewTimer(handshakeTimeout)
 		defer t.Stop()
 		limit = t.C
 	}
@@ -363,7 +295,7 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 		select {
 		case m, ok := <-s.in:
 			if !ok {
-				return errOutputEnded
+				return errEnded
 			}
 			if m.msg.IsResponse() && string(m.msg.ID) == string(id) {
 				if m.msg.Error != nil {
@@ -374,23 +306,20 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 				}
 				return nil
 			}
-			if m.err != nil {
-				return m.err
-			}
 			s.inbound(m)
 		case <-s.wake:
 			s.answered()
 		case <-s.timer.C:
-			s.expire()
+			s.expire(false)
 		case <-limit:
 			return context.DeadlineExceeded
 		case <-s.done:
 			s.done = nil
 			s.cancel()
 		case <-s.grace:
-			return errStopped
-		case <-s.kill:
-			return errStopped
+			return errEnded
+		case <-s.p.killNow:
+			return errEnded
 		}
 	}
 }
@@ -398,62 +327,52 @@ func (s *acpSession) call(method string, params, result any, timeout time.Durati
 // cancel sends session/cancel and answers what waits as cancelled; the
 // prompt then has the kill grace to end.
 func (s *acpSession) cancel() {
+	grace := time.Duration(0) // no prompt to end
 	if s.session != "" {
 		_ = s.w.Notify(acp.MethodCancel, acp.CancelParams{SessionID: s.session})
+		grace = cmp.Or(s.b.cfg.KillGrace, time.Second)
 	}
-	s.cancelWaits()
-	grace := cmp.Or(s.b.cfg.KillGrace, time.Second)
-	if s.session == "" {
-		grace = 0 // no prompt to end
-	}
+	s.expire(true)
 	s.grace = time.After(grace)
 }
 
 // inbound handles one message of the agent that is not the answer awaited.
 func (s *acpSession) inbound(m inbound) {
-	switch {
-	case m.size > 0:
-		s.seg.Feed(translate.Event{Kind: translate.KindOversize, Size: m.size})
-		return
-	case m.line != nil:
-		s.seg.Feed(translate.Event{Kind: translate.KindNotJSON, Raw: m.line})
+	if m.ev != nil {
+		s.seg.Feed(*m.ev)
 		return
 	}
-	msg := m.msg
-	switch msg.Method {
-	case "":
+	switch msg := m.msg; {
+	case msg.Method == "": // an answer to no request of the session's
 		if msg.Error != nil && (len(msg.ID) == 0 || msg.ID.Kind() == 'n') {
 			s.seg.Feed(translate.Event{Kind: translate.KindError, Text: msg.Error.Message})
 		}
-	case acp.MethodUpdate:
+	case msg.Method == acp.MethodUpdate:
 		var n acp.Notification
 		if json.Unmarshal(msg.Params, &n) == nil && !s.replaying {
 			s.update(n.Update)
 		}
-	case acp.MethodRequestPermission:
+	case msg.Method == acp.MethodRequestPermission:
 		s.permission(msg)
-	case acp.MethodAskQuestion:
+	case msg.Method == acp.MethodAskQuestion:
 		s.ask(msg)
-	case acp.MethodCreatePlan:
+	case msg.Method == acp.MethodCreatePlan:
 		var p acp.PlanParams
 		_ = json.Unmarshal(msg.Params, &p)
-		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params, `{"success":{}}`)
+		s.toolDoc(cmp.Or(p.ToolCallID, "plan"), "createPlanToolCall", msg.Params)
 		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "accepted"}})
-	case acp.MethodUpdateTodos:
+	case msg.Method == acp.MethodUpdateTodos:
 		var p acp.TodosParams
 		_ = json.Unmarshal(msg.Params, &p)
-		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params, `{"success":{}}`)
+		s.toolDoc(cmp.Or(p.ToolCallID, "todos"), "updateTodosToolCall", msg.Params)
 		if msg.IsRequest() {
 			_ = s.w.Reply(msg.ID, struct{}{})
 		}
+	// Every other request is answered: one left waiting would stall the agent.
+	case !msg.IsRequest():
+	case strings.HasPrefix(msg.Method, "cursor/"):
+		_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "cancelled"}})
 	default:
-		// Every request is answered: one left waiting would stall the agent.
-		switch {
-		case !msg.IsRequest():
-		case strings.HasPrefix(msg.Method, "cursor/"):
-			_ = s.w.Reply(msg.ID, acp.Reply{Outcome: acp.Outcome{Outcome: "cancelled"}})
-		default:
-			_ = s.w.Fail(msg.ID, acp.CodeMethodNotFound, "Docstream does not serve "+msg.Method)
-		}
+		_ = s.w.Fail(msg.ID, acp.CodeMethodNotFound, "Docstream does not serve "+msg.Method)
 	}
 }

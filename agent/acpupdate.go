@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,14 +45,12 @@ func (s *acpSession) update(u acp.Update) {
 			todos[i] = acp.Todo{ID: fmt.Sprintf("plan-%d", i+1), Content: e.Content, Status: e.Status}
 		}
 		s.plans++
-		id := fmt.Sprintf("acp-plan-%d", s.plans)
+		kind, params := "updateTodosToolCall", any(acp.TodosParams{Todos: todos})
 		if s.plans == 1 {
-			args, _ := json.Marshal(acp.PlanParams{Name: "Plan", Todos: todos})
-			s.toolDoc(id, "createPlanToolCall", args, `{"success":{}}`)
-			return
+			kind, params = "createPlanToolCall", acp.PlanParams{Name: "Plan", Todos: todos}
 		}
-		args, _ := json.Marshal(acp.TodosParams{Todos: todos})
-		s.toolDoc(id, "updateTodosToolCall", args, `{"success":{}}`)
+		args, _ := json.Marshal(params)
+		s.toolDoc(fmt.Sprintf("acp-plan-%d", s.plans), kind, args)
 	case "user_message_chunk", "available_commands_update", "current_mode_update", "config_option_update",
 		"session_info_update", "usage_update":
 	default:
@@ -66,22 +65,18 @@ func (s *acpSession) endThinking() {
 	}
 }
 
-// toolDoc adds a whole tool document: started and completed at once.
-func (s *acpSession) toolDoc(id, kind string, args jsontext.Value, result string) {
-	tool := &translate.ToolCall{Kind: kind, Args: args}
-	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: id, Tool: tool})
-	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Result: jsontext.Value(result)}})
+// toolDoc adds a whole tool document, started and completed at once.
+func (s *acpSession) toolDoc(id, kind string, args jsontext.Value) {
+	s.seg.Feed(translate.Event{Kind: translate.KindToolStarted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Args: args}})
+	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: id, Tool: &translate.ToolCall{Kind: kind, Result: jsontext.Value(`{"success":{}}`)}})
 }
 
 // call1 merges a tool call or update into what is known of the call.
 func (s *acpSession) call1(u acp.ToolCall) *acpCall {
 	c := s.calls[u.ToolCallID]
 	if c == nil {
-		c = &acpCall{}
+		c = &acpCall{ToolCall: acp.ToolCall{ToolCallID: u.ToolCallID}}
 		s.calls[u.ToolCallID] = c
-	}
-	if c.ToolCallID == "" {
-		c.ToolCallID = u.ToolCallID
 	}
 	c.Title, c.Kind, c.Status = cmp.Or(u.Title, c.Title), cmp.Or(u.Kind, c.Kind), cmp.Or(u.Status, c.Status)
 	if u.Content != nil {
@@ -117,29 +112,35 @@ func (s *acpSession) complete(c *acpCall) {
 	if c.RawOutput.Kind() != '{' {
 		body = map[string]any{}
 	}
-	var diffs []acp.ToolCallContent
-	_ = json.Unmarshal(c.Content, &diffs)
-	for _, d := range diffs {
-		if d.Type == "diff" {
-			b := map[string]any{"path": d.Path, "afterFullFileContent": d.NewText}
-			if d.OldText != nil {
-				b["beforeFullFileContent"] = *d.OldText
-				args = withArgs(args, changedLines(*d.OldText, d.NewText))
-			}
-			body = b
-			break
+	var items []acp.ToolCallContent
+	_ = json.Unmarshal(c.Content, &items)
+	if i := slices.IndexFunc(items, func(d acp.ToolCallContent) bool { return d.Type == "diff" }); i >= 0 {
+		d := items[i]
+		b := map[string]any{"path": d.Path, "afterFullFileContent": d.NewText}
+		if d.OldText != nil {
+			b["beforeFullFileContent"] = *d.OldText
+			args = withArgs(args, changedLines(*d.OldText, d.NewText))
 		}
+		body = b
 	}
 	var res any = map[string]any{"success": body}
 	switch {
 	case c.rejected != "":
 		res = map[string]any{"rejected": map[string]string{"reason": c.rejected}}
 	case c.Status == "failed":
-		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(c.Content)})}
+		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(items)})}
 	}
 	r, _ := json.Marshal(res)
 	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: c.ToolCallID, TimestampMs: time.Now().UnixMilli(),
 		Tool: &translate.ToolCall{Kind: kind, Args: args, Result: r}})
+}
+
+// printKinds names the print-mode tool calls of the ACP kinds read, search
+// and fetch by an argument they carry ("" for any).
+var printKinds = []struct{ kind, arg, name string }{
+	{"read", "ignore", "lsToolCall"}, {"read", "paths", "readLintsToolCall"}, {"read", "", "readToolCall"},
+	{"search", "globPattern", "globToolCall"}, {"search", "targetDirectories", "semSearchToolCall"}, {"search", "", "grepToolCall"},
+	{"fetch", "url", "webFetchToolCall"}, {"fetch", "", "webSearchToolCall"},
 }
 
 // printKind names a tool call as print mode does, from its ACP kind and
@@ -147,43 +148,31 @@ func (s *acpSession) complete(c *acpCall) {
 func printKind(c *acpCall) (string, jsontext.Value) {
 	var in map[string]jsontext.Value
 	_ = json.Unmarshal(c.RawInput, &in)
-	has := func(k string) bool { _, ok := in[k]; return ok }
 	args := c.RawInput
 	if args.Kind() != '{' {
 		args = jsontext.Value("{}")
 	}
 	switch {
-	case has("providerIdentifier"):
+	case in["providerIdentifier"] != nil:
 		return "mcpToolCall", args
 	case c.Kind == "execute":
-		if !has("command") {
+		if in["command"] == nil {
 			args = withArgs(args, map[string]string{"command": strings.Trim(c.Title, "`")})
 		}
 		return "shellToolCall", args
 	case c.Kind == "edit" || c.Kind == "delete" || c.Kind == "move":
-		if !has("path") && len(c.Locations) > 0 {
+		if in["path"] == nil && len(c.Locations) > 0 {
 			args = withArgs(args, map[string]string{"path": c.Locations[0].Path})
 		}
 		if c.Kind == "delete" {
 			return "deleteToolCall", args
 		}
 		return "editToolCall", args
-	case c.Kind == "read" && has("ignore"):
-		return "lsToolCall", args
-	case c.Kind == "read" && has("paths"):
-		return "readLintsToolCall", args
-	case c.Kind == "read":
-		return "readToolCall", args
-	case c.Kind == "search" && has("globPattern"):
-		return "globToolCall", args
-	case c.Kind == "search" && has("targetDirectories"):
-		return "semSearchToolCall", args
-	case c.Kind == "search":
-		return "grepToolCall", args
-	case c.Kind == "fetch" && has("url"):
-		return "webFetchToolCall", args
-	case c.Kind == "fetch":
-		return "webSearchToolCall", args
+	}
+	for _, k := range printKinds {
+		if c.Kind == k.kind && (k.arg == "" || in[k.arg] != nil) {
+			return k.name, args
+		}
 	}
 	return "function", args
 }
@@ -217,9 +206,7 @@ func changedLines(before, after string) map[string]string {
 	return map[string]string{"old_string": strings.Join(a[i:len(a)-j], ""), "new_string": strings.Join(b[i:len(b)-j], "")}
 }
 
-func contentText(content jsontext.Value) string {
-	var items []acp.ToolCallContent
-	_ = json.Unmarshal(content, &items)
+func contentText(items []acp.ToolCallContent) string {
 	var b strings.Builder
 	for _, it := range items {
 		if it.Content != nil {

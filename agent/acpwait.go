@@ -32,22 +32,16 @@ func (s *acpSession) policy(c *acpCall) string {
 	}
 	_ = json.Unmarshal(c.RawInput, &in)
 	cmd := cmp.Or(in.Command, strings.Trim(c.Title, "`"))
-	for _, p := range s.b.cfg.AllowCommands {
-		if c.Kind == "execute" && (cmd == p || strings.HasPrefix(cmd, p+" ")) {
-			return PermissionsAllow
-		}
-	}
-	for _, t := range s.b.cfg.AllowMCPTools {
-		if in.Provider != "" && (t == in.Provider+":"+in.Tool || t == in.Provider+":*") {
-			return PermissionsAllow
-		}
-	}
-	switch p := cmp.Or(s.b.cfg.Permissions, PermissionsAsk); {
-	case p == PermissionsAsk && !s.spec.Interactive:
+	command := func(p string) bool { return cmd == p || strings.HasPrefix(cmd, p+" ") }
+	mcp := s.b.cfg.AllowMCPTools
+	switch {
+	case c.Kind == "execute" && slices.ContainsFunc(s.b.cfg.AllowCommands, command),
+		in.Provider != "" && (slices.Contains(mcp, in.Provider+":"+in.Tool) || slices.Contains(mcp, in.Provider+":*")):
+		return PermissionsAllow
+	case s.b.cfg.Permissions == PermissionsAsk && !s.spec.Interactive:
 		return PermissionsDeny
-	default:
-		return p
 	}
+	return s.b.cfg.Permissions
 }
 
 // permission takes session/request_permission: the policy answers it, or
@@ -60,19 +54,14 @@ func (s *acpSession) permission(m acp.Message) {
 	}
 	c := s.call1(p.ToolCall)
 	s.open(c)
-	opts := make([]documents.PermissionOption, len(p.Options))
-	for i, o := range p.Options {
-		opts[i] = documents.PermissionOption{OptionID: o.OptionID, Name: o.Name, Kind: o.Kind}
+	w := &wait{id: m.ID, callID: c.ToolCallID}
+	for _, o := range p.Options {
+		w.options = append(w.options, documents.PermissionOption(o))
 	}
-	w := &wait{id: m.ID, callID: c.ToolCallID, options: p.Options}
 	switch s.policy(c) {
 	case PermissionsAsk:
-		s.mu.Lock()
-		w.deadline = time.Now().Add(s.answerTimeout())
-		s.waits[c.ToolCallID] = w
-		s.arm()
-		s.mu.Unlock()
-		s.seg.SetApproval(c.ToolCallID, documents.Approval{Status: documents.StatusAwaitingApproval, Options: opts})
+		s.await(w)
+		s.seg.SetApproval(c.ToolCallID, documents.Approval{Status: documents.StatusAwaitingApproval, Options: w.options})
 	case PermissionsAllow:
 		s.decide(w, "allow", "policy", "")
 	default:
@@ -80,28 +69,20 @@ func (s *acpSession) permission(m acp.Message) {
 	}
 }
 
-// decide answers a permission with the first option of the given kind
-// ("allow" or "reject"), or with option id itself.
+// decide answers a permission with an option, by id or the first of a kind
+// ("allow", "reject"; "" cancels), and records it in the tool's document.
 func (s *acpSession) decide(w *wait, option, by, reason string) {
-	i := slices.IndexFunc(w.options, func(o acp.PermissionOption) bool {
-		return o.OptionID == option || strings.HasPrefix(o.Kind, option)
+	i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool {
+		return option != "" && (o.OptionID == option || strings.HasPrefix(o.Kind, option))
 	})
-	if i < 0 {
-		s.permissionEnd(w, "", by, cmp.Or(reason, reasonPolicy))
-		return
-	}
-	if !strings.HasPrefix(w.options[i].Kind, "allow") {
-		reason = cmp.Or(reason, "rejected by the client")
-	}
-	s.permissionEnd(w, w.options[i].OptionID, by, reason)
-}
-
-// permissionEnd answers the agent (cancelled without an option) and
-// records the answer in the tool's document.
-func (s *acpSession) permissionEnd(w *wait, option, by, reason string) {
 	out := acp.Outcome{Outcome: "cancelled"}
-	if option != "" {
-		out = acp.Outcome{Outcome: "selected", OptionID: option}
+	if i < 0 {
+		reason = cmp.Or(reason, reasonPolicy)
+	} else {
+		out = acp.Outcome{Outcome: "selected", OptionID: w.options[i].OptionID}
+		if !strings.HasPrefix(w.options[i].Kind, "allow") {
+			reason = cmp.Or(reason, "rejected by the client")
+		}
 	}
 	_ = s.w.Reply(w.id, acp.Reply{Outcome: out})
 	status := documents.StatusApproved
@@ -109,11 +90,7 @@ func (s *acpSession) permissionEnd(w *wait, option, by, reason string) {
 		status = documents.StatusRejected
 		s.calls[w.callID].rejected = reason
 	}
-	opts := make([]documents.PermissionOption, len(w.options))
-	for i, o := range w.options {
-		opts[i] = documents.PermissionOption{OptionID: o.OptionID, Name: o.Name, Kind: o.Kind}
-	}
-	s.seg.SetApproval(w.callID, documents.Approval{Status: status, Options: opts, Answer: &documents.PermissionAnswer{OptionID: option, By: by}})
+	s.seg.SetApproval(w.callID, documents.Approval{Status: status, Options: w.options, Answer: &documents.PermissionAnswer{OptionID: out.OptionID, By: by}})
 }
 
 // ask takes cursor/ask_question: its clarification waits for the
@@ -131,30 +108,32 @@ func (s *acpSession) ask(m acp.Message) {
 		s.askEnd(w, "skipped", reasonSkipped)
 		return
 	}
-	s.mu.Lock()
-	w.deadline = time.Now().Add(s.answerTimeout())
-	s.waits[id] = w
-	s.arm()
-	s.mu.Unlock()
+	s.await(w)
 	s.seg.SetAnswers(id, true, nil)
+}
+
+// await has w wait for the client's answer until agent.answer_timeout.
+func (s *acpSession) await(w *wait) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.deadline = time.Now().Add(s.b.cfg.AnswerTimeout)
+	s.waits[w.callID] = w
+	s.arm()
 }
 
 // askEnd answers a question request ("answered", "skipped" or
 // "cancelled") and ends its clarification.
 func (s *acpSession) askEnd(w *wait, outcome, reason string) {
-	out := acp.Outcome{Outcome: outcome, Reason: reason}
-	for _, a := range w.answers {
-		out.Answers = append(out.Answers, acp.QuestionAnswer{QuestionID: a.QuestionID, SelectedOptionIDs: a.OptionIDs, Text: a.Text})
-	}
-	if outcome != "answered" {
-		out.Answers = nil
-	}
-	_ = s.w.Reply(w.id, acp.Reply{Outcome: out})
-	res := `{"success":{}}`
-	if outcome != "answered" {
+	out, res := acp.Outcome{Outcome: outcome, Reason: reason}, `{"success":{}}`
+	if outcome == "answered" {
+		for _, a := range w.answers {
+			out.Answers = append(out.Answers, acp.QuestionAnswer{QuestionID: a.QuestionID, SelectedOptionIDs: a.OptionIDs, Text: a.Text})
+		}
+	} else {
 		b, _ := json.Marshal(map[string]map[string]string{"rejected": {"reason": reason}})
 		res = string(b)
 	}
+	_ = s.w.Reply(w.id, acp.Reply{Outcome: out})
 	s.seg.SetAnswers(w.callID, false, w.answers)
 	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: w.callID, Tool: &translate.ToolCall{Kind: "askQuestionToolCall", Result: []byte(res)}})
 }
@@ -178,40 +157,29 @@ func (s *acpSession) answered() {
 	s.arm()
 }
 
-// expire answers what waited past agent.answer_timeout: permissions are
-// rejected, questions skipped.
-func (s *acpSession) expire() {
+// expire refuses permissions and skips questions that waited past
+// agent.answer_timeout, or, when all, cancels everything that waits.
+func (s *acpSession) expire(all bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	reason := fmt.Sprintf("no answer came within agent.answer_timeout (%s)", s.b.cfg.AnswerTimeout)
 	for id, w := range s.waits {
-		if now.Before(w.deadline) {
-			continue
-		}
-		delete(s.waits, id)
-		reason := fmt.Sprintf("no answer came within agent.answer_timeout (%s)", s.answerTimeout())
-		if w.questions != nil {
-			s.askEnd(w, "skipped", reason+"; the questions were skipped")
-		} else {
-			s.decide(w, "reject", "timeout", reason)
-		}
-	}
-	s.arm()
-}
-
-// cancelWaits answers everything that waits as cancelled.
-func (s *acpSession) cancelWaits() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, w := range s.waits {
-		delete(s.waits, id)
-		if w.questions != nil {
+		switch {
+		case all && w.questions != nil:
 			w.answers = nil
 			s.askEnd(w, "cancelled", reasonCancelled)
-		} else {
-			s.permissionEnd(w, "", "cancel", reasonCancelled)
+		case all:
+			s.decide(w, "", "cancel", reasonCancelled)
+		case time.Now().Before(w.deadline):
+			continue
+		case w.questions != nil:
+			s.askEnd(w, "skipped", reason+"; the questions were skipped")
+		default:
+			s.decide(w, "reject", "timeout", reason)
 		}
+		delete(s.waits, id)
 	}
+	s.arm()
 }
 
 // arm sets the timer to the first deadline of what waits, and marks the
@@ -226,8 +194,4 @@ func (s *acpSession) arm() {
 		next = min(next, time.Until(w.deadline))
 	}
 	s.timer.Reset(max(next, 0))
-}
-
-func (s *acpSession) answerTimeout() time.Duration {
-	return cmp.Or(s.b.cfg.AnswerTimeout, 10*time.Minute)
 }

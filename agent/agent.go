@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,16 +46,11 @@ type Config struct {
 	StderrTailBytes   int               `yaml:"stderr_tail_bytes"`
 	EnvAllow          []string          `yaml:"env_allow"`
 	EnvDeny           []string          `yaml:"env_deny"`
-	// Protocol is how the agent is run: "print" (stream-json) or "acp"
-	// (`agent acp`, which can wait for the client's answers).
-	Protocol string `yaml:"protocol"`
-	// Permissions answers the agent's permission requests that no client
-	// answers: ask (an interactive client decides; the others are
-	// refused), allow or deny. The allow lists are allowed in any case.
-	Permissions   string        `yaml:"permissions"`
-	AllowCommands []string      `yaml:"allow_commands"`
-	AllowMCPTools []string      `yaml:"allow_mcp_tools"`
-	AnswerTimeout time.Duration `yaml:"answer_timeout"`
+	Protocol          string            `yaml:"protocol"`    // print (stream-json) or acp (`agent acp`, which can wait for answers)
+	Permissions       string            `yaml:"permissions"` // ask (only an interactive client), allow or deny: what the allow lists do not allow
+	AllowCommands     []string          `yaml:"allow_commands"`
+	AllowMCPTools     []string          `yaml:"allow_mcp_tools"`
+	AnswerTimeout     time.Duration     `yaml:"answer_timeout"`
 }
 
 // DefaultMaxLineBytes is agent.max_line_bytes by default (see docs/operations.md).
@@ -76,14 +72,11 @@ type Backend struct {
 	leaders sync.Map // pid → true: the agents running now, until reaped
 
 	sweepMu    sync.Mutex
-	sweepIdle  *sync.Cond
 	pending    map[string]int // finished agents' marks → process group, for the next sweep
 	sweepSince int            // the lowest pid the pending marks need read
-	sweeping   bool
+	swept      chan struct{}  // closed when the running sweep ends; nil when none runs
 
-	// The ACP runs, by response id, for Respond.
-	acpMu   sync.Mutex
-	acpRuns map[string]*acpSession
+	acpRuns sync.Map // response id → *acpSession, for Respond
 }
 
 var _ runs.Backend = (*Backend)(nil)
@@ -91,16 +84,15 @@ var _ runs.Backend = (*Backend)(nil)
 // New resolves the agent binary and the agent's environment. The binary is
 // cfg.Binary, else `agent`, else `cursor-agent` on PATH.
 func New(cfg Config, environ []string, m *metrics.Metrics) *Backend {
-	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary, acpRuns: map[string]*acpSession{}}
-	if b.binary == "" {
-		for _, name := range []string{"agent", "cursor-agent"} {
-			if p, err := exec.LookPath(name); err == nil {
-				b.binary = p
-				break
-			}
+	b := &Backend{cfg: cfg, metrics: m, binary: cfg.Binary}
+	for _, name := range []string{"agent", "cursor-agent"} {
+		if p, err := exec.LookPath(name); err == nil && b.binary == "" {
+			b.binary = p
 		}
 	}
 	b.env = agentEnv(environ, cfg)
+	b.cfg.Permissions = cmp.Or(cfg.Permissions, PermissionsAsk)
+	b.cfg.AnswerTimeout = cmp.Or(cfg.AnswerTimeout, 10*time.Minute)
 	return b
 }
 
@@ -129,41 +121,30 @@ func (b *Backend) SupportsDebug(ctx context.Context) bool {
 	return b.hasDebug
 }
 
-// Args returns the command line for a run, after the binary.
+// Args returns the command line for a run, after the binary: `--print`
+// with the prompt after `--`, or `acp` (agent.protocol: acp).
 func (b *Backend) Args(spec *runs.Spec) []string {
-	args := append(slices.Clone(b.cfg.ArgsPrefix), "--print", "--output-format", "stream-json", "--stream-partial-output")
-	if spec.Model != "" && spec.Model != "auto" {
-		args = append(args, "--model", spec.Model)
+	args, printMode := slices.Clone(b.cfg.ArgsPrefix), b.cfg.Protocol != "acp"
+	add := func(when bool, flags ...string) {
+		if when {
+			args = append(args, flags...)
+		}
 	}
-	switch spec.Mode {
-	case "plan", "ask", "debug":
-		args = append(args, "--mode", spec.Mode)
-	}
-	if spec.SessionID != "" {
-		args = append(args, "--resume", spec.SessionID)
-	}
-	if spec.Workspace != "" {
-		args = append(args, "--workspace", spec.Workspace)
-	}
-	return append(b.permissionArgs(args), "--", spec.Prompt)
-}
-
-// permissionArgs appends the configured --force, --trust, --approve-mcps
-// and -H flags, which both protocols take.
-func (b *Backend) permissionArgs(args []string) []string {
-	if b.cfg.Force {
-		args = append(args, "--force")
-	}
-	if b.cfg.Trust {
-		args = append(args, "--trust")
-	}
-	if b.cfg.ApproveMCPs {
-		args = append(args, "--approve-mcps")
-	}
+	add(printMode, "--print", "--output-format", "stream-json", "--stream-partial-output")
+	add(spec.Model != "" && spec.Model != "auto", "--model", spec.Model)
+	add(printMode && (spec.Mode == "plan" || spec.Mode == "ask" || spec.Mode == "debug"), "--mode", spec.Mode)
+	add(printMode && spec.SessionID != "", "--resume", spec.SessionID)
+	add(printMode && spec.Workspace != "", "--workspace", spec.Workspace)
+	add(b.cfg.Force, "--force")
+	add(b.cfg.Trust, "--trust")
+	add(b.cfg.ApproveMCPs, "--approve-mcps")
 	for _, h := range b.cfg.Headers {
-		args = append(args, "-H", h)
+		add(true, "-H", h)
 	}
-	return args
+	if !printMode {
+		return append(args, "acp")
+	}
+	return append(args, "--", spec.Prompt)
 }
 
 // outputDrainLimit is how long a stopped agent's output held open is still read.
@@ -181,75 +162,79 @@ type proc struct {
 	start    time.Time
 	cmd      *exec.Cmd
 	pgid     int
-	mark     string // the groupMarkName entry in its environment
+	mark     string         // the groupMarkName entry in its environment
+	stdin    io.WriteCloser // an ACP agent's; a print agent's is closed at once
 	stdout   *output
 	stderr   *os.File
 	tail     *tail
-	killer   runs.Killer
+	killNow  <-chan struct{}
 	lastLine atomic.Int64 // when the last line was read, as time since start
 	waiting  atomic.Bool  // an ACP agent waits for a client's answer: silent, not idle
 
-	exited    chan struct{}             // closed once the leader is reaped
-	readDone  chan struct{}             // closed once the output is read
-	errDone   chan struct{}             // closed once stderr is read
-	signalled atomic.Bool               // the gateway signalled the group
-	stopped   bool                      // it had before the agent exited
-	reason    atomic.Pointer[runs.Stop] // why the gateway stopped it, if it did
+	exited    chan struct{} // closed once the leader is reaped
+	readDone  chan struct{} // closed once the output is read
+	errDone   chan struct{} // closed once stderr is read
+	signalled atomic.Bool   // the gateway signalled the group
 }
 
 // Run runs the agent for spec, feeding its output to seg, and says how it ended.
 func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	if b.cfg.Protocol == "acp" {
-		return b.runACP(ctx, spec, seg)
-	}
 	start := time.Now()
-	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
-		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
-	}
-	// The prompt goes after `--`; stdin is an empty pipe, closed at once, so
-	// a read sees EOF (a /dev/null stdin has hung some CLI builds).
-	p, err := b.spawn(ctx, spec, start, b.Args(spec), strings.NewReader(""))
+	p, err := b.spawn(ctx, spec, start)
 	if err != nil {
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
+	}
+	if b.cfg.Protocol == "acp" {
+		return p.runACP(ctx, spec, seg)
 	}
 	readErr := p.read(seg)
 	close(p.readDone)
-	return p.end(seg, readErr)
+	end := p.end()
+	if readErr != nil && end.Reason == "" && !seg.Done() {
+		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
+	}
+	return end
 }
 
-// spawn starts the agent with args and stdin in its own process group,
-// with its watchdogs armed.
-func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, args []string, stdin io.Reader) (*proc, error) {
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating a pipe: %w", err)
+// spawn starts the agent for spec in its own process group, with its
+// watchdogs armed; an ACP agent outlives ctx until session/cancel's grace.
+func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
+	if err := b.Ready(); err != nil {
+		b.metrics.SpawnFailures.Inc()
+		return nil, err
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
-		return nil, fmt.Errorf("creating a pipe: %w", err)
+	if b.cfg.Protocol == "acp" {
+		ctx = context.WithoutCancel(ctx)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
-	p := &proc{b: b, ctx: ctx, stop: stop, start: start, stdout: &output{File: stdoutR}, stderr: stderrR, tail: newTail(b.cfg.StderrTailBytes),
-		killer: spec.Kill, exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, b.binary, args...)
+	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMark(), tail: newTail(b.cfg.StderrTailBytes),
+		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
+	if spec.Kill != nil {
+		p.killNow = spec.Kill.KillNow()
+	}
 	cmd.Dir = spec.Workspace
-	p.mark = groupMark()
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
 	if b.Home != "" {
 		cmd.Env = append(cmd.Env, homeMarkName+"="+b.Home)
 	}
-	cmd.Stdin = stdin
-	cmd.Stdout = stdoutW
-	cmd.Stderr = stderrW
+	// The prompt goes after `--`; a print agent's stdin is an empty pipe,
+	// closed at once, so a read sees EOF (a /dev/null stdin has hung some
+	// CLI builds).
+	stdin, err := cmd.StdinPipe()
+	stdoutR, stdoutW, err2 := os.Pipe()
+	stderrR, stderrW, err3 := os.Pipe()
+	if err = errors.Join(err, err2, err3); err != nil {
+		err = fmt.Errorf("creating a pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = p.cancel
 	// A leader that outlives both signals is killed by Wait itself.
 	cmd.WaitDelay = 2*b.cfg.KillGrace + time.Second
-	p.cmd = cmd
-	err = cmd.Start()
+	if err == nil {
+		err = cmd.Start()
+	}
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -259,15 +244,17 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time, a
 		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
-	p.pgid = cmd.Process.Pid
+	p.stdin, p.stdout, p.stderr, p.pgid = stdin, &output{File: stdoutR}, stderrR, cmd.Process.Pid
+	if b.cfg.Protocol != "acp" {
+		stdin.Close()
+	}
 	b.recordGroup(p.pgid, p.mark)
-	b.setLeader(p.pgid, true)
+	b.leaders.Store(p.pgid, true)
 	go p.wait()
 	go func() {
 		_, _ = io.Copy(p.tail, p.stderr)
 		close(p.errDone)
 	}()
-	p.lastLine.Store(int64(time.Since(start)))
 	p.watch()
 	return p, nil
 }
@@ -289,38 +276,41 @@ func (p *proc) read(seg *translate.Segmenter) error {
 	return nil
 }
 
-// wait reaps the agent, then gives an output still held open the linger
-// before it is drained and closed.
+// wait reaps the agent, then kills its group and drains an output still
+// held open after the linger, or at once if the agent was stopped.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the exit status is read from cmd.ProcessState
 	// Its pid may be given again: it is no longer another run's agent.
-	p.b.setLeader(p.pgid, false)
-	p.stopped = p.signalled.Load()
+	p.b.leaders.Delete(p.pgid)
 	close(p.exited)
 	select {
 	case <-p.readDone:
+		return
+	case <-p.ctx.Done():
 	case <-time.After(p.b.cfg.LingerAfterResult):
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		p.drainOutput()
 	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.drainOutput()
 }
 
 // drainOutput closes the agent's output once read; or, from outputDrainLimit
-// on, once the reader has waited that long for more (what is left comes from
+// on, once the reader has waited that long in reads (what is left comes from
 // a process outside the group) or has read more than a pipe holds. A reader
 // still busy with what the agent wrote before it stopped is not cut short.
 func (p *proc) drainOutput() {
-	start := time.Now()
-	read0, waited0 := p.stdout.progress(start)
-	tick := time.NewTicker(outputDrainLimit / 20)
-	defer tick.Stop()
+	const tick = outputDrainLimit / 20
+	start, read0, waited := time.Now(), p.stdout.read.Load(), time.Duration(0)
+	t := time.NewTicker(tick)
+	defer t.Stop()
 	for {
 		select {
 		case <-p.readDone:
 			return
-		case now := <-tick.C:
-			read, waited := p.stdout.progress(now)
-			if now.Sub(start) >= outputDrainLimit && (waited-waited0 >= outputDrainLimit || read-read0 > maxPipe) {
+		case now := <-t.C:
+			if p.stdout.reading.Load() {
+				waited += tick
+			}
+			if now.Sub(start) >= outputDrainLimit && (waited >= outputDrainLimit || p.stdout.read.Load()-read0 > maxPipe) {
 				_ = p.stdout.Close()
 				return
 			}
@@ -356,48 +346,28 @@ func (p *proc) watch() {
 	context.AfterFunc(p.ctx, func() { t.Stop() })
 }
 
-// cancel is the command's Cancel: it signals the process group and has it
-// killed after the grace.
+// cancel is the command's Cancel: it signals the process group, then kills
+// it once the leader exited, after the grace, or on KillNow.
 func (p *proc) cancel() error {
-	kill := false
-	if context.Cause(p.ctx) != lingerStop {
-		var s runs.Stop
-		s.Reason, s.Msg, kill = runs.StopCause(p.ctx)
-		p.reason.Store(&s)
-	}
 	sig := syscall.SIGTERM
-	if kill {
+	if _, _, kill := runs.StopCause(p.ctx); kill {
 		sig = syscall.SIGKILL
 	}
 	p.signalled.Store(true)
 	_ = syscall.Kill(-p.pgid, sig)
-	go p.escalate()
+	go func() {
+		select {
+		case <-p.exited:
+		case <-time.After(p.b.cfg.KillGrace):
+		case <-p.killNow:
+		}
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}()
 	return nil
 }
 
-// escalate kills the group after the grace or on KillNow, then drains and
-// closes its output.
-func (p *proc) escalate() {
-	grace := p.b.cfg.KillGrace
-	var killNow <-chan struct{}
-	if p.killer != nil {
-		killNow = p.killer.KillNow()
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-	case <-killNow:
-	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-	}
-	p.drainOutput()
-}
-
 // end ends the process group once the output ended and says how the run did.
-func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
+func (p *proc) end() translate.End {
 	select {
 	case <-p.exited:
 	case <-time.After(p.b.cfg.LingerAfterResult):
@@ -423,41 +393,32 @@ func (p *proc) end(seg *translate.Segmenter, readErr error) translate.End {
 
 	// The run masks the secrets in the tail (see runs.Redactor).
 	end := translate.End{Stderr: p.tail.String(), Elapsed: time.Since(p.start).Milliseconds()}
-	if s := p.reason.Load(); s != nil {
-		end.Reason, end.Message = s.Reason, s.Msg
+	stopped := p.signalled.Load() // final: Cancel is not called once the leader is reaped
+	if stopped && context.Cause(p.ctx) != lingerStop {
+		end.Reason, end.Message, _ = runs.StopCause(p.ctx)
 	}
 	if st := p.cmd.ProcessState; st != nil {
-		code, sig := exitStatus(st)
+		code, sig := st.ExitCode(), "" // -1 when killed
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// SIGKILL, where String() says "killed"; a real-time signal's number
+			sig = cmp.Or(unix.SignalName(ws.Signal()), strconv.Itoa(int(ws.Signal())))
+		}
 		by := ""
-		if p.stopped {
+		if stopped {
 			by = "gateway"
 		}
 		p.b.metrics.AgentExits.WithLabelValues(strconv.Itoa(code), sig, by).Inc()
 		end.Exited, end.ExitCode, end.Signal = code >= 0, code, sig
 	}
-	if readErr != nil && end.Reason == "" && !seg.Done() {
-		end.Err = fmt.Errorf("reading the agent's output: %w", readErr)
-	}
 	return end
-}
-
-// exitStatus returns the exit code (-1 when killed) and the signal name.
-func exitStatus(st *os.ProcessState) (int, string) {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		if name := unix.SignalName(ws.Signal()); name != "" {
-			return -1, name // SIGKILL, where String() says "killed"
-		}
-		return -1, strconv.Itoa(int(ws.Signal())) // a real-time signal: its number
-	}
-	return st.ExitCode(), ""
 }
 
 // tail keeps the last bytes written to it.
 type tail struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost bool
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	written int
 }
 
 func newTail(max int) *tail {
@@ -470,10 +431,9 @@ func newTail(max int) *tail {
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
+	t.buf, t.written = append(t.buf, p...), t.written+len(p)
 	if len(t.buf) > 2*t.max {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-		t.lost = true
 	}
 	return len(p), nil
 }
@@ -481,12 +441,9 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > t.max {
-		b, t.lost = b[len(b)-t.max:], true
-	}
+	b := t.buf[max(0, len(t.buf)-t.max):]
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if t.lost {
+	if t.written > len(b) {
 		s = "…" + s
 	}
 	return s

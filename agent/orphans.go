@@ -6,30 +6,26 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
 
-// sweepGap is the least time between two sweeps of /proc.
-const sweepGap = 200 * time.Millisecond
-
 // sweepLater has the next sweep kill what carries a finished agent's mark.
 func (b *Backend) sweepLater(mark string, pgid, since int) {
 	b.sweepMu.Lock()
+	defer b.sweepMu.Unlock()
 	if len(b.pending) == 0 {
 		b.pending, b.sweepSince = map[string]int{}, since
 	}
 	b.pending[mark] = pgid
 	b.sweepSince = min(b.sweepSince, since)
-	start := !b.sweeping
-	b.sweeping = true
-	b.sweepMu.Unlock()
-	if start {
+	if b.swept == nil {
+		b.swept = make(chan struct{})
 		go b.sweep()
 	}
 }
@@ -41,40 +37,32 @@ func (b *Backend) sweep() {
 		marks, since := b.pending, b.sweepSince
 		b.pending = nil
 		if len(marks) == 0 {
-			b.sweeping = false
-			if b.sweepIdle != nil {
-				b.sweepIdle.Broadcast()
-			}
+			close(b.swept)
+			b.swept = nil
 			b.sweepMu.Unlock()
 			return
 		}
 		b.sweepMu.Unlock()
 		killMarked(marks, since, b.runningAgent)
 		for _, pgid := range marks {
-			b.forgetGroup(pgid)
+			if b.PidDir != "" {
+				_ = os.Remove(filepath.Join(b.PidDir, strconv.Itoa(pgid))) // the group's record
+			}
 		}
-		time.Sleep(sweepGap)
+		time.Sleep(200 * time.Millisecond) // the least time between two sweeps of /proc
 	}
 }
 
 // WaitSweeps returns once no sweep is pending or running.
 func (b *Backend) WaitSweeps() {
-	b.sweepMu.Lock()
-	defer b.sweepMu.Unlock()
-	if b.sweepIdle == nil {
-		b.sweepIdle = sync.NewCond(&b.sweepMu)
-	}
-	for b.sweeping {
-		b.sweepIdle.Wait()
-	}
-}
-
-// setLeader notes that an agent with the given pid runs, or was reaped.
-func (b *Backend) setLeader(pid int, running bool) {
-	if running {
-		b.leaders.Store(pid, true)
-	} else {
-		b.leaders.Delete(pid)
+	for {
+		b.sweepMu.Lock()
+		swept := b.swept
+		b.sweepMu.Unlock()
+		if swept == nil {
+			return
+		}
+		<-swept
 	}
 }
 
@@ -86,10 +74,7 @@ func (b *Backend) runningAgent(pid int) bool {
 
 // lastPid returns the pid the kernel gave last (0 when unknown).
 func lastPid() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
+	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
 	if len(f) < 5 {
 		return 0
@@ -113,9 +98,7 @@ func HomeMark(dataDir string) string {
 
 // groupMark returns a new mark: the environment entry of groupMarkName.
 func groupMark() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return groupMarkName + "=" + hex.EncodeToString(b)
+	return groupMarkName + "=" + rand.Text()
 }
 
 // recordGroup notes a running agent process group and its mark in pidDir,
@@ -126,7 +109,7 @@ func (b *Backend) recordGroup(pgid int, mark string) {
 	}
 	path, rec := filepath.Join(b.PidDir, strconv.Itoa(pgid)), []byte(b.binary+"\n"+mark)
 	go func() {
-		for wait := recordRetry; b.runningAgent(pgid); wait = min(2*wait, 5*time.Second) {
+		for wait := 100 * time.Millisecond; b.runningAgent(pgid); wait = min(2*wait, 5*time.Second) {
 			err := os.WriteFile(path, rec, 0o600)
 			if err == nil {
 				if !b.runningAgent(pgid) {
@@ -139,16 +122,6 @@ func (b *Backend) recordGroup(pgid int, mark string) {
 			time.Sleep(wait)
 		}
 	}()
-}
-
-// recordRetry is the first wait before a failed record is written again.
-const recordRetry = 100 * time.Millisecond
-
-// forgetGroup removes a finished agent process group from pidDir.
-func (b *Backend) forgetGroup(pgid int) {
-	if b.PidDir != "" {
-		_ = os.Remove(filepath.Join(b.PidDir, strconv.Itoa(pgid)))
-	}
 }
 
 // ReapOrphans ends what the agents of a crashed gateway left running, by
@@ -177,9 +150,7 @@ func ReapOrphans(pidDir, home string) int {
 			reaped[pgid] = true
 		}
 	}
-	for pgid := range killMarked(marks, 0, nil) {
-		reaped[pgid] = true
-	}
+	maps.Copy(reaped, killMarked(marks, 0, nil))
 	delete(reaped, -1)
 	return len(reaped)
 }
@@ -195,14 +166,10 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	if since > 0 && lastPid() < since {
 		since = 0 // pids wrapped around
 	}
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return killed
-	}
-	names, _ := dir.Readdirnames(-1)
-	dir.Close()
+	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()
-	for _, name := range names {
+	for _, e := range ents {
+		name := e.Name()
 		pid, err := strconv.Atoi(name) // an error: not a process
 		if err != nil || pid <= 1 || pid < since || pid == self || (skip != nil && skip(pid)) {
 			continue

@@ -73,7 +73,7 @@ func TestSweepLater(t *testing.T) {
 	}
 	// The last one is a running agent: its mark is not swept even when
 	// pending (a pid given again to a new agent).
-	b.setLeader(cmds[3].Process.Pid, true)
+	b.leaders.Store(cmds[3].Process.Pid, true)
 	for i, cmd := range cmds {
 		b.recordGroup(9000+i, groupMarkName+"=sweep-"+string(rune('a'+i)))
 		b.sweepLater(groupMarkName+"=sweep-"+string(rune('a'+i)), 9000+i, cmd.Process.Pid)
@@ -97,7 +97,7 @@ func TestSweepLater(t *testing.T) {
 	if ents, _ := os.ReadDir(b.PidDir); len(ents) != 0 {
 		t.Errorf("%d groups not forgotten", len(ents))
 	}
-	if b.sweeping || len(b.pending) != 0 {
-		t.Errorf("sweeping %v with %d pending after waitSweeps", b.sweeping, len(b.pending))
+	if b.swept != nil || len(b.pending) != 0 {
+		t.Errorf("sweeping %v with %d pending after waitSweeps", b.swept != nil, len(b.pending))
 	}
 }

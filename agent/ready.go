@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // Ready reports whether the agent binary can be run.
@@ -18,23 +17,9 @@ func (b *Backend) Ready() error {
 	if b.binary == "" {
 		return errors.New("no agent binary: set agent.binary or put `agent` or `cursor-agent` on PATH")
 	}
-	p := b.binary
-	if !strings.Contains(p, "/") {
-		lp, err := exec.LookPath(p)
-		if err != nil {
-			return fmt.Errorf("agent binary %q: %w", p, err)
-		}
-		p = lp
-	}
-	st, err := os.Stat(p)
+	p, err := exec.LookPath(b.binary) // a path is checked for this user's X_OK
 	if err != nil {
 		return fmt.Errorf("agent binary: %w", err)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("agent binary %s is not executable", p)
-	}
-	if err := syscall.Access(p, 1); err != nil { // X_OK, for the gateway's own user
-		return fmt.Errorf("agent binary %s cannot be run by this user: %w", p, err)
 	}
 	return interpreterReady(p)
 }
@@ -47,9 +32,7 @@ func interpreterReady(script string) error {
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
-	head := make([]byte, 256)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
+	head, _ := io.ReadAll(io.LimitReader(f, 256))
 	if bytes.HasPrefix(head, []byte("\x7fELF")) {
 		return nil
 	}
@@ -57,9 +40,7 @@ func interpreterReady(script string) error {
 	if !ok {
 		return fmt.Errorf("agent binary %s is neither a program nor a script whose first line is #!", script)
 	}
-	if i := bytes.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
-	}
+	line, _, _ = bytes.Cut(line, []byte("\n"))
 	if bytes.HasSuffix(line, []byte("\r")) {
 		return fmt.Errorf("agent binary %s: its #! line ends in CR (a Windows line ending): the interpreter's name includes it", script)
 	}
@@ -68,11 +49,11 @@ func interpreterReady(script string) error {
 	if interp == "" {
 		return fmt.Errorf("agent binary %s: its #! line names no interpreter", script)
 	}
-	if st, err := os.Stat(interp); err == nil && st.IsDir() {
-		return fmt.Errorf("agent binary %s: its interpreter %s is a directory", script, interp)
+	if !strings.Contains(interp, "/") {
+		interp = "./" + interp // the kernel does not search PATH for it
 	}
-	if err := syscall.Access(interp, 1); err != nil {
-		return fmt.Errorf("agent binary %s: its interpreter %s cannot be run: %w", script, interp, err)
+	if _, err := exec.LookPath(interp); err != nil {
+		return fmt.Errorf("agent binary %s: its interpreter cannot be run: %w", script, err)
 	}
 	if path.Base(interp) != "env" {
 		return nil
@@ -83,16 +64,14 @@ func interpreterReady(script string) error {
 	if after, ok := strings.CutPrefix(rest, "-S"); ok {
 		args = strings.Fields(after)
 	}
-	for _, a := range args {
-		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
-			continue
-		}
-		if _, err := exec.LookPath(a); err != nil {
-			return fmt.Errorf("agent binary %s: %q, which its #! line has env run, is not on PATH: %w", script, a, err)
-		}
-		return nil
+	i := slices.IndexFunc(args, func(a string) bool { return a != "" && !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") })
+	if i < 0 {
+		return fmt.Errorf("agent binary %s: its #! line gives env no program to run", script)
 	}
-	return fmt.Errorf("agent binary %s: its #! line gives env no program to run", script)
+	if _, err := exec.LookPath(args[i]); err != nil {
+		return fmt.Errorf("agent binary %s: %q, which its #! line has env run, is not on PATH: %w", script, args[i], err)
+	}
+	return nil
 }
 
 // agentEnv is the agent's environment: the allowed and not denied names of
