@@ -32,8 +32,7 @@ func (s *Server) handleChat(c echo.Context) error {
 	if stream {
 		return s.streamRun(c, run, 0)
 	}
-	run.Launch()
-	return s.waitRun(c, run)
+	return await(c, run, func() error { return answerRun(c, run) })
 }
 
 // prepareChat decodes a chat request and prepares its run, reporting
@@ -509,14 +508,16 @@ func (s *Server) heartbeat() time.Duration {
 	return 15 * time.Second
 }
 
-// waitRun waits for the run and answers its ChatResponse as JSON.
-func (s *Server) waitRun(c echo.Context, run *runs.Run) error {
+// await launches the run and waits, attached, for its done; answer then
+// writes the reply. A client that leaves first gets nothing.
+func await(c echo.Context, run *runs.Run, answer func() error) error {
+	run.Launch()
 	detach := run.Attach()
 	defer detach()
 	if !waitDone(c.Request().Context(), run) {
 		return nil
 	}
-	return answerRun(c, run)
+	return answer()
 }
 
 // waitDone waits for the run's done event, reporting false when ctx ends
@@ -533,12 +534,24 @@ func waitDone(ctx context.Context, run *runs.Run) bool {
 // answerRun answers a finished run's ChatResponse as JSON.
 func answerRun(c echo.Context, run *runs.Run) error {
 	resp := run.Response()
-	h := c.Response().Header()
-	h.Set("X-Docstream-Response-Id", run.ID)
-	if resp.ConversationID != nil {
-		h.Set("X-Docstream-Conversation-Id", *resp.ConversationID)
-	}
+	setRunHeaders(c, run.ID, resp.ConversationID)
 	return writeResponse(c, &resp)
+}
+
+// setRunHeaders names a finished run's response and conversation.
+func setRunHeaders(c echo.Context, id string, conv *string) {
+	h := c.Response().Header()
+	h.Set("X-Docstream-Response-Id", id)
+	if conv != nil {
+		h.Set("X-Docstream-Conversation-Id", *conv)
+	}
+}
+
+// agentFailed answers the failure of a run: the agent already ran, so a
+// retry would run it again.
+func agentFailed(c echo.Context, he *HTTPError) error {
+	c.Response().Header().Set("X-Should-Retry", "false")
+	return he
 }
 
 // writeResponse answers a ChatResponse as JSON.

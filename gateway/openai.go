@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -82,7 +83,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		return err
 	}
 	if cr.stream {
-		return s.streamCompletion(c, cr)
+		return s.streamReply(c, cr.run, true, &completionStream{cr: cr})
 	}
 	return s.waitCompletion(c, cr)
 }
@@ -98,6 +99,8 @@ type completionRun struct {
 	model    string
 	stream   bool
 	usage    bool // the stream ends with a usage chunk
+	// codeInMessage ends a failure's message with its code (Anthropic's).
+	codeInMessage bool
 }
 
 // prepareCompletion decodes a chat completion request and prepares its run.
@@ -288,59 +291,89 @@ func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, mod
 	}
 }
 
-// waitCompletion answers a run as one chat.completion once it is done.
-func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
-	rep := cr.collect()
-	cr.run.Launch()
-	detach := cr.run.Attach()
-	defer detach()
-	if !waitDone(c.Request().Context(), cr.run) {
+// replyStream writes a run's stream in the shape of one API.
+type replyStream interface {
+	// start writes what comes before the run's events.
+	start(st *streamer) error
+	// send writes what one event of the run becomes, reporting whether the
+	// stream is complete.
+	send(ev documents.Event) (complete bool, err error)
+	// lost ends a stream that fell behind its run's log with he.
+	lost(he *HTTPError) error
+}
+
+// streamReply streams a run as rs writes it, live until it is complete. A
+// run the stream does not attach to goes on when the client leaves.
+func (s *Server) streamReply(c echo.Context, run *runs.Run, attach bool, rs replyStream) error {
+	if attach {
+		detach := run.Attach()
+		defer detach()
+	}
+	defer run.Launch() // a prepared run starts in any case
+	st := s.startStream(c, run)
+	if rs.start(st) != nil || st.rc.Flush() != nil {
 		return nil
 	}
-	return s.answerCompletion(c, cr, rep)
-}
-
-// completionReply is a run's reply, gathered as its events are logged.
-type completionReply struct {
-	msg  completionMessage
-	done documents.Done
-}
-
-// collect gathers the run's reply as the run logs its events, so that a
-// long run's are all seen however many its log keeps.
-func (cr *completionRun) collect() *completionReply {
-	rep := &completionReply{msg: completionMessage{Role: "assistant"}}
-	cr.run.Observe(func(ev documents.Event) {
-		if d, ok := ev.(documents.Done); ok {
-			rep.done = d
+	run.Launch()
+	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
+		ev, err := sse.DecodeFrame(f)
+		if err != nil {
+			return false, nil
 		}
+		return rs.send(ev)
+	}, "keepalive")
+	if st.lost && rs.lost(errEventsDropped(run)) == nil {
+		_ = st.rc.Flush()
+	}
+	return nil
+}
+
+// waitCompletion answers a run as one chat.completion once it is done.
+func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
+	msg := completionMessage{Role: "assistant"}
+	return cr.await(c, func(p openai.Piece) {
+		msg.ReasoningContent += p.Reasoning
+		if p.ToolCall != nil {
+			msg.ToolCalls = append(msg.ToolCalls, *p.ToolCall)
+		}
+	}, func(done documents.Done) error {
+		msg.Content = cr.renderer.Content()
+		return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
+			Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
+	})
+}
+
+// await launches the run and waits for its done, giving take each piece of
+// the reply as the run logs it (however many its log keeps); answer then
+// writes the reply of a run that completed, and a failed run its error.
+func (cr *completionRun) await(c echo.Context, take func(openai.Piece), answer func(documents.Done) error) error {
+	var done documents.Done
+	cr.run.Observe(func(ev documents.Event) {
 		cr.remember(ev)
 		for _, p := range cr.renderer.Event(ev) {
-			rep.msg.ReasoningContent += p.Reasoning
-			if p.ToolCall != nil {
-				rep.msg.ToolCalls = append(rep.msg.ToolCalls, *p.ToolCall)
-			}
+			take(p)
+		}
+		if d, ok := ev.(documents.Done); ok {
+			done = d
 		}
 	})
-	return rep
+	return await(c, cr.run, func() error {
+		setRunHeaders(c, cr.run.ID, done.ConversationID)
+		if done.Status != documents.StatusCompleted {
+			return agentFailed(c, cr.failure(done))
+		}
+		return answer(done)
+	})
 }
 
-// answerCompletion answers a finished run's reply as a chat.completion, or
-// its failure as an error.
-func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *completionReply) error {
-	msg, done := rep.msg, rep.done
-	msg.Content = cr.renderer.Content()
-	c.Response().Header().Set("X-Docstream-Response-Id", cr.run.ID)
-	if done.ConversationID != nil {
-		c.Response().Header().Set("X-Docstream-Conversation-Id", *done.ConversationID)
+// failure is the error of a run that did not complete.
+func (cr *completionRun) failure(done documents.Done) *HTTPError {
+	he := &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"),
+		Message: openai.ErrorMessage(cr.renderer.Content())}
+	if cr.codeInMessage {
+		he.Message += " (" + he.Code + ")"
 	}
-	if done.Status != documents.StatusCompleted {
-		// The agent already ran: a retry would run it again.
-		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: openai.ErrorMessage(msg.Content)}
-	}
-	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
-		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
+	return he
 }
 
 // oneChoice refuses an n other than 1 (or none): a run of the agent gives
@@ -356,70 +389,41 @@ func oneChoice(n jsontext.Value) error {
 }
 
 func hasAssistant(msgs []openai.Message) bool {
-	for _, m := range msgs {
-		if m.Role == "assistant" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(msgs, func(m openai.Message) bool { return m.Role == "assistant" })
 }
 
-// streamCompletion streams a run as chat.completion.chunk frames.
-func (s *Server) streamCompletion(c echo.Context, cr *completionRun) error {
-	detach := cr.run.Attach()
-	defer detach()
-	defer cr.run.Launch()
-	cs := &completionStream{s: s, cr: cr}
-	cs.open(c)
-	if cs.st == nil {
-		return nil
-	}
-	cr.run.Launch()
-	cs.st.follow(c.Request().Context(), cr.run, 0, cs.send, "keepalive")
-	if cs.st.lost {
-		cs.sayLost()
-	}
-	return nil
-}
-
-// completionStream renders a run's frames as chat.completion.chunk events.
+// completionStream writes a run as chat.completion.chunk events.
 type completionStream struct {
-	s  *Server
-	cr *completionRun
-	st *streamer // nil until the stream is open
-	// toolCalls is set once a chunk carried tool calls.
-	toolCalls bool
+	cr        *completionRun
+	st        *streamer
+	toolCalls bool // a chunk carried tool calls
 }
 
-// open writes the stream's headers and its first chunk; st stays nil when
-// the client is gone.
-func (cs *completionStream) open(c echo.Context) {
-	st := cs.s.startStream(c, cs.cr.run)
+func (cs *completionStream) start(st *streamer) error {
 	cs.st = st
 	empty := ""
-	if cs.chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
-		cs.st = nil
-	}
+	return cs.chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil)
 }
 
-// chunk writes one chunk of one choice.
-func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
+// write writes one chunk of the completion.
+func (cs *completionStream) write(ch openai.Chunk) error {
 	cr := cs.cr
-	b, err := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model,
-		Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
+	ch.ID, ch.Object, ch.Created, ch.Model = cr.id, "chat.completion.chunk", cr.created, cr.model
+	b, err := json.Marshal(ch, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		return err
 	}
 	return sse.WriteData(cs.st, b)
 }
 
-// send writes the chunks of one frame of the run, and the end of the
+// chunk writes one chunk of one choice.
+func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
+	return cs.write(openai.Chunk{Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}})
+}
+
+// send writes the chunks of one event of the run, and the end of the
 // stream after done.
-func (cs *completionStream) send(f sse.Frame) (bool, error) {
-	ev, err := sse.DecodeFrame(f)
-	if err != nil {
-		return false, nil
-	}
+func (cs *completionStream) send(ev documents.Event) (bool, error) {
 	cr := cs.cr
 	cr.remember(ev)
 	for _, p := range cr.renderer.Event(ev) {
@@ -451,40 +455,39 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 	return false, nil
 }
 
-// sayLost ends a stream that fell behind its run's log with an error
-// object and [DONE]: not a clean stop, the client did not get every chunk.
-func (cs *completionStream) sayLost() {
-	he := errEventsDropped(cs.cr.run)
-	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
-	if sse.WriteData(cs.st, b) == nil && sse.WriteData(cs.st, []byte("[DONE]")) == nil {
-		_ = cs.st.rc.Flush()
+// lost ends a stream that fell behind its run's log with an error object
+// and [DONE]: not a clean stop, the client did not get every chunk.
+func (cs *completionStream) lost(he *HTTPError) error {
+	if err := writeOpenAIError(cs.st, he); err != nil {
+		return err
 	}
+	return sse.WriteData(cs.st, []byte("[DONE]"))
 }
 
 // finish ends the chunk stream: the stop chunk (or an error object when
 // the run failed), the usage chunk when asked for, and [DONE].
 func (cs *completionStream) finish(d documents.Done) {
-	cr, w := cs.cr, cs.st
 	if d.Status == documents.StatusCompleted {
 		stop := finishReason(cs.toolCalls)
 		if cs.chunk(openai.ChunkDelta{}, &stop) != nil {
 			return
 		}
-	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: openai.ErrorMessage(cr.renderer.Content()), Type: "server_error", Code: cmp.Or(string(d.Metadata.StopReason), "agent_error")}},
-			jsontext.AllowInvalidUTF8(true))
-		if sse.WriteData(w, b) != nil {
-			return
-		}
+	} else if writeOpenAIError(cs.st, cs.cr.failure(d)) != nil {
+		return
 	}
-	if cr.usage {
+	if cs.cr.usage {
 		u := openai.UsageOf(d.Usage)
-		b, _ := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model, Choices: []openai.ChunkChoice{}, Usage: &u})
-		if sse.WriteData(w, b) != nil {
+		if cs.write(openai.Chunk{Choices: []openai.ChunkChoice{}, Usage: &u}) != nil {
 			return
 		}
 	}
-	_ = sse.WriteData(w, []byte("[DONE]"))
+	_ = sse.WriteData(cs.st, []byte("[DONE]"))
+}
+
+// writeOpenAIError writes he as an OpenAI error object in a stream.
+func writeOpenAIError(w io.Writer, he *HTTPError) error {
+	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}}, jsontext.AllowInvalidUTF8(true))
+	return sse.WriteData(w, b)
 }
 
 // modelCache lists the agent's models (`<agent> models`), cached, plus the

@@ -39,7 +39,7 @@ func (s *Server) handleResponses(c echo.Context) error {
 	}
 	switch {
 	case rr.stream:
-		return s.streamResponse(c, rr.run, rr.meta, rr.remember, -1)
+		return s.streamReply(c, rr.run, !rr.meta.Background, &responseStream{enc: responses.NewEncoder(rr.meta), after: -1, remember: rr.remember})
 	case rr.meta.Background:
 		// The run goes on detached: GET /v1/responses/{id} polls it.
 		enc := responses.NewEncoder(rr.meta)
@@ -109,67 +109,54 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 func (s *Server) waitResponse(c echo.Context, rr *responseRun) error {
 	enc := responses.NewEncoder(rr.meta)
 	rr.run.Observe(func(ev documents.Event) { enc.Event(ev) })
-	rr.run.Launch()
-	detach := rr.run.Attach()
-	defer detach()
-	if !waitDone(c.Request().Context(), rr.run) {
-		return nil
-	}
-	resp := enc.Response()
-	c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
-	if resp.Error != nil {
-		// The agent already ran: a retry would run it again.
-		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message}
-	}
-	return writeJSON(c, http.StatusOK, resp)
+	return await(c, rr.run, func() error {
+		resp := enc.Response()
+		c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
+		if resp.Error != nil {
+			return agentFailed(c, &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message})
+		}
+		return writeJSON(c, http.StatusOK, resp)
+	})
 }
 
-// streamResponse streams a run's Responses events with sequence numbers
-// after the given one (-1: all), live until the response ends. A
-// background run goes on when the client leaves.
-func (s *Server) streamResponse(c echo.Context, run *runs.Run, meta responses.Meta, remember func(documents.Event), after int) error {
-	if !meta.Background {
-		detach := run.Attach()
-		defer detach()
+// responseStream writes a run's Responses events with sequence numbers
+// after after (-1: all), live until the response ends.
+type responseStream struct {
+	st       *streamer
+	enc      *responses.Encoder
+	after    int
+	remember func(documents.Event) // nil when the run's observer sees the events
+}
+
+func (rs *responseStream) start(st *streamer) error {
+	rs.st = st
+	return rs.write(rs.enc.Start())
+}
+
+func (rs *responseStream) send(ev documents.Event) (bool, error) {
+	if rs.remember != nil {
+		rs.remember(ev)
 	}
-	defer run.Launch() // a prepared run starts in any case
-	st := s.startStream(c, run)
-	enc := responses.NewEncoder(meta)
-	send := func(evs []responses.Event) error {
-		for _, ev := range evs {
-			var err error
-			switch {
-			case ev.Comment != "":
-				err = sse.WriteComment(st, ev.Comment)
-			case ev.Sequence > after:
-				err = sse.WriteEvent(st, ev.Type, ev.Data)
-			}
-			if err != nil {
-				return err
-			}
+	_, done := ev.(documents.Done)
+	return done, rs.write(rs.enc.Event(ev))
+}
+
+func (rs *responseStream) lost(he *HTTPError) error {
+	return rs.write(rs.enc.Error(he.Code, he.Message))
+}
+
+// write writes the events past after, and the comments.
+func (rs *responseStream) write(evs []responses.Event) error {
+	for _, ev := range evs {
+		var err error
+		switch {
+		case ev.Comment != "":
+			err = sse.WriteComment(rs.st, ev.Comment)
+		case ev.Sequence > rs.after:
+			err = sse.WriteEvent(rs.st, ev.Type, ev.Data)
 		}
-		return nil
-	}
-	if send(enc.Start()) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	run.Launch()
-	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
-		ev, err := sse.DecodeFrame(f)
 		if err != nil {
-			return false, nil
-		}
-		if remember != nil {
-			remember(ev)
-		}
-		_, done := ev.(documents.Done)
-		return done, send(enc.Event(ev))
-	}, "keepalive")
-	if st.lost {
-		he := errEventsDropped(run)
-		if send(enc.Error(he.Code, he.Message)) == nil {
-			_ = st.rc.Flush()
+			return err
 		}
 	}
 	return nil
@@ -197,7 +184,8 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 	id := c.Param("id")
 	run := s.responseRun(c.Request().Context(), id)
 	if stream && run != nil && run.Log.Keeps(0) {
-		return s.streamResponse(c, run, metaOf(run, id), nil, after)
+		meta := metaOf(run, id)
+		return s.streamReply(c, run, !meta.Background, &responseStream{enc: responses.NewEncoder(meta), after: after})
 	}
 	meta, cr, err := s.findResponse(c.Request().Context(), id, run)
 	if err != nil {
