@@ -67,13 +67,10 @@ type connLimiter struct {
 }
 
 // limitConnections wraps ln so that it serves at most limit connections,
-// counting them in open; refused and probes may be nil.
+// counting them in open; probes may be nil.
 func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func(), probes http.Handler) *connLimiter {
 	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the gateway is serving its limit of %d connections; try again shortly"}}`, limit)
 	answer := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	if refused == nil {
-		refused = func() {}
-	}
 	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused, probes: probes}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,7 +151,7 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// A request another replica forwarded was taken from the limit there.
 		if !s.admitHop(c) {
-			if err := s.rateLimit(id); err != nil {
+			if err := s.rateLimit(id, "too many requests"); err != nil {
 				return err
 			}
 		}
@@ -176,11 +177,8 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 	kid, ok := s.auth.check(key)
 	if !ok {
 		// Guessing is limited like any client: per source address.
-		if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
-			s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
-			secs := int(wait.Seconds()) + 1
-			return "", &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-				Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+		if he := s.rateLimit("badkey:"+c.RealIP(), "too many requests with an invalid API key"); he != nil {
+			return "", he
 		}
 		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
@@ -198,14 +196,14 @@ func (s *Server) clientOf(c echo.Context) string {
 	return "ip:" + c.RealIP()
 }
 
-// rateLimit takes one request from the client's rate limit, or answers
-// why not.
-func (s *Server) rateLimit(id string) *HTTPError {
+// rateLimit takes one request from id's rate limit, or answers why not,
+// saying what was refused.
+func (s *Server) rateLimit(id, what string) *HTTPError {
 	if ok, wait := s.auth.allow(id); !ok {
 		s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
 		secs := int(wait.Seconds()) + 1
 		return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-			Message: "too many requests; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+			Message: what + "; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
 	}
 	return nil
 }
@@ -229,16 +227,10 @@ func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	origins := s.cfg.Server.CORSOrigins
 	origin := c.Request().Header.Get("Origin")
 	allowed := ""
-	if origin != "" {
-		for _, o := range origins {
-			if o == "*" {
-				allowed = "*"
-				break
-			}
-			if strings.EqualFold(o, origin) {
-				allowed = origin
-				break
-			}
+	if i := slices.IndexFunc(origins, func(o string) bool { return o == "*" || strings.EqualFold(o, origin) }); origin != "" && i >= 0 {
+		allowed = origin
+		if origins[i] == "*" {
+			allowed = "*"
 		}
 	}
 	h := c.Response().Header()

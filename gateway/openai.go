@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -563,11 +563,7 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		}
 	}
 	add("auto", "Auto")
-	names := make([]string, 0, len(m.aliases))
-	for n := range m.aliases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m.aliases))
 	for _, n := range names {
 		add(n, "alias of "+cmp.Or(m.aliases[n].Model, "auto"))
 	}

@@ -241,13 +241,7 @@ func (s *Server) handleDeleteResponse(c echo.Context) error {
 		return err
 	}
 	rid, _ := runID(id)
-	err := s.reg.DeleteResponse(rid, func() error {
-		if s.store == nil {
-			return nil
-		}
-		return s.store.DeleteTurn(ctx, rid)
-	})
-	switch {
+	switch err := s.deleteResponse(ctx, rid); {
 	case errors.Is(err, runs.ErrRunning):
 		return &HTTPError{Status: http.StatusConflict, Code: "response_running", Param: "response_id",
 			Message: fmt.Sprintf("response %s is still running: cancel it first (POST /v1/responses/%s/cancel)", id, id)}
@@ -263,15 +257,20 @@ func (s *Server) handleDeleteResponse(c echo.Context) error {
 // run has ended; its agent session stays, for the history to resume.
 func (s *Server) forgetResponse(run *runs.Run) {
 	<-run.Done()
-	err := s.reg.DeleteResponse(run.ID, func() error {
+	if err := s.deleteResponse(context.Background(), run.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn().Err(err).Str("response_id", run.ID).Msg("deleting a response asked for with store: false")
+	}
+}
+
+// deleteResponse deletes the response of run id from the registry and the
+// store.
+func (s *Server) deleteResponse(ctx context.Context, id string) error {
+	return s.reg.DeleteResponse(id, func() error {
 		if s.store == nil {
 			return nil
 		}
-		return s.store.DeleteTurn(context.Background(), run.ID)
+		return s.store.DeleteTurn(ctx, id)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.log.Warn().Err(err).Str("response_id", run.ID).Msg("deleting a response asked for with store: false")
-	}
 }
 
 // previousConversation returns the conversation of the response a request

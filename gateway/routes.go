@@ -133,13 +133,7 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 
 // methodsBut lists the methods a route does not serve.
 func methodsBut(allowed ...string) []string {
-	var m []string
-	for _, x := range routeMethods {
-		if !slices.Contains(allowed, x) {
-			m = append(m, x)
-		}
-	}
-	return m
+	return slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(allowed, m) })
 }
 
 // onlyMethods answers 405 for a path that serves only the given methods.

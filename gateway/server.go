@@ -5,12 +5,12 @@ package gateway
 import (
 	"cmp"
 	"context"
-
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -157,12 +157,7 @@ func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 
 // workspaceNames lists the workspace names, sorted.
 func (s *Server) workspaceNames() []string {
-	names := make([]string, 0, len(s.workspaces))
-	for n := range s.workspaces {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(s.workspaces))
 }
 
 // handleHealth serves /healthz: the process is alive.

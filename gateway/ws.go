@@ -130,10 +130,11 @@ func (s *Server) handleWS(c echo.Context) error {
 		case "respond":
 			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current), c.Request().Header)
 			if he != nil {
-				m = wsMessage{Type: "error"}
-				m.Data, _ = json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
+				err = sendErr(he)
+			} else {
+				err = send(m)
 			}
-			if send(m) != nil {
+			if err != nil {
 				return nil
 			}
 		case "chat":
@@ -144,7 +145,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				continue
 			}
 			if chats++; chats > 1 {
-				if he := s.rateLimit(client); he != nil {
+				if he := s.rateLimit(client, "too many requests"); he != nil {
 					if sendErr(he) != nil {
 						return nil
 					}
