@@ -42,8 +42,7 @@ func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
 		return nil, false, err
 	}
-	// The answer streams when the body says so, unless the query says
-	// otherwise.
+	// ?stream= overrides the body's stream.
 	stream := req.Stream != nil && *req.Stream
 	if q := c.QueryParam("stream"); q != "" {
 		v, err := strconv.ParseBool(q)
@@ -59,15 +58,13 @@ func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 		s.reject(err)
 		return nil, false, err
 	}
-	// A stream's headers go out before the run starts (streamRun launches
-	// it), so that they never wait behind the agent's spawn.
+	// streamRun launches the run once the stream's headers are out.
 	run, err := s.prepare(c.Request().Context(), spec)
 	return run, stream, err
 }
 
-// prepare admits and registers a run, here or, for a turn of a
-// conversation that lives on another replica, there (a forwardError). A
-// cloud agent launched for a run that is then refused is stopped again.
+// prepare admits and registers a run, or answers a forwardError for a turn
+// that runs on another replica; a refused run's cloud agent is stopped.
 func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error) {
 	if err := s.routeTurn(ctx, spec); err != nil {
 		return nil, err
@@ -86,8 +83,8 @@ func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error
 	return run, err
 }
 
-// decodeBody reads and strictly decodes the request body into v (naming an
-// unknown field when known is set), counting a refusal.
+// decodeBody reads and strictly decodes the request body into v, counting
+// a refusal.
 func (s *Server) decodeBody(c echo.Context, v any, known map[string]bool) error {
 	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
 	if err == nil {
@@ -113,9 +110,8 @@ func (s *Server) reject(err error) {
 func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, error) {
 	alias, isAlias := s.cfg.OpenAI.Aliases[req.Model]
 	if isAlias {
-		// An alias names what it stands for here as on the OpenAI route:
-		// its model, and its backend and repository unless the request
-		// gives its own.
+		// An alias gives its model, and its backend and repository unless
+		// the request gives its own.
 		req.Model = cmp.Or(alias.Model, "auto")
 		if req.Backend == "" {
 			req.Backend = cmp.Or(alias.Backend, "cli")
@@ -127,8 +123,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {
 		return nil, err
 	}
-	// Another key's conversation is unknown to this one, before anything
-	// (its answers, its backend) is looked at.
+	// Another key's conversation is unknown, before anything else is checked.
 	if req.ConversationID != "" {
 		if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
 			return nil, err
@@ -272,8 +267,7 @@ func (s *Server) needWorkspace(spec *runs.Spec) error {
 		strings.Join(s.workspaceNames(), ", "))
 }
 
-// answerPrompt turns clarification answers into a follow-up naming each
-// question and the chosen option's label.
+// answerPrompt turns clarification answers into a follow-up prompt.
 func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer) (string, error) {
 	var qs []documents.Question
 	known := false // the store holds the conversation: answers are checked
@@ -508,8 +502,8 @@ func (s *Server) heartbeat() time.Duration {
 	return 15 * time.Second
 }
 
-// await launches the run and waits, attached, for its done; answer then
-// writes the reply. A client that leaves first gets nothing.
+// await launches the run, waits attached for its done, and then answers;
+// a client that left first gets nothing.
 func await(c echo.Context, run *runs.Run, answer func() error) error {
 	run.Launch()
 	detach := run.Attach()
@@ -520,8 +514,7 @@ func await(c echo.Context, run *runs.Run, answer func() error) error {
 	return answer()
 }
 
-// waitDone waits for the run's done event, reporting false when ctx ends
-// first.
+// waitDone waits for the run's done, reporting false when ctx ends first.
 func waitDone(ctx context.Context, run *runs.Run) bool {
 	select {
 	case <-run.Done():
@@ -547,8 +540,8 @@ func setRunHeaders(c echo.Context, id string, conv *string) {
 	}
 }
 
-// agentFailed answers the failure of a run: the agent already ran, so a
-// retry would run it again.
+// agentFailed answers a run's failure, telling the client not to retry
+// what already ran.
 func agentFailed(c echo.Context, he *HTTPError) error {
 	c.Response().Header().Set("X-Should-Retry", "false")
 	return he
@@ -592,8 +585,7 @@ func (s *Server) handleGetChat(c echo.Context) error {
 }
 
 // handleStream serves GET /v1/chat/{id}/stream: a replay from Last-Event-ID
-// (or ?lastEventId=), then the live stream; 204 when the run is unknown
-// (or another key's).
+// (or ?lastEventId=), then the live stream; 204 for an unknown run.
 func (s *Server) handleStream(c echo.Context) error {
 	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
@@ -613,8 +605,7 @@ func (s *Server) handleStream(c echo.Context) error {
 			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")
 		}
 		after = n
-		// No client can have seen an event the run has not sent: the id
-		// belongs to another run, or was made up.
+		// No client can have seen an event the run has not sent.
 		if last := run.Log.Last(); after > last {
 			return errBadRequest("bad_last_event_id", "event %d is past this run's last event (%d)", after, last)
 		}

@@ -83,10 +83,11 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
+			release := sync.OnceFunc(func() { l.open.Add(-1) })
 			if tc, ok := c.(*net.TCPConn); ok {
-				return &countedTCPConn{TCPConn: tc, place: place{open: l.open}}, nil
+				return &countedTCPConn{TCPConn: tc, release: release}, nil
 			}
-			return &countedConn{Conn: c, place: place{open: l.open}}, nil
+			return &countedConn{Conn: c, release: release}, nil
 		}
 		l.open.Add(-1)
 		l.refuse(c)
@@ -137,13 +138,11 @@ func (l *connLimiter) refuse(c net.Conn) {
 // readHead reads c until the end of a request's head (a blank line) or
 // 64 KiB, and returns what came.
 func readHead(c net.Conn) []byte {
-	buf := make([]byte, 0, 1024)
+	var buf []byte
+	b := make([]byte, 4096)
 	for len(buf) < 64<<10 {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := c.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		n, err := c.Read(b)
+		buf = append(buf, b[:n]...)
 		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) || err != nil {
 			return buf
 		}
@@ -202,24 +201,11 @@ func (w *probeWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// place is a served connection's place in the count of those open.
-type place struct {
-	open     *atomic.Int64
-	released atomic.Bool
-}
-
-// release gives the place back, once.
-func (p *place) release() {
-	if p.released.CompareAndSwap(false, true) {
-		p.open.Add(-1)
-	}
-}
-
-// countedTCPConn is a served TCP connection that gives its place back when
-// closed, keeping the methods of *net.TCPConn that net/http uses.
+// countedTCPConn is a served TCP connection that gives its place in the
+// count back when closed, keeping the methods of *net.TCPConn.
 type countedTCPConn struct {
 	*net.TCPConn
-	place
+	release func() // gives the place back, once
 }
 
 func (c *countedTCPConn) Close() error {
@@ -233,7 +219,7 @@ func (c *countedTCPConn) NetConn() net.Conn { return c.TCPConn }
 // countedConn is countedTCPConn for other kinds of connection.
 type countedConn struct {
 	net.Conn
-	place
+	release func()
 }
 
 func (c *countedConn) Close() error {

@@ -73,9 +73,8 @@ func newAuthenticator(cfg AuthConfig) *authenticator {
 // enabled reports whether any key is configured.
 func (a *authenticator) enabled() bool { return len(a.digests) > 0 }
 
-// check returns the key's id when it is valid: the first 16 hex digits of
-// its SHA-256, the same for a key configured plain or as sha256:<hex>, and
-// not the key.
+// check returns the key's id, the first 16 hex digits of its SHA-256, and
+// whether the key is valid.
 func (a *authenticator) check(key string) (string, bool) {
 	d := sha256.Sum256([]byte(key))
 	ok := 0
@@ -221,8 +220,8 @@ func allowedHeader(h string) bool {
 }
 
 // corsCheck answers preflights, marks responses for the configured origins
-// and refuses API requests sent by pages of other origins; it reports
-// whether it answered the request, and with what.
+// and refuses API requests from pages of other origins, reporting whether
+// it answered the request.
 func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	origins := s.cfg.Server.CORSOrigins
 	origin := c.Request().Header.Get("Origin")
@@ -275,21 +274,15 @@ func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	return false, nil
 }
 
-// sameOrigin reports whether origin is the origin the request was sent to:
-// its host and port are one of requestHosts, which a page cannot set on a
-// request it sends without a preflight.
+// sameOrigin reports whether origin's host and port are one of the
+// request's requestHosts, which a page cannot set without a preflight.
 func sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
 	}
 	want := withPort(u.Host, u.Scheme)
-	for _, h := range requestHosts(r) {
-		if strings.EqualFold(withPort(h, u.Scheme), want) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(requestHosts(r), func(h string) bool { return strings.EqualFold(withPort(h, u.Scheme), want) })
 }
 
 // requestHosts returns the names the request was sent to: its Host and
@@ -348,10 +341,11 @@ func withPort(host, scheme string) string {
 	if _, _, err := net.SplitHostPort(host); err == nil {
 		return host
 	}
+	port := "80"
 	if scheme == "https" {
-		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+		port = "443"
 	}
-	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
 // limitBody gives a request's body server.read_body_timeout to arrive;
@@ -396,8 +390,7 @@ func methodLabel(m string) string {
 }
 
 // front is the middleware of every route: the request's id, the body's
-// deadline, the CORS policy, a panic as a 500, and the request's metrics and
-// log line (never its body or key).
+// deadline, CORS, a panic as a 500, metrics and the log line (no body or key).
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start, rid := time.Now(), requestID(c)

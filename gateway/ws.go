@@ -29,11 +29,9 @@ type wsMessage struct {
 
 // handleWS serves GET /v1/chat/ws: the document stream over a WebSocket.
 // The client sends {"type":"chat", …the /v1/chat body…}, {"type":"cancel"}
-// or {"type":"respond", …the respond body…} (see wsRespond); several turns may follow one another on one socket.
-// Each chat is answered at once with {"type":"accepted","data":{"id",
-// "conversationId"}}, then the run's events follow. Every chat after the
-// first is taken from the client's rate limit, as a request would be, and
-// the server pings the client every heartbeat interval.
+// or {"type":"respond", …} (see wsRespond), one turn after another. Each
+// chat is answered with {"type":"accepted","data":{"id","conversationId"}},
+// then the run's events; chats after the first count in the rate limit.
 func (s *Server) handleWS(c echo.Context) error {
 	if err := checkUpgrade(c.Request()); err != nil {
 		if err.Status == http.StatusUpgradeRequired {
@@ -45,10 +43,8 @@ func (s *Server) handleWS(c echo.Context) error {
 		return err
 	}
 	client := s.clientOf(c)
-	// The cors middleware has refused the origins not allowed, as for any
-	// other route.
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
-	conn, err := websocket.Accept(c.Response(), c.Request(), opts)
+	// The origins not allowed were refused as on any route (corsCheck).
+	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return nil
 	}
@@ -104,6 +100,10 @@ func (s *Server) handleWS(c echo.Context) error {
 		b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
 		return send(wsMessage{Type: "error", Data: b})
 	}
+	refuse := func(err error) error { // bad input, counted
+		s.reject(err)
+		return sendErr(asHTTPError(err))
+	}
 	for {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
@@ -115,9 +115,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(msg, &head) != nil {
-			he := errBadRequest("bad_json", "send a JSON object with a type")
-			s.reject(he)
-			if sendErr(he) != nil {
+			if refuse(errBadRequest("bad_json", "send a JSON object with a type")) != nil {
 				return nil
 			}
 			continue
@@ -155,8 +153,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			body := removeMember(msg, "type")
 			var req ChatRequest
 			if err := decodeStrict(body, &req, chatFields); err != nil {
-				s.reject(err)
-				if sendErr(asHTTPError(err)) != nil {
+				if refuse(err) != nil {
 					return nil
 				}
 				continue
@@ -253,9 +250,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 			}()
 		default:
-			he := errBadRequest("bad_type", "type must be chat, cancel or respond")
-			s.reject(he)
-			if sendErr(he) != nil {
+			if refuse(errBadRequest("bad_type", "type must be chat, cancel or respond")) != nil {
 				return nil
 			}
 		}
