@@ -58,9 +58,8 @@ func (s *Server) handleMessages(c echo.Context) error {
 	return waitMessage(c, cr)
 }
 
-// handleCountTokens serves POST /v1/messages/count_tokens, which is not
-// supported: the agent counts its tokens as it runs, and they are never
-// guessed.
+// handleCountTokens serves POST /v1/messages/count_tokens, refused: tokens
+// are counted by the agent as it runs, never guessed.
 func (s *Server) handleCountTokens(c echo.Context) error {
 	return errBadRequest("unsupported", "token counting is not supported here: the agent counts the tokens of a run as it runs, and Docstream never guesses them; a message's usage is in its message_delta event, or its usage field")
 }
@@ -88,9 +87,8 @@ var pingFrame = func() []byte {
 	return b.Bytes()
 }()
 
-// messageStream writes a run as Messages events: message_start at once,
-// the content blocks as the run goes, then message_delta and message_stop,
-// or an error event when the run fails.
+// messageStream writes a run as Messages events: message_start, the content
+// blocks, then message_delta and message_stop, or an error event.
 type messageStream struct {
 	cr     *completionRun
 	st     *streamer

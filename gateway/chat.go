@@ -110,8 +110,7 @@ func (s *Server) reject(err error) {
 func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, error) {
 	alias, isAlias := s.cfg.OpenAI.Aliases[req.Model]
 	if isAlias {
-		// An alias gives its model, and its backend and repository unless
-		// the request gives its own.
+		// An alias gives its model, backend and repository, unless the request does.
 		req.Model = cmp.Or(alias.Model, "auto")
 		if req.Backend == "" {
 			req.Backend = cmp.Or(alias.Backend, "cli")

@@ -17,16 +17,13 @@ import (
 	"github.com/docstream/docstream/runs"
 )
 
-// cloudSpec launches a cloud agent (or sends a follow-up to the one named by
-// conversationId) before the response starts, so that upstream refusals are
-// answered as HTTP errors; the run then watches it.
+// cloudSpec launches a cloud agent, or sends a follow-up to the one named by
+// conversationId, before the response starts: upstream refusals are HTTP errors.
 func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatRequest) (*runs.Spec, error) {
 	if s.cloud == nil {
 		return nil, errNoCloud
 	}
-	// What the registry would refuse is refused before anything is sent
-	// upstream: a refused request must not launch an agent or deliver a
-	// follow-up.
+	// A request the registry refuses must not launch an agent or deliver a follow-up.
 	if err := s.reg.Admit(); err != nil {
 		return nil, err
 	}
@@ -128,8 +125,7 @@ func cloudHTTPError(err error) error {
 	he := &HTTPError{Status: http.StatusBadGateway, Code: ce.Code, Message: ce.Message, Err: err}
 	switch {
 	case ce.Code == cloud.CodeUnavailable:
-		// The API did not answer, or answered a 5xx or nonsense: which
-		// address was tried is the gateway's business, not the client's.
+		// Which address did not answer is the gateway's business.
 		if ce.Status == 0 {
 			he.Message = "the Cloud Agents API could not be reached"
 		}

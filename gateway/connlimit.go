@@ -52,8 +52,7 @@ func connectionsFor(nofile uint64, runs int) int {
 }
 
 // connLimiter is a listener that serves at most max connections at once;
-// past it, a probe (/healthz, /readyz, /metrics) is still answered and any
-// other request gets a 503 too_many_connections.
+// past it, probes are still answered and other requests get a 503.
 type connLimiter struct {
 	net.Listener
 	max     int64
@@ -95,8 +94,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // refuse answers c's request with the 503 once its head has arrived, then
-// reads until the client closes (closing with unread bytes would reset the
-// answer), all within refuseLinger; at most maxRefusing linger at once.
+// reads until the client closes, all within refuseLinger.
 func (l *connLimiter) refuse(c net.Conn) {
 	c.SetDeadline(time.Now().Add(refuseLinger))
 	l.mu.Lock()

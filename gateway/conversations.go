@@ -54,10 +54,8 @@ func decodeCursor(s string) (*store.Cursor, error) {
 	return &store.Cursor{Updated: t, ID: id}, nil
 }
 
-// handleConversations serves GET /v1/conversations: a page of
-// conversations without their turns, the most recently active first
-// (?limit=, ?cursor=, ?workspace=). While keys are isolated a key lists its
-// own.
+// handleConversations serves GET /v1/conversations: a page of conversations
+// without their turns, the most recently active first.
 func (s *Server) handleConversations(c echo.Context) error {
 	q := store.ListQuery{Limit: listDefaultLimit}
 	if v := c.QueryParam("limit"); v != "" {
@@ -112,9 +110,7 @@ func errNoConversation() *HTTPError {
 }
 
 // handleDeleteConversation serves DELETE /v1/conversations/{id}: the
-// conversation goes from the store with its turns and history
-// fingerprints, and the registry lets go of its finished runs; 204. A
-// running turn is a 409 conversation_busy.
+// conversation, its turns and fingerprints go; a running turn is a 409.
 func (s *Server) handleDeleteConversation(c echo.Context) error {
 	id, ctx := c.Param("id"), c.Request().Context()
 	if s.store == nil || !idPattern.MatchString(id) {

@@ -103,8 +103,7 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 			}
 		}
 		if len(a.limiters) > hardLimiters {
-			// So many clients within limiterIdle: forgetting their
-			// limits (each may burst again) bounds the memory.
+			// Forgetting all limits bounds the memory.
 			clear(a.limiters)
 		}
 		e = &limiterEntry{lim: rate.NewLimiter(rate.Limit(a.perMin/60), a.burst)}
@@ -263,10 +262,8 @@ func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 		}
 		browser := origin != "" || req.Header.Get("Sec-Fetch-Site") != "" || req.Header.Get("Sec-Fetch-Mode") != ""
 		if browser && !s.auth.enabled() && !literalHosts(req, origin) {
-			// A page whose name was made to point here (DNS rebinding)
-			// is of the same origin by its Host, and a browser sends its
-			// GETs without an Origin; without keys, only pages served
-			// under an address or localhost may call the API.
+			// Against DNS rebinding: without keys, only pages served under
+			// an address or localhost may call the API.
 			return true, &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
 				Message: fmt.Sprintf("pages served under %q need API keys (auth.api_keys) to call the API, or their origin listed in server.cors_origins", req.Host)}
 		}

@@ -153,17 +153,13 @@ type openAITurn struct {
 	workspace string
 	mode      string
 	thinking  bool
-	// conv is the conversation the request continues, and unknown the
-	// answer when it is not known here.
-	conv    string
-	unknown *HTTPError
+	conv      string     // the conversation the request continues
+	unknown   *HTTPError // the answer when conv is not known here
 }
 
-// openAISpec checks an OpenAI-shaped turn and makes its run's spec: the
-// conversation it names or whose history it resends is resumed with only
-// the last user message, else the history is folded into the prompt. It
-// returns the thread whose fingerprint, with the reply, the next turn's
-// history resumes the session by.
+// openAISpec checks an OpenAI-shaped turn and makes its run's spec, resuming
+// the conversation it names or whose history it resends, else folding the
+// history into the prompt; it returns the thread that rememberReply stores.
 func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []openai.Message, error) {
 	last, idx := openai.LastUserMessage(t.msgs)
 	if idx < 0 {
@@ -175,8 +171,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	if strings.TrimSpace(last) == "" {
 		return nil, nil, errBadRequest("empty_prompt", "the last user message has no text")
 	}
-	// A configured alias is a name of the operator's choosing; anything else
-	// reaches the agent's command line and must be a well-formed model name.
+	// An alias is the operator's name; any other model must be well formed.
 	checked := t.model
 	if _, ok := s.cfg.OpenAI.Aliases[checked]; ok {
 		checked = ""
@@ -202,9 +197,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	history := t.msgs[:idx]
 	conv := t.conv
 	if conv == "" && hasAssistant(history) && s.store != nil {
-		// A frontend that sends the same history twice at once (a reply and
-		// a title, say) gets the second in a session of its own: one
-		// session takes one turn at a time.
+		// A history sent twice at once gets a session of its own the second time.
 		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model))); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
@@ -252,9 +245,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			return nil, nil, err
 		}
 		if t.workspace == "" && s.store != nil {
-			// A resumed session goes on where it ran, as on /v1/chat; so
-			// does a new one for a history of it (a reply regenerated, a
-			// message edited, a title asked for while it runs).
+			// A session, resumed or new for a history of it, runs where it ran.
 			from := conv
 			if from == "" && hasAssistant(history) {
 				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model)))
@@ -278,9 +269,8 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 }
 
 // rememberReply returns what sees every event of a turn's reply and, once
-// the turn completed, stores the fingerprint of the thread with the reply
-// exactly as the client got it (in the order documents finished, without
-// reasoning): the history the client sends next resumes this session.
+// the turn completed, stores the fingerprint of the thread with the reply as
+// the client got it: the history the client sends next resumes the session.
 func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, model, render string) func(documents.Event) {
 	reply := &openai.Renderer{Mode: render, Reasoning: openai.ReasoningOff}
 	return func(ev documents.Event) {
@@ -295,8 +285,7 @@ func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, mod
 type replyStream interface {
 	// start writes what comes before the run's events.
 	start(st *streamer) error
-	// send writes what one event of the run becomes, reporting whether the
-	// stream is complete.
+	// send writes what one event becomes, reporting whether the stream is complete.
 	send(ev documents.Event) (complete bool, err error)
 	// lost ends a stream that fell behind its run's log with he.
 	lost(he *HTTPError) error
@@ -343,9 +332,8 @@ func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
 	})
 }
 
-// await launches the run and waits for its done, giving take each piece of
-// the reply as the run logs it (however many its log keeps); answer then
-// writes the reply of a run that completed, and a failed run its error.
+// await launches the run, giving take each piece of the reply as the run
+// logs it; answer then writes the reply of a run that completed.
 func (cr *completionRun) await(c echo.Context, take func(openai.Piece), answer func(documents.Done) error) error {
 	var done documents.Done
 	cr.run.Observe(func(ev documents.Event) {
@@ -527,8 +515,7 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	if !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
-	// Not bound to the asking client: one that hangs up would leave its
-	// cancellation cached as the list for everyone.
+	// Without the client's cancellation, which would be cached for everyone.
 	m.models, m.err = m.fetch(context.WithoutCancel(ctx))
 	m.at = time.Now()
 	return m.models, m.err
@@ -576,9 +563,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	return out, nil
 }
 
-// endsWithUser refuses the messages that follow the last user message when
-// one is a reply: the agent takes a user message, so what came after it
-// would be dropped and the message before it run again.
+// endsWithUser refuses a reply after the last user message: the agent
+// answers a user message, and what came after it would be dropped.
 func endsWithUser(after []openai.Message) error {
 	for _, m := range after {
 		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {

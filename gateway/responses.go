@@ -23,11 +23,9 @@ import (
 
 // responseRun is a prepared run of the Responses API.
 type responseRun struct {
-	run  *runs.Run
-	meta responses.Meta
-	// remember sees every event the streaming client gets; nil when the
-	// run's observer sees them (see prepareResponse).
-	remember func(documents.Event)
+	run      *runs.Run
+	meta     responses.Meta
+	remember func(documents.Event) // sees the streaming client's events; nil when an observer does
 	stream   bool
 }
 
@@ -89,9 +87,7 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 		return nil, err
 	}
 	rr := &responseRun{run: run, meta: meta, stream: req.Stream}
-	// A client that streams gets the end after the fingerprint is stored,
-	// as on chat completions; a run that no client follows to its end
-	// stores it as it ends.
+	// A streaming client gets the end after the fingerprint is stored.
 	remember := s.rememberReply(ctx, thread, model, openai.RenderMarkdown)
 	if req.Stream && !req.Background {
 		rr.remember = remember
@@ -199,8 +195,7 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 		return &HTTPError{Status: http.StatusGone, Code: "events_dropped",
 			Message: fmt.Sprintf("the run's event log no longer holds this response's first events; GET /v1/responses/%s has it as it stands", id)}
 	}
-	// A finished response no longer held: its events are made again from
-	// its documents.
+	// A finished response no longer held: events made from its documents.
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -215,9 +210,8 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 	return nil
 }
 
-// handleCancelResponse serves POST /v1/responses/{id}/cancel: the run is
-// cancelled and its Response answered once it ended; a response that
-// already ended is answered as it is.
+// handleCancelResponse serves POST /v1/responses/{id}/cancel: the response,
+// once its run, if any, ended.
 func (s *Server) handleCancelResponse(c echo.Context) error {
 	id, ctx := c.Param("id"), c.Request().Context()
 	if run := s.responseRun(ctx, id); run != nil {

@@ -21,9 +21,8 @@ func (s *Server) routes() *echo.Echo {
 	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
 	e.Use(s.front)
 
-	// Public: health, readiness, metrics and the playground page.
-	// HEAD is answered as GET (net/http drops the body) where a GET only
-	// reads: monitors probe with it.
+	// Public: health, readiness, metrics and the playground page. HEAD is
+	// answered as GET where a GET only reads.
 	get := func(g interface {
 		GET(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
 		HEAD(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
@@ -76,8 +75,7 @@ func (s *Server) routes() *echo.Echo {
 	cl.GET("/repositories", s.handleCloudRepositories)
 
 	// The other methods on each /v1 path are a 405 naming the ones it
-	// serves, taken from the routes above; OPTIONS (but a CORS preflight,
-	// which the cors middleware answers) names them with a 204.
+	// serves; OPTIONS (but a CORS preflight) names them with a 204.
 	served := map[string][]string{}
 	for _, r := range e.Routes() {
 		if strings.HasPrefix(r.Path, "/v1/") && slices.Contains(routeMethods, r.Method) {
@@ -95,8 +93,7 @@ func (s *Server) routes() *echo.Echo {
 			return c.NoContent(http.StatusNoContent)
 		}, s.requireAuth)
 	}
-	// A method no route names (FOO, PROPFIND, CONNECT) reaches the catch-all
-	// of its group, behind the API keys like the routes: a 405 too when its
+	// A method no route names reaches its group's catch-all: a 405 when its
 	// path is one of the above, else a 404.
 	unrouted := func(c echo.Context) error {
 		path := routeOf(e, c.Request())
@@ -141,8 +138,7 @@ func onlyMethods(methods ...string) echo.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
 		if c.IsWebSocket() {
-			// A client that tries a WebSocket first (Codex on
-			// /v1/responses) takes this as "use HTTP" at once.
+			// A client that tries a WebSocket first takes this as "use HTTP".
 			return &HTTPError{Status: http.StatusUpgradeRequired, Code: "websocket_unsupported",
 				Message: fmt.Sprintf("%s is not served over a WebSocket; use %s", c.Request().URL.Path, allow)}
 		}

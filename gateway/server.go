@@ -36,8 +36,7 @@ type Config struct {
 	Agent  agent.Config // the workspaces requests may name
 	// CloudDefault sends requests that name no backend to the cloud.
 	CloudDefault bool
-	// CloudRequestTimeout bounds the upstream calls of a cloud route, or
-	// of a cloud run before it starts (cloud.request_timeout; 0: none).
+	// CloudRequestTimeout bounds a request's upstream calls (0: none).
 	CloudRequestTimeout time.Duration
 	// Demo is set by --demo: the built-in simulator is the agent.
 	Demo bool
@@ -104,8 +103,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 }
 
 // resolveWorkspaces resolves the configured workspace directories through
-// their symlinks. Without any, the current directory is the workspace
-// "default".
+// their symlinks; without any, the current directory is "default".
 func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 	out := map[string]string{}
 	ws := cfg.Workspaces
@@ -175,8 +173,7 @@ func (s *Server) handleReady(c echo.Context) error {
 	}
 	storeStatus := "ok"
 	if err := s.store.Ping(c.Request().Context()); err != nil && s.cluster != nil {
-		// A shared database that is away: runs go on, their writes are
-		// retried, and what another replica runs cannot be reached.
+		// A shared database that is away: runs go on, their writes retried.
 		storeStatus = "unreachable, writes are retried: " + err.Error()
 		if status == "ready" {
 			status = "degraded"

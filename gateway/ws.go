@@ -60,8 +60,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	var mu sync.Mutex
 	var current wsTurn
 	var following chan struct{} // closed when the last turn's events are sent
-	// At shutdown the socket closes with "going away", once the running
-	// turn's events, its error and done included, are sent.
+	// At shutdown the socket closes with "going away" once the turn's events are sent.
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -107,8 +106,7 @@ func (s *Server) handleWS(c echo.Context) error {
 	for {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
-			// The socket is gone: the running turn, if any, detaches and
-			// follows the detach grace.
+			// The socket is gone: the running turn detaches.
 			return nil
 		}
 		var head struct {
@@ -165,8 +163,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			} else {
 				run, err = s.prepare(ctx, spec)
 			}
-			// A turn of a conversation that lives on another replica runs
-			// there, its events relayed.
+			// A conversation that lives on another replica has its turn relayed.
 			var peer *peerTurn
 			var peerResp *http.Response
 			var stopPeer context.CancelFunc
@@ -204,8 +201,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			mu.Unlock()
 			go func() {
 				defer close(followed)
-				// The turn is over once done goes out: the client may send
-				// the next chat before this goroutine returns.
+				// The turn is over once done goes out, before this returns.
 				release := func() {
 					mu.Lock()
 					if current == turn {
@@ -317,8 +313,7 @@ func (w *wsWriter) write(ctx context.Context, b []byte) error {
 		defer cancel()
 		return w.conn.Write(wctx, websocket.MessageText, b)
 	}
-	// The write's context ends once a piece has waited out the timeout,
-	// which each piece starts again.
+	// The write ends once one piece waited out the timeout.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timer := time.AfterFunc(wt+time.Second, cancel)
