@@ -32,9 +32,7 @@ func (s *Server) handleMessages(c echo.Context) error {
 		if !errors.As(err, &ie) {
 			return err
 		}
-		he := errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param)
-		s.reject(he)
-		return he
+		return s.reject(errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param))
 	}
 	if err := checkMessages(turns); err != nil {
 		return err

@@ -25,42 +25,31 @@ import (
 // handleChat serves POST /v1/chat: the SSE document stream, or the whole
 // ChatResponse as JSON.
 func (s *Server) handleChat(c echo.Context) error {
-	run, stream, err := s.prepareChat(c)
-	if err != nil {
-		return err
-	}
-	if stream {
-		return s.streamRun(c, run, 0)
-	}
-	return await(c, run, func() error { return answerRun(c, run) })
-}
-
-// prepareChat decodes a chat request and prepares its run, reporting
-// whether the answer streams.
-func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	var req ChatRequest
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
-		return nil, false, err
+		return err
 	}
 	// ?stream= overrides the body's stream.
 	stream := req.Stream != nil && *req.Stream
 	if q := c.QueryParam("stream"); q != "" {
 		v, err := strconv.ParseBool(q)
 		if err != nil {
-			err := errBadRequest("bad_query", "?stream=%q: use true or false", q)
-			s.reject(err)
-			return nil, false, err
+			return s.reject(errBadRequest("bad_query", "?stream=%q: use true or false", q))
 		}
 		stream = v
 	}
 	spec, err := s.chatSpec(c.Request().Context(), &req)
 	if err != nil {
-		s.reject(err)
-		return nil, false, err
+		return s.reject(err)
 	}
-	// streamRun launches the run once the stream's headers are out.
 	run, err := s.prepare(c.Request().Context(), spec)
-	return run, stream, err
+	if err != nil {
+		return err
+	}
+	if stream {
+		return s.streamRun(c, run, 0) // launches the run once the stream's headers are out
+	}
+	return await(c, run, func() error { return answerRun(c, run) })
 }
 
 // prepare admits and registers a run, or answers a forwardError for a turn
@@ -91,19 +80,20 @@ func (s *Server) decodeBody(c echo.Context, v any, known map[string]bool) error 
 		err = decodeStrict(body, v, known)
 	}
 	if err != nil {
-		s.reject(err)
+		return s.reject(err)
 	}
-	return err
+	return nil
 }
 
-// reject counts a request refused for bad input.
-func (s *Server) reject(err error) {
+// reject counts a request refused for bad input, and returns its error.
+func (s *Server) reject(err error) error {
 	he := asHTTPError(err)
 	reason := "bad_request"
 	if he.Status == http.StatusRequestEntityTooLarge {
 		reason = "too_large"
 	}
 	s.metrics.Rejected.WithLabelValues(reason).Inc()
+	return err
 }
 
 // chatSpec validates a /v1/chat request and turns it into a RunSpec.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -100,7 +101,7 @@ func (l *connLimiter) refuse(c net.Conn) {
 	l.mu.Lock()
 	if len(l.lingering) >= maxRefusing {
 		l.lingering[0].SetReadDeadline(time.Now())
-		l.lingering = append(l.lingering[:0], l.lingering[1:]...)
+		l.lingering = slices.Delete(l.lingering, 0, 1)
 	}
 	l.lingering = append(l.lingering, c)
 	l.mu.Unlock()
@@ -122,12 +123,7 @@ func (l *connLimiter) refuse(c net.Conn) {
 			}
 		}
 		l.mu.Lock()
-		for i, o := range l.lingering {
-			if o == c {
-				l.lingering = append(l.lingering[:i], l.lingering[i+1:]...)
-				break
-			}
-		}
+		l.lingering = slices.DeleteFunc(l.lingering, func(o net.Conn) bool { return o == c })
 		l.mu.Unlock()
 		c.Close()
 	}()

@@ -76,18 +76,6 @@ type completionMessage struct {
 	Refusal          *string                `json:"refusal"`
 }
 
-// handleCompletions serves POST /v1/chat/completions.
-func (s *Server) handleCompletions(c echo.Context) error {
-	cr, err := s.prepareCompletion(c)
-	if err != nil {
-		return err
-	}
-	if cr.stream {
-		return s.streamReply(c, cr.run, true, &completionStream{cr: cr})
-	}
-	return s.waitCompletion(c, cr)
-}
-
 // completionRun is a prepared run of a chat completion, with what its
 // answer is rendered by and named.
 type completionRun struct {
@@ -97,30 +85,29 @@ type completionRun struct {
 	id       string
 	created  int64
 	model    string
-	stream   bool
 	usage    bool // the stream ends with a usage chunk
 	// codeInMessage ends a failure's message with its code (Anthropic's).
 	codeInMessage bool
 }
 
-// prepareCompletion decodes a chat completion request and prepares its run.
-func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
+// handleCompletions serves POST /v1/chat/completions.
+func (s *Server) handleCompletions(c echo.Context) error {
 	var req completionRequest
 	if err := s.decodeBody(c, &req, nil); err != nil {
-		return nil, err
+		return err
 	}
 	ctx := c.Request().Context()
 	if err := oneChoice(req.N); err != nil {
-		return nil, err
+		return err
 	}
 	if len(req.Messages) == 0 {
-		return nil, errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
+		return errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
 	}
 	if err := checkMessages(req.Messages); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkTools(req); err != nil {
-		return nil, err
+		return err
 	}
 	model := cmp.Or(req.Model, "auto")
 	turn := openAITurn{model: model, msgs: req.Messages, param: "messages", workspace: req.Workspace, mode: req.Mode,
@@ -131,16 +118,20 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	}
 	spec, thread, err := s.openAISpec(ctx, turn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
 	run, err := s.prepare(ctx, spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &completionRun{run: run, renderer: &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning},
+	cr := &completionRun{run: run, renderer: &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning},
 		remember: s.rememberReply(ctx, thread, model, render), id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
-		created: time.Now().Unix(), model: model, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+		created: time.Now().Unix(), model: model, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if req.Stream {
+		return s.streamReply(c, run, true, &completionStream{cr: cr})
+	}
+	return waitCompletion(c, cr)
 }
 
 // openAITurn is a turn asked for in one of OpenAI's shapes (a chat
@@ -318,7 +309,7 @@ func (s *Server) streamReply(c echo.Context, run *runs.Run, attach bool, rs repl
 }
 
 // waitCompletion answers a run as one chat.completion once it is done.
-func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
+func waitCompletion(c echo.Context, cr *completionRun) error {
 	msg := completionMessage{Role: "assistant"}
 	return cr.await(c, func(p openai.Piece) {
 		msg.ReasoningContent += p.Reasoning
@@ -499,10 +490,6 @@ type modelInfo struct {
 	Name    string `json:"name,omitzero"`
 }
 
-func newModelCache(cli *agent.Backend, cfg Config, m *metrics.Metrics) *modelCache {
-	return &modelCache{cli: cli, metrics: m, demo: cfg.Demo, aliases: cfg.OpenAI.Aliases}
-}
-
 // list returns the models, running the agent's model listing at most once
 // every ten minutes (once a minute after a failure).
 func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
@@ -527,10 +514,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		owner = "docstream-simulator"
 	}
 	var out []modelInfo
-	seen := map[string]bool{}
 	add := func(id, name string) {
-		if id != "" && !seen[id] {
-			seen[id] = true
+		if id != "" && !slices.ContainsFunc(out, func(m modelInfo) bool { return m.ID == id }) {
 			out = append(out, modelInfo{ID: id, Object: "model", Created: 1767225600, OwnedBy: owner, Name: name})
 		}
 	}

@@ -120,8 +120,7 @@ func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, head
 	body := removeMember(removeMember(msg, "type"), "id")
 	var req RespondRequest
 	if err := decodeStrict(body, &req, respondFields); err != nil {
-		s.reject(err)
-		return wsMessage{}, asHTTPError(err)
+		return wsMessage{}, asHTTPError(s.reject(err))
 	}
 	if s.visibleRun(ctx, id) == nil {
 		if fe, ok := errors.AsType[*forwardError](s.runElsewhere(ctx, id)); ok {

@@ -21,43 +21,16 @@ import (
 	"github.com/docstream/docstream/store"
 )
 
-// responseRun is a prepared run of the Responses API.
-type responseRun struct {
-	run      *runs.Run
-	meta     responses.Meta
-	remember func(documents.Event) // sees the streaming client's events; nil when an observer does
-	stream   bool
-}
-
 // handleResponses serves POST /v1/responses.
 func (s *Server) handleResponses(c echo.Context) error {
-	rr, err := s.prepareResponse(c)
-	if err != nil {
-		return err
-	}
-	switch {
-	case rr.stream:
-		return s.streamReply(c, rr.run, !rr.meta.Background, &responseStream{enc: responses.NewEncoder(rr.meta), after: -1, remember: rr.remember})
-	case rr.meta.Background:
-		// The run goes on detached: GET /v1/responses/{id} polls it.
-		enc := responses.NewEncoder(rr.meta)
-		rr.run.Launch()
-		c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
-		return writeJSON(c, http.StatusOK, enc.Response())
-	}
-	return s.waitResponse(c, rr)
-}
-
-// prepareResponse decodes a Responses request and prepares its run.
-func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	var req responses.Request
 	if err := s.decodeBody(c, &req, nil); err != nil {
-		return nil, err
+		return err
 	}
 	ctx := c.Request().Context()
 	stored := req.Store == nil || *req.Store
 	if req.Background && !stored {
-		return nil, errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
+		return errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
 	}
 	msgs, err := req.Messages(func(id string) (string, bool) {
 		_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
@@ -65,49 +38,58 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	})
 	var ie *responses.InputError
 	if errors.As(err, &ie) {
-		return nil, errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)
+		return errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)
 	}
 	model := cmp.Or(req.Model, "auto")
 	turn := openAITurn{model: model, msgs: msgs, param: "input", workspace: req.Workspace, mode: req.Mode, thinking: req.Thinking()}
 	if req.PreviousResponseID != "" {
 		if turn.conv, err = s.previousConversation(ctx, req.PreviousResponseID); err != nil {
-			return nil, err
+			return err
 		}
 		turn.unknown = errUnknownResponse(req.PreviousResponseID).naming("previous_response_id")
 	}
 	spec, thread, err := s.openAISpec(ctx, turn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	meta := responses.Meta{ID: responseID(spec.ResponseID), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
 		PreviousResponseID: req.PreviousResponseID, Background: req.Background, Store: stored, Reasoning: req.Reasoning, Metadata: req.Metadata}
 	spec.Surface = meta
 	run, err := s.prepare(ctx, spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rr := &responseRun{run: run, meta: meta, stream: req.Stream}
+	rs := &responseStream{enc: responses.NewEncoder(meta), after: -1}
 	// A streaming client gets the end after the fingerprint is stored.
 	remember := s.rememberReply(ctx, thread, model, openai.RenderMarkdown)
 	if req.Stream && !req.Background {
-		rr.remember = remember
+		rs.remember = remember
 	} else {
 		run.Observe(remember)
 	}
 	if !stored {
 		go s.forgetResponse(run)
 	}
-	return rr, nil
+	switch {
+	case req.Stream:
+		return s.streamReply(c, run, !req.Background, rs)
+	case req.Background:
+		// The run goes on detached: GET /v1/responses/{id} polls it.
+		run.Launch()
+		c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+		return writeJSON(c, http.StatusOK, rs.enc.Response())
+	}
+	return waitResponse(c, run, meta)
 }
 
 // waitResponse answers a run as one Response once it is done, or its
 // failure as a 502.
-func (s *Server) waitResponse(c echo.Context, rr *responseRun) error {
-	enc := responses.NewEncoder(rr.meta)
-	rr.run.Observe(func(ev documents.Event) { enc.Event(ev) })
-	return await(c, rr.run, func() error {
+func waitResponse(c echo.Context, run *runs.Run, meta responses.Meta) error {
+	enc := responses.NewEncoder(meta)
+	run.Observe(func(ev documents.Event) { enc.Event(ev) })
+	return await(c, run, func() error {
 		resp := enc.Response()
-		c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
+		c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
 		if resp.Error != nil {
 			return agentFailed(c, &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message})
 		}

@@ -23,39 +23,33 @@ func (s *Server) routes() *echo.Echo {
 
 	// Public: health, readiness, metrics and the playground page. HEAD is
 	// answered as GET where a GET only reads.
-	get := func(g interface {
-		GET(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
-		HEAD(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
-	}, path string, h echo.HandlerFunc) {
-		g.GET(path, h)
-		g.HEAD(path, h)
-	}
-	get(e, "/healthz", s.handleHealth)
-	get(e, "/readyz", s.handleReady)
-	get(e, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/healthz", s.handleHealth)
+	e.Match(getHead, "/readyz", s.handleReady)
+	e.Match(getHead, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
 	page := echo.WrapHandler(playground.Handler())
-	get(e, "/", page)
-	get(e, "/assets/*", page)
+	e.Match(getHead, "/", page)
+	e.Match(getHead, "/assets/*", page)
 
 	// The API, behind the API keys when any are configured.
 	api := e.Group("/v1", s.requireAuth)
 	api.POST("/chat", s.handleChat)
 	api.GET("/chat/ws", s.handleWS)
-	get(api, "/chat/:id", s.handleGetChat)
+	api.Match(getHead, "/chat/:id", s.handleGetChat)
 	api.GET("/chat/:id/stream", s.handleStream)
 	api.POST("/chat/:id/cancel", s.handleCancel)
 	api.POST("/chat/:id/respond", s.handleRespond)
-	get(api, "/conversations", s.handleConversations)
-	get(api, "/conversations/:id", s.handleConversation)
+	api.Match(getHead, "/conversations", s.handleConversations)
+	api.Match(getHead, "/conversations/:id", s.handleConversation)
 	api.DELETE("/conversations/:id", s.handleDeleteConversation)
-	get(api, "/workspaces", s.handleWorkspaces)
+	api.Match(getHead, "/workspaces", s.handleWorkspaces)
 
 	// OpenAI-compatible surface.
 	api.POST("/chat/completions", s.handleCompletions)
-	get(api, "/models", s.handleModels)
-	get(api, "/models/:id", s.handleModel)
+	api.Match(getHead, "/models", s.handleModels)
+	api.Match(getHead, "/models/:id", s.handleModel)
 	api.POST("/responses", s.handleResponses)
-	get(api, "/responses/:id", s.handleGetResponse)
+	api.Match(getHead, "/responses/:id", s.handleGetResponse)
 	api.DELETE("/responses/:id", s.handleDeleteResponse)
 	api.POST("/responses/:id/cancel", s.handleCancelResponse)
 
@@ -154,8 +148,7 @@ func ipExtractor(trusted []string) echo.IPExtractor {
 	if len(trusted) == 0 {
 		return echo.ExtractIPDirect()
 	}
-	var opts []echo.TrustOption
-	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, t := range trusted {
 		if !strings.Contains(t, "/") {
 			if ip := net.ParseIP(t); ip != nil && ip.To4() != nil {

@@ -86,7 +86,7 @@ func NewServer(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.workspaces, s.defaultWorkspace = ws, def
-	s.models = newModelCache(s.cli, d.Config, d.Metrics)
+	s.models = &modelCache{cli: s.cli, metrics: d.Metrics, demo: d.Config.Demo, aliases: d.Config.OpenAI.Aliases}
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()
 	return s, nil

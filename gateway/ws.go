@@ -67,23 +67,13 @@ func (s *Server) handleWS(c echo.Context) error {
 			return
 		case <-s.stopping:
 		}
-		for {
-			mu.Lock()
-			f := following
-			mu.Unlock()
-			if f == nil {
-				break
-			}
+		var f chan struct{}
+		for g := locked(&mu, &following); g != f; g = locked(&mu, &following) {
+			f = g
 			select {
 			case <-f:
 			case <-ctx.Done():
 				return
-			}
-			mu.Lock()
-			again := following != f
-			mu.Unlock()
-			if !again {
-				break
 			}
 		}
 		_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
@@ -99,10 +89,7 @@ func (s *Server) handleWS(c echo.Context) error {
 		b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
 		return send(wsMessage{Type: "error", Data: b})
 	}
-	refuse := func(err error) error { // bad input, counted
-		s.reject(err)
-		return sendErr(asHTTPError(err))
-	}
+	refuse := func(err error) error { return sendErr(asHTTPError(s.reject(err))) }
 	for {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
@@ -120,11 +107,11 @@ func (s *Server) handleWS(c echo.Context) error {
 		}
 		switch head.Type {
 		case "cancel":
-			if r := currentRun(&mu, &current); r != nil {
+			if r := locked(&mu, &current); r != nil {
 				r.Cancel(false)
 			}
 		case "respond":
-			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current), c.Request().Header)
+			m, he := s.wsRespond(ctx, msg, locked(&mu, &current), c.Request().Header)
 			if he != nil {
 				err = sendErr(he)
 			} else {
@@ -134,7 +121,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				return nil
 			}
 		case "chat":
-			if currentRun(&mu, &current) != nil {
+			if locked(&mu, &current) != nil {
 				if sendErr(&HTTPError{Status: http.StatusConflict, Code: "busy", Message: "a turn is still running on this socket"}) != nil {
 					return nil
 				}
@@ -379,10 +366,11 @@ func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 // replica.
 type wsTurn interface{ Cancel(kill bool) }
 
-func currentRun(mu *sync.Mutex, r *wsTurn) wsTurn {
+// locked returns *v, read under mu.
+func locked[T any](mu *sync.Mutex, v *T) T {
 	mu.Lock()
 	defer mu.Unlock()
-	return *r
+	return *v
 }
 
 // removeMember returns the JSON object without the named top-level member.
