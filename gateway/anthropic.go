@@ -62,8 +62,7 @@ func (s *Server) handleCountTokens(c echo.Context) error {
 	return errBadRequest("unsupported", "token counting is not supported here: the agent counts the tokens of a run as it runs, and Docstream never guesses them; a message's usage is in its message_delta event, or its usage field")
 }
 
-// waitMessage answers a run as one Message once it is done, or its failure
-// as an error.
+// waitMessage answers a run as one Message once it is done.
 func waitMessage(c echo.Context, cr *completionRun) error {
 	msg := anthropic.NewMessage(cr.id, cr.model)
 	var blocks anthropic.Blocks
@@ -111,8 +110,7 @@ func writeEvent(w io.Writer, ev anthropic.Event) error {
 	return sse.WriteEvent(w, ev.EventType(), b)
 }
 
-// send writes the events of one event of the run, and the end of the
-// message after done.
+// send writes the Messages events one event of the run becomes.
 func (ms *messageStream) send(ev documents.Event) (bool, error) {
 	cr := ms.cr
 	cr.remember(ev)
@@ -144,8 +142,7 @@ func (ms *messageStream) send(ev documents.Event) (bool, error) {
 	return done, nil
 }
 
-// isAnthropicRoute reports whether a request path answers errors in
-// Anthropic's shape.
+// isAnthropicRoute reports whether a path answers errors in Anthropic's shape.
 func isAnthropicRoute(path string) bool {
 	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
 }

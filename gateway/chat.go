@@ -72,8 +72,7 @@ func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error
 	return run, err
 }
 
-// decodeBody reads and strictly decodes the request body into v, counting
-// a refusal.
+// decodeBody strictly decodes the request body into v, counting a refusal.
 func (s *Server) decodeBody(c echo.Context, v any, known map[string]bool) error {
 	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
 	if err == nil {
@@ -239,8 +238,7 @@ func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
 	return nil
 }
 
-// conversationWorkspace sets the run's directory to its conversation's
-// workspace, when that is still configured.
+// conversationWorkspace runs spec in its conversation's workspace, if configured.
 func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation) {
 	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
 		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace

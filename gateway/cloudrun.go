@@ -88,16 +88,14 @@ func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatReques
 	return spec, nil
 }
 
-// cloudTimeout is the cause of a cloud context that ran out of
-// cloud.request_timeout.
+// cloudTimeout is the cause of a context that ran out of cloud.request_timeout.
 type cloudTimeout struct{ d time.Duration }
 
 func (t cloudTimeout) Error() string {
 	return fmt.Sprintf("the Cloud Agents API did not answer within %s (cloud.request_timeout)", t.d)
 }
 
-// cloudContext bounds the upstream calls of one request, retries
-// included, by cloud.request_timeout.
+// cloudContext bounds a request's upstream calls by cloud.request_timeout.
 func (s *Server) cloudContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d := s.cfg.CloudRequestTimeout; d > 0 {
 		return context.WithTimeoutCause(ctx, d, cloudTimeout{d})

@@ -26,8 +26,7 @@ import (
 // Replicas (see package cluster): a request about another live replica's
 // run or agent session is forwarded there and its answer relayed.
 
-// forwardError asks the error handler to forward the request to the
-// replica that owns what it is about.
+// forwardError has the error handler forward the request to another replica.
 type forwardError struct{ to cluster.Replica }
 
 func (e *forwardError) Error() string { return "served by replica " + e.to.ID }
@@ -394,8 +393,7 @@ func (p *peerTurn) Cancel(kill bool) {
 	}()
 }
 
-// startPeerTurn starts a WebSocket chat turn on the replica that holds its
-// conversation.
+// startPeerTurn starts a WebSocket chat turn on its conversation's replica.
 func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, *http.Response, context.CancelFunc, error) {
 	h := header.Clone()
 	h.Set("Content-Type", "application/json")

@@ -28,8 +28,7 @@ const fdsSpare = 64
 // to read the answer; past it the one refused longest ago is closed.
 const maxRefusing = 32
 
-// refuseLinger is how long a refused connection may take to read its
-// answer and close.
+// refuseLinger is how long a refused connection may take to read its answer.
 const refuseLinger = time.Second
 
 // ConnectionLimit is the number of connections the gateway serves at once:
@@ -74,8 +73,7 @@ func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused fu
 	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused, probes: probes}
 }
 
-// Accept returns the next connection within the limit, answering and
-// closing those past it.
+// Accept returns the next connection within the limit, refusing those past it.
 func (l *connLimiter) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -129,8 +127,7 @@ func (l *connLimiter) refuse(c net.Conn) {
 	}()
 }
 
-// readHead reads c until the end of a request's head (a blank line) or
-// 64 KiB, and returns what came.
+// readHead reads c until the end of a request's head, or 64 KiB.
 func readHead(c net.Conn) []byte {
 	var buf []byte
 	b := make([]byte, 4096)
@@ -174,8 +171,7 @@ func serveProbe(h http.Handler, r *http.Request, c net.Conn) []byte {
 	return out.Bytes()
 }
 
-// probeWriter is the http.ResponseWriter of a probe answered past the
-// connection limit.
+// probeWriter records the answer to a probe past the connection limit.
 type probeWriter struct {
 	header http.Header
 	status int

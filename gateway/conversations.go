@@ -103,8 +103,7 @@ func (s *Server) handleConversations(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, ans)
 }
 
-// errNoConversation is the answer about a conversation the store does not
-// hold, or, while keys are isolated, another key's.
+// errNoConversation answers a conversation not known here (or another key's).
 func errNoConversation() *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 }

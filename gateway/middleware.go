@@ -185,8 +185,7 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 	return kid, nil
 }
 
-// clientOf returns the identity requireAuth gave a request it let through:
-// its key's id, or its address while auth is off.
+// clientOf returns a request's identity in the rate limit: its key, or address.
 func (s *Server) clientOf(c echo.Context) string {
 	if kid := ownerOf(c.Request().Context()); kid != "" {
 		return "key:" + kid
@@ -369,8 +368,7 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// unreadBody reports whether the request has a body that was not read to
-// its end.
+// unreadBody reports whether the request's body was not read to its end.
 func unreadBody(req *http.Request) bool {
 	b, ok := req.Body.(*trackedBody)
 	return ok && !b.done
@@ -429,8 +427,7 @@ func requestID(c echo.Context) string {
 	return rid
 }
 
-// requestDone answers the handler's error, if it returned one, and counts
-// and logs the request.
+// requestDone answers the handler's error, if any, and counts and logs the request.
 func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err error) {
 	req := c.Request()
 	if err != nil {

@@ -27,8 +27,7 @@ import (
 	"github.com/docstream/docstream/store"
 )
 
-// completionRequest is the part of an OpenAI chat completion request that
-// Docstream reads; every other parameter is ignored.
+// completionRequest is what Docstream reads of a chat completion request.
 type completionRequest struct {
 	Model         string           `json:"model"`
 	Messages      []openai.Message `json:"messages"`
@@ -76,8 +75,7 @@ type completionMessage struct {
 	Refusal          *string                `json:"refusal"`
 }
 
-// completionRun is a prepared run of a chat completion, with what its
-// answer is rendered by and named.
+// completionRun is a prepared run of a chat completion or a message.
 type completionRun struct {
 	run      *runs.Run
 	renderer *openai.Renderer
@@ -134,8 +132,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 	return waitCompletion(c, cr)
 }
 
-// openAITurn is a turn asked for in one of OpenAI's shapes (a chat
-// completion, a response): its messages and what it runs with.
+// openAITurn is a turn asked for as OpenAI-style messages.
 type openAITurn struct {
 	model     string
 	msgs      []openai.Message
@@ -355,8 +352,7 @@ func (cr *completionRun) failure(done documents.Done) *HTTPError {
 	return he
 }
 
-// oneChoice refuses an n other than 1 (or none): a run of the agent gives
-// one answer, and a client that asks for more must not take it for several.
+// oneChoice refuses an n other than 1 (or none): a run gives one answer.
 func oneChoice(n jsontext.Value) error {
 	var f float64
 	if len(n) == 0 || n.Kind() == 'n' || n.Kind() == '0' && json.Unmarshal(n, &f) == nil && f == 1 {
@@ -400,8 +396,7 @@ func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
 	return cs.write(openai.Chunk{Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}})
 }
 
-// send writes the chunks of one event of the run, and the end of the
-// stream after done.
+// send writes the chunks one event of the run becomes.
 func (cs *completionStream) send(ev documents.Event) (bool, error) {
 	cr := cs.cr
 	cr.remember(ev)
@@ -469,8 +464,7 @@ func writeOpenAIError(w io.Writer, he *HTTPError) error {
 	return sse.WriteData(w, b)
 }
 
-// modelCache lists the agent's models (`<agent> models`), cached, plus the
-// configured aliases.
+// modelCache lists the agent's models, cached, and the configured aliases.
 type modelCache struct {
 	cli     *agent.Backend
 	metrics *metrics.Metrics // its model labels follow the list
@@ -490,8 +484,7 @@ type modelInfo struct {
 	Name    string `json:"name,omitzero"`
 }
 
-// list returns the models, running the agent's model listing at most once
-// every ten minutes (once a minute after a failure).
+// list returns the models, listed again after ten minutes (a minute after a failure).
 func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -607,8 +600,7 @@ func (s *Server) handleModel(c echo.Context) error {
 	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", openai.Clip(id, 200))}
 }
 
-// finishReason is a choice's finish_reason: tool_calls when it carries tool
-// calls, else stop.
+// finishReason is a choice's finish_reason.
 func finishReason(toolCalls bool) string {
 	if toolCalls {
 		return "tool_calls"

@@ -159,11 +159,7 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	if body[0] != '{' {
 		return errBadRequest("bad_json", "the request body must be a JSON object")
 	}
-	var opts []json.Options
-	if known != nil {
-		opts = append(opts, json.RejectUnknownMembers(true))
-	}
-	if err := json.Unmarshal(body, v, opts...); err != nil {
+	if err := json.Unmarshal(body, v, json.RejectUnknownMembers(known != nil)); err != nil {
 		// An unknown field is named first, wherever it stands.
 		if err := unknownField(body, known); err != nil {
 			return err

@@ -82,8 +82,7 @@ func (s *Server) handleResponses(c echo.Context) error {
 	return waitResponse(c, run, meta)
 }
 
-// waitResponse answers a run as one Response once it is done, or its
-// failure as a 502.
+// waitResponse answers a run as one Response once it is done.
 func waitResponse(c echo.Context, run *runs.Run, meta responses.Meta) error {
 	enc := responses.NewEncoder(meta)
 	run.Observe(func(ev documents.Event) { enc.Event(ev) })
@@ -229,8 +228,7 @@ func (s *Server) handleDeleteResponse(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 }
 
-// forgetResponse deletes a response asked for with store: false once its
-// run has ended; its agent session stays, for the history to resume.
+// forgetResponse deletes a response asked for with store: false once it ended.
 func (s *Server) forgetResponse(run *runs.Run) {
 	<-run.Done()
 	if err := s.deleteResponse(context.Background(), run.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -249,8 +247,7 @@ func (s *Server) deleteResponse(ctx context.Context, id string) error {
 	})
 }
 
-// previousConversation returns the conversation of the response a request
-// continues (previous_response_id).
+// previousConversation returns the conversation of previous_response_id.
 func (s *Server) previousConversation(ctx context.Context, id string) (string, error) {
 	_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
 	var he *HTTPError
@@ -266,8 +263,7 @@ func (s *Server) previousConversation(ctx context.Context, id string) (string, e
 	return *cr.ConversationID, nil
 }
 
-// responseRun returns the run of a response id when the registry holds it
-// and the request's key may see it.
+// responseRun returns the visible run of a response id, if any.
 func (s *Server) responseRun(ctx context.Context, id string) *runs.Run {
 	if rid, ok := runID(id); ok {
 		return s.visibleRun(ctx, rid)
@@ -275,8 +271,7 @@ func (s *Server) responseRun(ctx context.Context, id string) *runs.Run {
 	return nil
 }
 
-// findResponse returns a response's request fields and ChatResponse: from
-// its run when the registry holds it, else from the store.
+// findResponse returns a response's request fields and ChatResponse.
 func (s *Server) findResponse(ctx context.Context, id string, run *runs.Run) (responses.Meta, documents.ChatResponse, error) {
 	if run != nil {
 		return metaOf(run, id), run.Response(), nil
@@ -298,8 +293,7 @@ func (s *Server) findResponse(ctx context.Context, id string, run *runs.Run) (re
 	return responses.Meta{}, documents.ChatResponse{}, errUnknownResponse(id)
 }
 
-// metaOf returns the request fields a run of the Responses API keeps (a
-// run of another API has only its id).
+// metaOf returns the request fields a run of the Responses API keeps.
 func metaOf(run *runs.Run, id string) responses.Meta {
 	m, ok := run.Spec.Surface.(responses.Meta)
 	if !ok {
@@ -308,8 +302,7 @@ func metaOf(run *runs.Run, id string) responses.Meta {
 	return m
 }
 
-// errUnknownResponse answers a response id that is not known here (or is
-// another key's).
+// errUnknownResponse answers a response not known here (or another key's).
 func errUnknownResponse(id string) *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "response_not_found", Param: "response_id",
 		Message: fmt.Sprintf("response %q is not known here", openai.Clip(id, 80))}

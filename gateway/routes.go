@@ -17,7 +17,7 @@ import (
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(s)
+	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
 	e.Use(s.front)
 
