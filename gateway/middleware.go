@@ -48,7 +48,7 @@ type limiterEntry struct {
 }
 
 func newAuthenticator(cfg AuthConfig) *authenticator {
-	a := &authenticator{perMin: cfg.RatePerMinute, burst: cfg.Burst, limiters: map[string]*limiterEntry{}}
+	a := &authenticator{perMin: cfg.RatePerMinute, burst: max(cfg.Burst, 1), limiters: map[string]*limiterEntry{}}
 	for _, k := range cfg.APIKeys {
 		k = strings.TrimSpace(k)
 		if k == "" {
@@ -63,9 +63,6 @@ func newAuthenticator(cfg AuthConfig) *authenticator {
 			continue
 		}
 		a.digests = append(a.digests, sha256.Sum256([]byte(k)))
-	}
-	if a.burst < 1 {
-		a.burst = 1
 	}
 	return a
 }

@@ -207,12 +207,8 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	} else {
 		spec.Prompt = openai.FlattenHistory(append(slices.Clip(t.system), t.msgs...), promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
-	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
-		var he *HTTPError
-		if errors.As(err, &he) {
-			he.naming(t.param)
-		}
-		return nil, nil, err
+	if he := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); he != nil {
+		return nil, nil, he.naming(t.param)
 	}
 	if i, j, ok := openai.ImagePart(t.msgs); ok && spec.Backend == "cli" {
 		return nil, nil, errBadRequest("unsupported_content", "%s/%d/content/%d is an image: the cursor-agent CLI takes text only (images go to backend \"cloud\")", t.param, i, j).
@@ -221,8 +217,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	if spec.Backend == "cloud" {
 		creq := &ChatRequest{ConversationID: conv}
 		if alias.Repository != "" {
-			src, _ := json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
-			creq.Source = src
+			creq.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
 		}
 		var err error
 		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
@@ -253,7 +248,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			}
 		}
 	}
-	return spec, append(append([]openai.Message(nil), history...), t.msgs[idx]), nil
+	return spec, slices.Clone(t.msgs[:idx+1]), nil
 }
 
 // rememberReply returns what sees every event of a turn's reply and, once

@@ -279,7 +279,7 @@ func promptLimit(configured int) int {
 }
 
 // checkText rejects NUL bytes and texts over max bytes.
-func checkText(what, s string, max int) error {
+func checkText(what, s string, max int) *HTTPError {
 	if strings.IndexByte(s, 0) >= 0 {
 		return errBadRequest("bad_prompt", "%s contains a NUL byte", what)
 	}
