@@ -670,12 +670,12 @@ type turnAnswer struct {
 func (s *Server) handleConversation(c echo.Context) error {
 	id := c.Param("id")
 	if s.store == nil || !idPattern.MatchString(id) {
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+		return errNoConversation()
 	}
 	ctx := c.Request().Context()
 	conv, turns, err := s.store.Conversation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !s.sees(ctx, conv.Owner) {
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+		return errNoConversation()
 	}
 	if err != nil {
 		return err
