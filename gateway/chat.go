@@ -221,9 +221,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 
 // resolveWorkspace sets the run's directory from a workspace name.
 func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
-	if name == "" {
-		name = s.defaultWorkspace
-	}
+	name = cmp.Or(name, s.defaultWorkspace)
 	if name == "" {
 		return nil
 	}
@@ -582,11 +580,7 @@ func (s *Server) handleStream(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	after := 0
-	last := c.Request().Header.Get("Last-Event-ID")
-	if last == "" {
-		last = c.QueryParam("lastEventId")
-	}
-	if last != "" {
+	if last := cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId")); last != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(last))
 		if err != nil || n < 0 {
 			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")

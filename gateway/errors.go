@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -128,10 +129,7 @@ func asHTTPError(err error) *HTTPError {
 	}
 	var ee *echo.HTTPError
 	if errors.As(err, &ee) {
-		code := map[int]string{404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized", 429: "rate_limited"}[ee.Code]
-		if code == "" {
-			code = "error"
-		}
+		code := cmp.Or(map[int]string{404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized", 429: "rate_limited"}[ee.Code], "error")
 		msg := fmt.Sprint(ee.Message)
 		if ee.Code == http.StatusNotFound {
 			msg = "no such route"

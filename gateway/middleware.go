@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -93,11 +95,7 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 	if e == nil {
 		if len(a.limiters) > maxLimiters && !now.Before(a.nextSweep) {
 			a.nextSweep = now.Add(limiterSweepEvery)
-			for k, v := range a.limiters {
-				if now.Sub(v.seen) > limiterIdle {
-					delete(a.limiters, k)
-				}
-			}
+			maps.DeleteFunc(a.limiters, func(_ string, e *limiterEntry) bool { return now.Sub(e.seen) > limiterIdle })
 		}
 		if len(a.limiters) > hardLimiters {
 			// Forgetting all limits bounds the memory.
@@ -430,10 +428,7 @@ func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err er
 	if err != nil {
 		c.Error(err)
 	}
-	route := c.Path()
-	if route == "" {
-		route = "unmatched"
-	}
+	route := cmp.Or(c.Path(), "unmatched")
 	status := c.Response().Status
 	d := time.Since(start)
 	method := methodLabel(req.Method)

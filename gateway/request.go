@@ -209,25 +209,17 @@ func wrongType(se *json.SemanticError) string {
 	if want := jsonKindOf(se.GoType); want != "" {
 		msg += ": it must be " + want
 	}
-	switch se.JSONKind {
-	case 'n':
-		msg += ", not null"
-	case 'f', 't':
-		msg += ", not a boolean"
-	case '"':
-		msg += ", not a string"
-	case '0':
-		msg += ", not a number"
-	case '{':
-		msg += ", not an object"
-	case '[':
-		msg += ", not an array"
+	if got, ok := jsonKinds[se.JSONKind]; ok {
+		msg += ", not " + got
 	}
 	if se.Err != nil {
 		msg += " (" + se.Err.Error() + ")"
 	}
 	return msg
 }
+
+// jsonKinds names the kinds of JSON value.
+var jsonKinds = map[jsontext.Kind]string{'n': "null", 'f': "a boolean", 't': "a boolean", '"': "a string", '0': "a number", '{': "an object", '[': "an array"}
 
 // jsonKindOf names the JSON values a Go type takes, "" when unknown.
 func jsonKindOf(t reflect.Type) string {
