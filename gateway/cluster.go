@@ -160,9 +160,13 @@ func (s *Server) foldHistory(ctx context.Context, conv, prompt string) (string, 
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length", "Accept-Encoding", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"}
 
-// isHopHeader reports whether a header is not passed on.
-func isHopHeader(k string) bool {
-	return slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) })
+// copyHeaders copies the headers of src that are passed on to dst.
+func copyHeaders(dst, src http.Header) {
+	for k, v := range src {
+		if !slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+			dst[k] = v
+		}
+	}
 }
 
 // toPeer sends a request to another replica with the client's headers and
@@ -173,11 +177,7 @@ func (s *Server) toPeer(ctx context.Context, to cluster.Replica, method, uri str
 	go s.watchReplica(ctx, stop, to.ID)
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(to.URL, "/")+uri, bytes.NewReader(body))
 	if err == nil {
-		for k, v := range header {
-			if !isHopHeader(k) {
-				req.Header[k] = v
-			}
-		}
+		copyHeaders(req.Header, header)
 		s.cluster.Sign(req.Header)
 		resp, err = s.peers.Do(req)
 	}
@@ -213,12 +213,7 @@ func (s *Server) forward(c echo.Context, to cluster.Replica) {
 	}
 	defer stop()
 	defer resp.Body.Close()
-	h := c.Response().Header()
-	for k, v := range resp.Header {
-		if !isHopHeader(k) {
-			h[k] = v
-		}
-	}
+	copyHeaders(c.Response().Header(), resp.Header)
 	c.Response().WriteHeader(resp.StatusCode)
 	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
 	st.deadline()

@@ -52,7 +52,7 @@ func (s *Server) handleResponses(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	meta := responses.Meta{ID: responseID(spec.ResponseID), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
+	meta := responses.Meta{ID: "resp_" + strings.TrimPrefix(spec.ResponseID, "chat_"), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
 		PreviousResponseID: req.PreviousResponseID, Background: req.Background, Store: stored, Reasoning: req.Reasoning, Metadata: req.Metadata}
 	spec.Surface = meta
 	run, err := s.prepare(ctx, spec)
@@ -307,9 +307,6 @@ func errUnknownResponse(id string) *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "response_not_found", Param: "response_id",
 		Message: fmt.Sprintf("response %q is not known here", openai.Clip(id, 80))}
 }
-
-// responseID is a run's id as the Responses API names it: resp_ for chat_.
-func responseID(runID string) string { return "resp_" + strings.TrimPrefix(runID, "chat_") }
 
 // runID is the run id of a response id.
 func runID(id string) (string, bool) {
