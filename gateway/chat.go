@@ -112,10 +112,8 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 		return nil, err
 	}
 	// Another key's conversation is unknown, before anything else is checked.
-	if req.ConversationID != "" {
-		if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
-			return nil, err
-		}
+	if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
+		return nil, err
 	}
 	prompt := ""
 	switch {
@@ -172,16 +170,15 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	default:
 		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
 	}
-	spec := &runs.Spec{
-		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
-		ConversationID: req.ConversationID, SessionID: req.ConversationID,
-		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"),
-		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
-	}
 	if err := s.checkInteractive(req, backend); err != nil {
 		return nil, err
 	}
-	spec.Interactive = req.Interactive
+	spec := &runs.Spec{
+		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
+		ConversationID: req.ConversationID, SessionID: req.ConversationID,
+		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"), Interactive: req.Interactive,
+		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
+	}
 	if backend == "cloud" {
 		return s.cloudSpec(ctx, spec, req)
 	}
