@@ -26,7 +26,7 @@ type AuthConfig struct {
 	APIKeys       []string `yaml:"api_keys"`
 	RatePerMinute float64  `yaml:"rate_per_minute"`
 	Burst         int      `yaml:"burst"`
-	// IsolateKeys makes each key a tenant that sees only what it made.
+	// IsolateKeys makes each key a tenant that sees only what it made (with API keys).
 	IsolateKeys bool `yaml:"isolate_keys"`
 }
 
