@@ -32,9 +32,7 @@ func (s *Server) handleMessages(c echo.Context) error {
 		if !errors.As(err, &ie) {
 			return err
 		}
-		he := errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param)
-		s.reject(he)
-		return he
+		return s.reject(errBadRequest("invalid_request", "%s: %s", ie.Param, ie.Message).naming(ie.Param))
 	}
 	if err := checkMessages(turns); err != nil {
 		return err
@@ -51,62 +49,32 @@ func (s *Server) handleMessages(c echo.Context) error {
 	}
 	cr := &completionRun{run: run, renderer: &openai.Renderer{Mode: openai.RenderMarkdown, Reasoning: openai.ReasoningContent},
 		remember: s.rememberReply(ctx, thread, model, openai.RenderMarkdown), id: "msg_" + strings.TrimPrefix(run.ID, "chat_"),
-		created: time.Now().Unix(), model: model}
+		created: time.Now().Unix(), model: model, codeInMessage: true}
 	if req.Stream {
-		return s.streamMessage(c, cr)
+		return s.streamReply(c, run, true, &messageStream{cr: cr})
 	}
-	return s.waitMessage(c, cr)
+	return waitMessage(c, cr)
 }
 
-// handleCountTokens serves POST /v1/messages/count_tokens, which is not
-// supported: the agent counts its tokens as it runs, and they are never
-// guessed.
+// handleCountTokens serves POST /v1/messages/count_tokens, refused: tokens
+// are counted by the agent as it runs, never guessed.
 func (s *Server) handleCountTokens(c echo.Context) error {
 	return errBadRequest("unsupported", "token counting is not supported here: the agent counts the tokens of a run as it runs, and Docstream never guesses them; a message's usage is in its message_delta event, or its usage field")
 }
 
-// waitMessage answers a run as one Message once it is done, or its failure
-// as an error.
-func (s *Server) waitMessage(c echo.Context, cr *completionRun) error {
+// waitMessage answers a run as one Message once it is done.
+func waitMessage(c echo.Context, cr *completionRun) error {
 	msg := anthropic.NewMessage(cr.id, cr.model)
 	var blocks anthropic.Blocks
-	var done documents.Done
-	cr.run.Observe(func(ev documents.Event) {
-		cr.remember(ev)
-		for _, p := range cr.renderer.Event(ev) {
-			for _, e := range blocks.Add(p) {
-				msg.Apply(e)
-			}
+	return cr.await(c, func(p openai.Piece) {
+		for _, e := range blocks.Add(p) {
+			msg.Apply(e)
 		}
-		if d, ok := ev.(documents.Done); ok {
-			done = d
-		}
+	}, func(done documents.Done) error {
+		stop := anthropic.EndTurn
+		msg.StopReason, msg.Usage = &stop, anthropic.UsageOf(done.Usage)
+		return writeJSON(c, http.StatusOK, msg)
 	})
-	cr.run.Launch()
-	detach := cr.run.Attach()
-	defer detach()
-	if !waitDone(c.Request().Context(), cr.run) {
-		return nil
-	}
-	h := c.Response().Header()
-	h.Set("X-Docstream-Response-Id", cr.run.ID)
-	if done.ConversationID != nil {
-		h.Set("X-Docstream-Conversation-Id", *done.ConversationID)
-	}
-	if done.Status != documents.StatusCompleted {
-		// The agent already ran: a retry would run it again.
-		h.Set("X-Should-Retry", "false")
-		return runFailed(cr, done)
-	}
-	stop := anthropic.EndTurn
-	msg.StopReason, msg.Usage = &stop, anthropic.UsageOf(done.Usage)
-	return writeJSON(c, http.StatusOK, msg)
-}
-
-// runFailed is the error of a run that did not complete.
-func runFailed(cr *completionRun, done documents.Done) *HTTPError {
-	code := cmp.Or(string(done.Metadata.StopReason), "agent_error")
-	return &HTTPError{Status: http.StatusBadGateway, Code: code, Message: openai.ErrorMessage(cr.renderer.Content()) + " (" + code + ")"}
 }
 
 // pingFrame is the heartbeat of a Messages stream.
@@ -116,33 +84,21 @@ var pingFrame = func() []byte {
 	return b.Bytes()
 }()
 
-// messageStream writes a run as Messages events.
+// messageStream writes a run as Messages events: message_start, the content
+// blocks, then message_delta and message_stop, or an error event.
 type messageStream struct {
 	cr     *completionRun
 	st     *streamer
 	blocks anthropic.Blocks
 }
 
-// streamMessage streams a run as Messages events: message_start at once,
-// the content blocks as the run goes, then message_delta and message_stop,
-// or an error event when the run fails.
-func (s *Server) streamMessage(c echo.Context, cr *completionRun) error {
-	detach := cr.run.Attach()
-	defer detach()
-	defer cr.run.Launch()
-	ms := &messageStream{cr: cr, st: s.startStream(c, cr.run)}
-	ms.st.ping = pingFrame
-	if writeEvent(ms.st, anthropic.Start(anthropic.NewMessage(cr.id, cr.model))) != nil || ms.st.rc.Flush() != nil {
-		return nil
-	}
-	cr.run.Launch()
-	ms.st.follow(c.Request().Context(), cr.run, 0, ms.send, "ping")
-	if ms.st.lost {
-		if writeEvent(ms.st, anthropic.NewError(http.StatusInternalServerError, errEventsDropped(cr.run).Message)) == nil {
-			_ = ms.st.rc.Flush()
-		}
-	}
-	return nil
+func (ms *messageStream) start(st *streamer) error {
+	ms.st, st.ping = st, pingFrame
+	return writeEvent(st, anthropic.Start(anthropic.NewMessage(ms.cr.id, ms.cr.model)))
+}
+
+func (ms *messageStream) lost(he *HTTPError) error {
+	return writeEvent(ms.st, anthropic.NewError(http.StatusInternalServerError, he.Message))
 }
 
 // writeEvent writes one event, named by its type.
@@ -154,13 +110,8 @@ func writeEvent(w io.Writer, ev anthropic.Event) error {
 	return sse.WriteEvent(w, ev.EventType(), b)
 }
 
-// send writes the events of one frame of the run, and the end of the
-// message after done.
-func (ms *messageStream) send(f sse.Frame) (bool, error) {
-	ev, err := sse.DecodeFrame(f)
-	if err != nil {
-		return false, nil
-	}
+// send writes the Messages events one event of the run becomes.
+func (ms *messageStream) send(ev documents.Event) (bool, error) {
 	cr := ms.cr
 	cr.remember(ev)
 	var evs []anthropic.Event
@@ -179,7 +130,7 @@ func (ms *messageStream) send(f sse.Frame) (bool, error) {
 		if d.Status == documents.StatusCompleted {
 			evs = append(evs, anthropic.End(d.Usage)...)
 		} else {
-			he := runFailed(cr, d)
+			he := cr.failure(d)
 			evs = append(evs, anthropic.NewError(he.Status, he.Message))
 		}
 	}
@@ -191,8 +142,7 @@ func (ms *messageStream) send(f sse.Frame) (bool, error) {
 	return done, nil
 }
 
-// isAnthropicRoute reports whether a request path answers errors in
-// Anthropic's shape.
+// isAnthropicRoute reports whether a path answers errors in Anthropic's shape.
 func isAnthropicRoute(path string) bool {
 	return path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/")
 }

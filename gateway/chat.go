@@ -25,50 +25,35 @@ import (
 // handleChat serves POST /v1/chat: the SSE document stream, or the whole
 // ChatResponse as JSON.
 func (s *Server) handleChat(c echo.Context) error {
-	run, stream, err := s.prepareChat(c)
-	if err != nil {
-		return err
-	}
-	if stream {
-		return s.streamRun(c, run, 0)
-	}
-	run.Launch()
-	return s.waitRun(c, run)
-}
-
-// prepareChat decodes a chat request and prepares its run, reporting
-// whether the answer streams.
-func (s *Server) prepareChat(c echo.Context) (*runs.Run, bool, error) {
 	var req ChatRequest
 	if err := s.decodeBody(c, &req, chatFields); err != nil {
-		return nil, false, err
+		return err
 	}
-	// The answer streams when the body says so, unless the query says
-	// otherwise.
+	// ?stream= overrides the body's stream.
 	stream := req.Stream != nil && *req.Stream
 	if q := c.QueryParam("stream"); q != "" {
 		v, err := strconv.ParseBool(q)
 		if err != nil {
-			err := errBadRequest("bad_query", "?stream=%q: use true or false", q)
-			s.reject(err)
-			return nil, false, err
+			return s.reject(errBadRequest("bad_query", "?stream=%q: use true or false", q))
 		}
 		stream = v
 	}
 	spec, err := s.chatSpec(c.Request().Context(), &req)
 	if err != nil {
-		s.reject(err)
-		return nil, false, err
+		return s.reject(err)
 	}
-	// A stream's headers go out before the run starts (streamRun launches
-	// it), so that they never wait behind the agent's spawn.
 	run, err := s.prepare(c.Request().Context(), spec)
-	return run, stream, err
+	if err != nil {
+		return err
+	}
+	if stream {
+		return s.streamRun(c, run, 0) // launches the run once the stream's headers are out
+	}
+	return await(c, run, func() error { return answerRun(c, run) })
 }
 
-// prepare admits and registers a run, here or, for a turn of a
-// conversation that lives on another replica, there (a forwardError). A
-// cloud agent launched for a run that is then refused is stopped again.
+// prepare admits and registers a run, or answers a forwardError for a turn
+// that runs on another replica; a refused run's cloud agent is stopped.
 func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error) {
 	if err := s.routeTurn(ctx, spec); err != nil {
 		return nil, err
@@ -87,36 +72,34 @@ func (s *Server) prepare(ctx context.Context, spec *runs.Spec) (*runs.Run, error
 	return run, err
 }
 
-// decodeBody reads and strictly decodes the request body into v (naming an
-// unknown field when known is set), counting a refusal.
+// decodeBody strictly decodes the request body into v, counting a refusal.
 func (s *Server) decodeBody(c echo.Context, v any, known map[string]bool) error {
 	body, err := readBody(c, s.cfg.Server.MaxBodyBytes)
 	if err == nil {
 		err = decodeStrict(body, v, known)
 	}
 	if err != nil {
-		s.reject(err)
+		return s.reject(err)
 	}
-	return err
+	return nil
 }
 
-// reject counts a request refused for bad input.
-func (s *Server) reject(err error) {
+// reject counts a request refused for bad input, and returns its error.
+func (s *Server) reject(err error) error {
 	he := asHTTPError(err)
 	reason := "bad_request"
 	if he.Status == http.StatusRequestEntityTooLarge {
 		reason = "too_large"
 	}
 	s.metrics.Rejected.WithLabelValues(reason).Inc()
+	return err
 }
 
 // chatSpec validates a /v1/chat request and turns it into a RunSpec.
 func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, error) {
 	alias, isAlias := s.cfg.OpenAI.Aliases[req.Model]
 	if isAlias {
-		// An alias names what it stands for here as on the OpenAI route:
-		// its model, and its backend and repository unless the request
-		// gives its own.
+		// An alias gives its model, backend and repository, unless the request does.
 		req.Model = cmp.Or(alias.Model, "auto")
 		if req.Backend == "" {
 			req.Backend = cmp.Or(alias.Backend, "cli")
@@ -128,12 +111,9 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if err := validateCommon(req.Mode, req.Model, req.ConversationID); err != nil {
 		return nil, err
 	}
-	// Another key's conversation is unknown to this one, before anything
-	// (its answers, its backend) is looked at.
-	if req.ConversationID != "" {
-		if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
-			return nil, err
-		}
+	// Another key's conversation is unknown, before anything else is checked.
+	if err := s.checkOwnConversation(ctx, req.ConversationID, errUnknownConversation(req.ConversationID)); err != nil {
+		return nil, err
 	}
 	prompt := ""
 	switch {
@@ -190,16 +170,15 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	default:
 		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
 	}
-	spec := &runs.Spec{
-		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
-		ConversationID: req.ConversationID, SessionID: req.ConversationID,
-		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"),
-		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
-	}
 	if err := s.checkInteractive(req, backend); err != nil {
 		return nil, err
 	}
-	spec.Interactive = req.Interactive
+	spec := &runs.Spec{
+		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
+		ConversationID: req.ConversationID, SessionID: req.ConversationID,
+		Mode: cmp.Or(req.Mode, "agent"), Model: cmp.Or(req.Model, "auto"), Interactive: req.Interactive,
+		Backend: backend, Thinking: req.Thinking, IncludeRaw: req.IncludeRaw, Owner: ownerOf(ctx),
+	}
 	if backend == "cloud" {
 		return s.cloudSpec(ctx, spec, req)
 	}
@@ -239,9 +218,7 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 
 // resolveWorkspace sets the run's directory from a workspace name.
 func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
-	if name == "" {
-		name = s.defaultWorkspace
-	}
+	name = cmp.Or(name, s.defaultWorkspace)
 	if name == "" {
 		return nil
 	}
@@ -256,8 +233,7 @@ func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
 	return nil
 }
 
-// conversationWorkspace sets the run's directory to its conversation's
-// workspace, when that is still configured.
+// conversationWorkspace runs spec in its conversation's workspace, if configured.
 func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation) {
 	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
 		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
@@ -273,8 +249,7 @@ func (s *Server) needWorkspace(spec *runs.Spec) error {
 		strings.Join(s.workspaceNames(), ", "))
 }
 
-// answerPrompt turns clarification answers into a follow-up naming each
-// question and the chosen option's label.
+// answerPrompt turns clarification answers into a follow-up prompt.
 func (s *Server) answerPrompt(ctx context.Context, conv string, answers []Answer) (string, error) {
 	var qs []documents.Question
 	known := false // the store holds the conversation: answers are checked
@@ -514,18 +489,19 @@ func (s *Server) heartbeat() time.Duration {
 	return 15 * time.Second
 }
 
-// waitRun waits for the run and answers its ChatResponse as JSON.
-func (s *Server) waitRun(c echo.Context, run *runs.Run) error {
+// await launches the run, waits attached for its done, and then answers;
+// a client that left first gets nothing.
+func await(c echo.Context, run *runs.Run, answer func() error) error {
+	run.Launch()
 	detach := run.Attach()
 	defer detach()
 	if !waitDone(c.Request().Context(), run) {
 		return nil
 	}
-	return answerRun(c, run)
+	return answer()
 }
 
-// waitDone waits for the run's done event, reporting false when ctx ends
-// first.
+// waitDone waits for the run's done, reporting false when ctx ends first.
 func waitDone(ctx context.Context, run *runs.Run) bool {
 	select {
 	case <-run.Done():
@@ -538,12 +514,24 @@ func waitDone(ctx context.Context, run *runs.Run) bool {
 // answerRun answers a finished run's ChatResponse as JSON.
 func answerRun(c echo.Context, run *runs.Run) error {
 	resp := run.Response()
-	h := c.Response().Header()
-	h.Set("X-Docstream-Response-Id", run.ID)
-	if resp.ConversationID != nil {
-		h.Set("X-Docstream-Conversation-Id", *resp.ConversationID)
-	}
+	setRunHeaders(c, run.ID, resp.ConversationID)
 	return writeResponse(c, &resp)
+}
+
+// setRunHeaders names a finished run's response and conversation.
+func setRunHeaders(c echo.Context, id string, conv *string) {
+	h := c.Response().Header()
+	h.Set("X-Docstream-Response-Id", id)
+	if conv != nil {
+		h.Set("X-Docstream-Conversation-Id", *conv)
+	}
+}
+
+// agentFailed answers a run's failure, telling the client not to retry
+// what already ran.
+func agentFailed(c echo.Context, he *HTTPError) error {
+	c.Response().Header().Set("X-Should-Retry", "false")
+	return he
 }
 
 // writeResponse answers a ChatResponse as JSON.
@@ -584,8 +572,7 @@ func (s *Server) handleGetChat(c echo.Context) error {
 }
 
 // handleStream serves GET /v1/chat/{id}/stream: a replay from Last-Event-ID
-// (or ?lastEventId=), then the live stream; 204 when the run is unknown
-// (or another key's).
+// (or ?lastEventId=), then the live stream; 204 for an unknown run.
 func (s *Server) handleStream(c echo.Context) error {
 	run := s.visibleRun(c.Request().Context(), c.Param("id"))
 	if run == nil {
@@ -595,18 +582,13 @@ func (s *Server) handleStream(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	after := 0
-	last := c.Request().Header.Get("Last-Event-ID")
-	if last == "" {
-		last = c.QueryParam("lastEventId")
-	}
-	if last != "" {
+	if last := cmp.Or(c.Request().Header.Get("Last-Event-ID"), c.QueryParam("lastEventId")); last != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(last))
 		if err != nil || n < 0 {
 			return errBadRequest("bad_last_event_id", "Last-Event-ID must be an event id (a number)")
 		}
 		after = n
-		// No client can have seen an event the run has not sent: the id
-		// belongs to another run, or was made up.
+		// No client can have seen an event the run has not sent.
 		if last := run.Log.Last(); after > last {
 			return errBadRequest("bad_last_event_id", "event %d is past this run's last event (%d)", after, last)
 		}
@@ -684,12 +666,12 @@ type turnAnswer struct {
 func (s *Server) handleConversation(c echo.Context) error {
 	id := c.Param("id")
 	if s.store == nil || !idPattern.MatchString(id) {
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+		return errNoConversation()
 	}
 	ctx := c.Request().Context()
 	conv, turns, err := s.store.Conversation(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !s.sees(ctx, conv.Owner) {
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
+		return errNoConversation()
 	}
 	if err != nil {
 		return err

@@ -17,16 +17,13 @@ import (
 	"github.com/docstream/docstream/runs"
 )
 
-// cloudSpec launches a cloud agent (or sends a follow-up to the one named by
-// conversationId) before the response starts, so that upstream refusals are
-// answered as HTTP errors; the run then watches it.
+// cloudSpec launches a cloud agent, or sends a follow-up to the one named by
+// conversationId, before the response starts: upstream refusals are HTTP errors.
 func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatRequest) (*runs.Spec, error) {
 	if s.cloud == nil {
 		return nil, errNoCloud
 	}
-	// What the registry would refuse is refused before anything is sent
-	// upstream: a refused request must not launch an agent or deliver a
-	// follow-up.
+	// A request the registry refuses must not launch an agent or deliver a follow-up.
 	if err := s.reg.Admit(); err != nil {
 		return nil, err
 	}
@@ -91,16 +88,14 @@ func (s *Server) cloudSpec(ctx context.Context, spec *runs.Spec, req *ChatReques
 	return spec, nil
 }
 
-// cloudTimeout is the cause of a cloud context that ran out of
-// cloud.request_timeout.
+// cloudTimeout is the cause of a context that ran out of cloud.request_timeout.
 type cloudTimeout struct{ d time.Duration }
 
 func (t cloudTimeout) Error() string {
 	return fmt.Sprintf("the Cloud Agents API did not answer within %s (cloud.request_timeout)", t.d)
 }
 
-// cloudContext bounds the upstream calls of one request, retries
-// included, by cloud.request_timeout.
+// cloudContext bounds a request's upstream calls by cloud.request_timeout.
 func (s *Server) cloudContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d := s.cfg.CloudRequestTimeout; d > 0 {
 		return context.WithTimeoutCause(ctx, d, cloudTimeout{d})
@@ -128,8 +123,7 @@ func cloudHTTPError(err error) error {
 	he := &HTTPError{Status: http.StatusBadGateway, Code: ce.Code, Message: ce.Message, Err: err}
 	switch {
 	case ce.Code == cloud.CodeUnavailable:
-		// The API did not answer, or answered a 5xx or nonsense: which
-		// address was tried is the gateway's business, not the client's.
+		// Which address did not answer is the gateway's business.
 		if ce.Status == 0 {
 			he.Message = "the Cloud Agents API could not be reached"
 		}

@@ -23,21 +23,15 @@ import (
 	"github.com/docstream/docstream/sse"
 )
 
-// Replicas on one PostgreSQL store (see package cluster). A request about
-// a live run that another replica runs (a re-attach, a cancel) and a turn
-// of a conversation whose agent session lives on another live replica are
-// forwarded there, and the answer relayed as it comes. A turn of a
-// conversation whose replica is gone runs here, in a new agent session
-// that is given the conversation so far.
+// Replicas (see package cluster): a request about another live replica's
+// run or agent session is forwarded there and its answer relayed.
 
-// forwardError asks the error handler to forward the request to the
-// replica that owns what it is about.
+// forwardError has the error handler forward the request to another replica.
 type forwardError struct{ to cluster.Replica }
 
 func (e *forwardError) Error() string { return "served by replica " + e.to.ID }
 
-// hopCtxKey marks a request forwarded by another replica: it is served
-// here, never forwarded again.
+// hopCtxKey marks a request forwarded by another replica.
 type hopCtxKey struct{}
 
 // bodyKey keeps a request's body in its echo context, for a forward.
@@ -57,8 +51,7 @@ func (s *Server) admitHop(c echo.Context) bool {
 	return true
 }
 
-// runElsewhere returns a forwardError for a run that another live replica
-// runs, or nil.
+// runElsewhere returns a forwardError for another live replica's run, or nil.
 func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	if s.cluster == nil || forwarded(ctx) || !idPattern.MatchString(id) {
 		return nil
@@ -89,10 +82,9 @@ func (s *Server) runningElsewhere(ctx context.Context, conv string) error {
 	return nil
 }
 
-// routeTurn decides where a follow-up turn runs: on the replica that holds
-// its conversation's agent session (a forwardError when that is another
-// live one), or here, resuming this replica's session, or, when the
-// session's replica is gone, in a new session given the history.
+// routeTurn decides where a follow-up turn runs: on the live replica that
+// holds its agent session (a forwardError when not this one), or here, in a
+// new session given the history when that replica is gone.
 func (s *Server) routeTurn(ctx context.Context, spec *runs.Spec) error {
 	conv := spec.ConversationID
 	if s.cluster == nil || conv == "" || spec.Backend != "cli" {
@@ -119,16 +111,14 @@ func (s *Server) routeTurn(ctx context.Context, spec *runs.Spec) error {
 	return nil
 }
 
-// errStoreAway answers what needs the shared store while it does not
-// answer.
+// errStoreAway answers what needs the shared store while it is away.
 func errStoreAway(err error) *HTTPError {
 	return &HTTPError{Status: http.StatusServiceUnavailable, Code: "store_unavailable", RetryAfter: 5, Err: err,
 		Message: "the shared store does not answer, so the replica that runs this cannot be found; try again shortly"}
 }
 
-// foldHistory returns the prompt with the conversation's earlier turns
-// before it, as an OpenAI history is folded for an agent that cannot
-// resume it.
+// foldHistory returns the prompt after the conversation's earlier turns,
+// folded as an OpenAI history is.
 func (s *Server) foldHistory(ctx context.Context, conv, prompt string) (string, error) {
 	_, turns, err := s.store.Conversation(ctx, conv)
 	if err != nil {
@@ -170,25 +160,24 @@ func (s *Server) foldHistory(ctx context.Context, conv, prompt string) (string, 
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length", "Accept-Encoding", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol"}
 
-// isHopHeader reports whether a header is not passed on.
-func isHopHeader(k string) bool {
-	return slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) })
+// copyHeaders copies the headers of src that are passed on to dst.
+func copyHeaders(dst, src http.Header) {
+	for k, v := range src {
+		if !slices.ContainsFunc(hopHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+			dst[k] = v
+		}
+	}
 }
 
 // toPeer sends a request to another replica with the client's headers and
-// the cluster's secret. Its context ends, and with it the answer's body,
-// when the replica stops beating or ctx ends; stop must be called once the
-// answer is read.
+// the cluster's secret, until the replica stops beating or ctx ends; stop
+// must be called once the answer is read.
 func (s *Server) toPeer(ctx context.Context, to cluster.Replica, method, uri string, header http.Header, body []byte) (resp *http.Response, stop context.CancelFunc, err error) {
 	ctx, stop = context.WithCancel(ctx)
 	go s.watchReplica(ctx, stop, to.ID)
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(to.URL, "/")+uri, bytes.NewReader(body))
 	if err == nil {
-		for k, v := range header {
-			if !isHopHeader(k) {
-				req.Header[k] = v
-			}
-		}
+		copyHeaders(req.Header, header)
 		s.cluster.Sign(req.Header)
 		resp, err = s.peers.Do(req)
 	}
@@ -203,9 +192,8 @@ func (s *Server) toPeer(ctx context.Context, to cluster.Replica, method, uri str
 	return resp, stop, nil
 }
 
-// forward sends the request to the replica and relays its answer as it
-// comes; a document stream the replica stops answering mid-way ends with
-// an error document and done.
+// forward relays the request to the replica, and its answer as it comes; a
+// document stream the replica drops ends with an error document and done.
 func (s *Server) forward(c echo.Context, to cluster.Replica) {
 	r := c.Request()
 	body, read := c.Get(bodyKey).([]byte)
@@ -225,12 +213,7 @@ func (s *Server) forward(c echo.Context, to cluster.Replica) {
 	}
 	defer stop()
 	defer resp.Body.Close()
-	h := c.Response().Header()
-	for k, v := range resp.Header {
-		if !isHopHeader(k) {
-			h[k] = v
-		}
-	}
+	copyHeaders(c.Response().Header(), resp.Header)
 	c.Response().WriteHeader(resp.StatusCode)
 	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
 	st.deadline()
@@ -271,11 +254,9 @@ func (s *Server) watchReplica(ctx context.Context, cancel context.CancelFunc, id
 	}
 }
 
-// readPeerStream reads a replica's SSE stream line by line, giving each
-// line (and, at the blank line that ends an event, the event) to take,
-// until take returns false, the stream ends, or the replica is silent for
-// longer than two heartbeats and the cluster's timeout (then stop ends
-// it). It reports whether the stream reached its done.
+// readPeerStream gives take each line of a replica's SSE stream, and the
+// event a line ends, until take returns false, the stream ends or falls
+// silent (then stop ends it); it reports whether done was read.
 func (s *Server) readPeerStream(body io.Reader, stop context.CancelFunc, take func(line []byte, ev *sse.Frame) bool, tail *streamTail) bool {
 	idle := 2*s.heartbeat() + s.cluster.OwnerTimeout()
 	timer := time.AfterFunc(idle, stop)
@@ -301,8 +282,8 @@ func isDocumentStream(route string) bool {
 	return route == "/v1/chat" || route == "/v1/chat/:id/stream"
 }
 
-// streamTail follows a relayed document stream, to end it as the owner
-// would have when the owner stops answering.
+// streamTail follows a relayed document stream, to end it when its
+// replica stops answering.
 type streamTail struct {
 	ev   sse.Frame // the event being read
 	seq  int
@@ -310,8 +291,7 @@ type streamTail struct {
 	open []string // documents started and not ended
 }
 
-// read takes one line of the stream and returns the event it ends, if
-// it ends one.
+// read takes one line of the stream and returns the event it ends, if any.
 func (t *streamTail) read(line []byte) *sse.Frame {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) == 0 {
@@ -356,8 +336,7 @@ func (t *streamTail) read(line []byte) *sse.Frame {
 // tailFrames are the frames that end a relayed stream whose replica
 // stopped answering: its open documents closed, an error document, done.
 func (s *Server) tailFrames(ctx context.Context, t *streamTail, responseID string) []sse.Frame {
-	// A re-attach has not seen the documents before its Last-Event-ID:
-	// the stored response counts them.
+	// The stored response counts the documents a re-attach has not seen.
 	if tu, err := s.store.Turn(ctx, responseID); err == nil {
 		var resp documents.ChatResponse
 		if json.Unmarshal(tu.Response, &resp) == nil {
@@ -388,8 +367,7 @@ func (s *Server) tailFrames(ctx context.Context, t *streamTail, responseID strin
 	return out
 }
 
-// peerTurn is a WebSocket turn that runs on another replica, whose events
-// are relayed to the socket.
+// peerTurn is a WebSocket turn relayed from another replica.
 type peerTurn struct {
 	s      *Server
 	to     cluster.Replica
@@ -410,8 +388,7 @@ func (p *peerTurn) Cancel(kill bool) {
 	}()
 }
 
-// startPeerTurn starts a WebSocket chat turn on the replica that holds its
-// conversation, as a stream of document events.
+// startPeerTurn starts a WebSocket chat turn on its conversation's replica.
 func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, *http.Response, context.CancelFunc, error) {
 	h := header.Clone()
 	h.Set("Content-Type", "application/json")
@@ -430,9 +407,8 @@ func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header h
 	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h}, resp, stop, nil
 }
 
-// relayWS sends a relayed turn's events to the socket as they come, and
-// ends the turn with an error document and done when its replica stops
-// answering. release is called before done goes out.
+// relayWS sends a relayed turn's events to the socket, ending with an error
+// document and done when its replica stops answering; release precedes done.
 func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, stop context.CancelFunc, send func(wsMessage) error, release func()) {
 	defer stop()
 	defer resp.Body.Close()

@@ -26,9 +26,7 @@ type AuthConfig struct {
 	APIKeys       []string `yaml:"api_keys"`
 	RatePerMinute float64  `yaml:"rate_per_minute"`
 	Burst         int      `yaml:"burst"`
-	// IsolateKeys makes each key a tenant: the responses, conversations
-	// and runs a key made are answered to it alone (to another key as if
-	// unknown). It needs API keys.
+	// IsolateKeys makes each key a tenant that sees only what it made (with API keys).
 	IsolateKeys bool `yaml:"isolate_keys"`
 }
 

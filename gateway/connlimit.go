@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,8 +28,7 @@ const fdsSpare = 64
 // to read the answer; past it the one refused longest ago is closed.
 const maxRefusing = 32
 
-// refuseLinger is how long a refused connection may take to read its
-// answer and close.
+// refuseLinger is how long a refused connection may take to read its answer.
 const refuseLinger = time.Second
 
 // ConnectionLimit is the number of connections the gateway serves at once:
@@ -52,8 +52,7 @@ func connectionsFor(nofile uint64, runs int) int {
 }
 
 // connLimiter is a listener that serves at most max connections at once;
-// past it, a probe (/healthz, /readyz, /metrics) is still answered and any
-// other request gets a 503 too_many_connections.
+// past it, probes are still answered and other requests get a 503.
 type connLimiter struct {
 	net.Listener
 	max     int64
@@ -67,18 +66,14 @@ type connLimiter struct {
 }
 
 // limitConnections wraps ln so that it serves at most limit connections,
-// counting them in open; refused and probes may be nil.
+// counting them in open; probes may be nil.
 func limitConnections(ln net.Listener, limit int, open *atomic.Int64, refused func(), probes http.Handler) *connLimiter {
 	body := fmt.Sprintf(`{"error":{"code":"too_many_connections","message":"the gateway is serving its limit of %d connections; try again shortly"}}`, limit)
 	answer := fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	if refused == nil {
-		refused = func() {}
-	}
 	return &connLimiter{Listener: ln, max: int64(limit), open: open, answer: []byte(answer), refused: refused, probes: probes}
 }
 
-// Accept returns the next connection within the limit, answering and
-// closing those past it.
+// Accept returns the next connection within the limit, refusing those past it.
 func (l *connLimiter) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -86,10 +81,11 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
+			release := sync.OnceFunc(func() { l.open.Add(-1) })
 			if tc, ok := c.(*net.TCPConn); ok {
-				return &countedTCPConn{TCPConn: tc, place: place{open: l.open}}, nil
+				return &countedTCPConn{TCPConn: tc, release: release}, nil
 			}
-			return &countedConn{Conn: c, place: place{open: l.open}}, nil
+			return &countedConn{Conn: c, release: release}, nil
 		}
 		l.open.Add(-1)
 		l.refuse(c)
@@ -97,14 +93,13 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 }
 
 // refuse answers c's request with the 503 once its head has arrived, then
-// reads until the client closes (closing with unread bytes would reset the
-// answer), all within refuseLinger; at most maxRefusing linger at once.
+// reads until the client closes, all within refuseLinger.
 func (l *connLimiter) refuse(c net.Conn) {
 	c.SetDeadline(time.Now().Add(refuseLinger))
 	l.mu.Lock()
 	if len(l.lingering) >= maxRefusing {
 		l.lingering[0].SetReadDeadline(time.Now())
-		l.lingering = append(l.lingering[:0], l.lingering[1:]...)
+		l.lingering = slices.Delete(l.lingering, 0, 1)
 	}
 	l.lingering = append(l.lingering, c)
 	l.mu.Unlock()
@@ -126,27 +121,19 @@ func (l *connLimiter) refuse(c net.Conn) {
 			}
 		}
 		l.mu.Lock()
-		for i, o := range l.lingering {
-			if o == c {
-				l.lingering = append(l.lingering[:i], l.lingering[i+1:]...)
-				break
-			}
-		}
+		l.lingering = slices.DeleteFunc(l.lingering, func(o net.Conn) bool { return o == c })
 		l.mu.Unlock()
 		c.Close()
 	}()
 }
 
-// readHead reads c until the end of a request's head (a blank line) or
-// 64 KiB, and returns what came.
+// readHead reads c until the end of a request's head, or 64 KiB.
 func readHead(c net.Conn) []byte {
-	buf := make([]byte, 0, 1024)
+	var buf []byte
+	b := make([]byte, 4096)
 	for len(buf) < 64<<10 {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := c.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		n, err := c.Read(b)
+		buf = append(buf, b[:n]...)
 		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) || err != nil {
 			return buf
 		}
@@ -184,8 +171,7 @@ func serveProbe(h http.Handler, r *http.Request, c net.Conn) []byte {
 	return out.Bytes()
 }
 
-// probeWriter is the http.ResponseWriter of a probe answered past the
-// connection limit.
+// probeWriter records the answer to a probe past the connection limit.
 type probeWriter struct {
 	header http.Header
 	status int
@@ -205,24 +191,11 @@ func (w *probeWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// place is a served connection's place in the count of those open.
-type place struct {
-	open     *atomic.Int64
-	released atomic.Bool
-}
-
-// release gives the place back, once.
-func (p *place) release() {
-	if p.released.CompareAndSwap(false, true) {
-		p.open.Add(-1)
-	}
-}
-
-// countedTCPConn is a served TCP connection that gives its place back when
-// closed, keeping the methods of *net.TCPConn that net/http uses.
+// countedTCPConn is a served TCP connection that gives its place in the
+// count back when closed, keeping the methods of *net.TCPConn.
 type countedTCPConn struct {
 	*net.TCPConn
-	place
+	release func() // gives the place back, once
 }
 
 func (c *countedTCPConn) Close() error {
@@ -236,7 +209,7 @@ func (c *countedTCPConn) NetConn() net.Conn { return c.TCPConn }
 // countedConn is countedTCPConn for other kinds of connection.
 type countedConn struct {
 	net.Conn
-	place
+	release func()
 }
 
 func (c *countedConn) Close() error {

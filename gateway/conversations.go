@@ -54,10 +54,8 @@ func decodeCursor(s string) (*store.Cursor, error) {
 	return &store.Cursor{Updated: t, ID: id}, nil
 }
 
-// handleConversations serves GET /v1/conversations: a page of
-// conversations without their turns, the most recently active first
-// (?limit=, ?cursor=, ?workspace=). While keys are isolated a key lists its
-// own.
+// handleConversations serves GET /v1/conversations: a page of conversations
+// without their turns, the most recently active first.
 func (s *Server) handleConversations(c echo.Context) error {
 	q := store.ListQuery{Limit: listDefaultLimit}
 	if v := c.QueryParam("limit"); v != "" {
@@ -83,11 +81,9 @@ func (s *Server) handleConversations(c echo.Context) error {
 	ans := conversationList{Conversations: []store.Conversation{}}
 	ctx := c.Request().Context()
 	if s.isolating() {
-		if q.Owner = ownerOf(ctx); q.Owner == "" {
-			return writeJSON(c, http.StatusOK, ans) // no key's: none to see
-		}
+		q.Owner = ownerOf(ctx)
 	}
-	if s.store == nil {
+	if s.store == nil || s.isolating() && q.Owner == "" { // no key's: none to see
 		return writeJSON(c, http.StatusOK, ans)
 	}
 	limit := q.Limit
@@ -105,16 +101,13 @@ func (s *Server) handleConversations(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, ans)
 }
 
-// errNoConversation is the answer about a conversation the store does not
-// hold, or, while keys are isolated, another key's.
+// errNoConversation answers a conversation not known here (or another key's).
 func errNoConversation() *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no conversation with this id"}
 }
 
 // handleDeleteConversation serves DELETE /v1/conversations/{id}: the
-// conversation goes from the store with its turns and history
-// fingerprints, and the registry lets go of its finished runs; 204. A
-// running turn is a 409 conversation_busy.
+// conversation, its turns and fingerprints go; a running turn is a 409.
 func (s *Server) handleDeleteConversation(c echo.Context) error {
 	id, ctx := c.Param("id"), c.Request().Context()
 	if s.store == nil || !idPattern.MatchString(id) {

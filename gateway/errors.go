@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,56 +59,54 @@ type openAIError struct {
 	Code    string  `json:"code"`
 }
 
-// errorHandler writes every error as the gateway's JSON error shape (or
+// handleError writes every error as the gateway's JSON error shape (or
 // OpenAI's on the OpenAI routes), and nothing once a response is committed.
-func errorHandler(s *Server) echo.HTTPErrorHandler {
-	return func(err error, c echo.Context) {
-		if c.Response().Committed {
-			return
-		}
-		if fe, ok := errors.AsType[*forwardError](err); ok {
-			s.forward(c, fe.to)
-			return
-		}
-		he := asHTTPError(err)
-		if he.Status >= 500 && he.Code != "overloaded" {
-			// An overload sheds load on purpose; its request line says so.
-			s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
-		}
-		if he.RetryAfter > 0 {
-			c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
-		}
-		if unreadBody(c.Request()) {
-			// Answer now rather than after reading a body nobody wants.
-			c.Response().Header().Set("Connection", "close")
-		}
-		var body any = errorBody{Error: he}
-		if isOpenAIRoute(c.Request().URL.Path) {
-			typ := "invalid_request_error"
-			switch {
-			case he.Status == 401:
-				typ = "authentication_error"
-			case he.Status == 429:
-				typ = "rate_limit_error"
-			case he.Status >= 500:
-				typ = "server_error"
-			}
-			var param *string
-			if he.Param != "" {
-				param = &he.Param
-			}
-			body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Param: param, Code: he.Code}}
-		}
-		status := he.Status
-		if isAnthropicRoute(c.Request().URL.Path) {
-			status, body = anthropicError(c, he)
-		}
-		if c.Request().Method == http.MethodHead {
-			_ = c.NoContent(status)
-			return
-		}
-		_ = c.JSON(status, body)
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
 	}
+	if fe, ok := errors.AsType[*forwardError](err); ok {
+		s.forward(c, fe.to)
+		return
+	}
+	he := asHTTPError(err)
+	if he.Status >= 500 && he.Code != "overloaded" {
+		// An overload sheds load on purpose; its request line says so.
+		s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
+	}
+	if he.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
+	}
+	if unreadBody(c.Request()) {
+		// Answer now rather than after reading a body nobody wants.
+		c.Response().Header().Set("Connection", "close")
+	}
+	var body any = errorBody{Error: he}
+	if isOpenAIRoute(c.Request().URL.Path) {
+		typ := "invalid_request_error"
+		switch {
+		case he.Status == 401:
+			typ = "authentication_error"
+		case he.Status == 429:
+			typ = "rate_limit_error"
+		case he.Status >= 500:
+			typ = "server_error"
+		}
+		var param *string
+		if he.Param != "" {
+			param = &he.Param
+		}
+		body = openAIErrorBody{Error: openAIError{Message: he.Message, Type: typ, Param: param, Code: he.Code}}
+	}
+	status := he.Status
+	if isAnthropicRoute(c.Request().URL.Path) {
+		status, body = anthropicError(c, he)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	_ = c.JSON(status, body)
 }
 
 // asHTTPError maps any error to an HTTPError.
@@ -130,10 +129,7 @@ func asHTTPError(err error) *HTTPError {
 	}
 	var ee *echo.HTTPError
 	if errors.As(err, &ee) {
-		code := map[int]string{404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized", 429: "rate_limited"}[ee.Code]
-		if code == "" {
-			code = "error"
-		}
+		code := cmp.Or(map[int]string{404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized", 429: "rate_limited"}[ee.Code], "error")
 		msg := fmt.Sprint(ee.Message)
 		if ee.Code == http.StatusNotFound {
 			msg = "no such route"

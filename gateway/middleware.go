@@ -1,14 +1,17 @@
 package gateway
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +50,7 @@ type limiterEntry struct {
 }
 
 func newAuthenticator(cfg AuthConfig) *authenticator {
-	a := &authenticator{perMin: cfg.RatePerMinute, burst: cfg.Burst, limiters: map[string]*limiterEntry{}}
+	a := &authenticator{perMin: cfg.RatePerMinute, burst: max(cfg.Burst, 1), limiters: map[string]*limiterEntry{}}
 	for _, k := range cfg.APIKeys {
 		k = strings.TrimSpace(k)
 		if k == "" {
@@ -63,18 +66,14 @@ func newAuthenticator(cfg AuthConfig) *authenticator {
 		}
 		a.digests = append(a.digests, sha256.Sum256([]byte(k)))
 	}
-	if a.burst < 1 {
-		a.burst = 1
-	}
 	return a
 }
 
 // enabled reports whether any key is configured.
 func (a *authenticator) enabled() bool { return len(a.digests) > 0 }
 
-// check returns the key's id when it is valid: the first 16 hex digits of
-// its SHA-256, the same for a key configured plain or as sha256:<hex>, and
-// not the key.
+// check returns the key's id, the first 16 hex digits of its SHA-256, and
+// whether the key is valid.
 func (a *authenticator) check(key string) (string, bool) {
 	d := sha256.Sum256([]byte(key))
 	ok := 0
@@ -96,15 +95,10 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 	if e == nil {
 		if len(a.limiters) > maxLimiters && !now.Before(a.nextSweep) {
 			a.nextSweep = now.Add(limiterSweepEvery)
-			for k, v := range a.limiters {
-				if now.Sub(v.seen) > limiterIdle {
-					delete(a.limiters, k)
-				}
-			}
+			maps.DeleteFunc(a.limiters, func(_ string, e *limiterEntry) bool { return now.Sub(e.seen) > limiterIdle })
 		}
 		if len(a.limiters) > hardLimiters {
-			// So many clients within limiterIdle: forgetting their
-			// limits (each may burst again) bounds the memory.
+			// Forgetting all limits bounds the memory.
 			clear(a.limiters)
 		}
 		e = &limiterEntry{lim: rate.NewLimiter(rate.Limit(a.perMin/60), a.burst)}
@@ -150,7 +144,7 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// A request another replica forwarded was taken from the limit there.
 		if !s.admitHop(c) {
-			if err := s.rateLimit(id); err != nil {
+			if err := s.rateLimit(id, "too many requests"); err != nil {
 				return err
 			}
 		}
@@ -176,11 +170,8 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 	kid, ok := s.auth.check(key)
 	if !ok {
 		// Guessing is limited like any client: per source address.
-		if ok, wait := s.auth.allow("badkey:" + c.RealIP()); !ok {
-			s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
-			secs := int(wait.Seconds()) + 1
-			return "", &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-				Message: "too many requests with an invalid API key; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+		if he := s.rateLimit("badkey:"+c.RealIP(), "too many requests with an invalid API key"); he != nil {
+			return "", he
 		}
 		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream", error="invalid_token"`)
@@ -189,8 +180,7 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 	return kid, nil
 }
 
-// clientOf returns the identity requireAuth gave a request it let through:
-// its key's id, or its address while auth is off.
+// clientOf returns a request's identity in the rate limit: its key, or address.
 func (s *Server) clientOf(c echo.Context) string {
 	if kid := ownerOf(c.Request().Context()); kid != "" {
 		return "key:" + kid
@@ -198,14 +188,14 @@ func (s *Server) clientOf(c echo.Context) string {
 	return "ip:" + c.RealIP()
 }
 
-// rateLimit takes one request from the client's rate limit, or answers
-// why not.
-func (s *Server) rateLimit(id string) *HTTPError {
+// rateLimit takes one request from id's rate limit, or answers why not,
+// saying what was refused.
+func (s *Server) rateLimit(id, what string) *HTTPError {
 	if ok, wait := s.auth.allow(id); !ok {
 		s.metrics.Rejected.WithLabelValues("rate_limited").Inc()
 		secs := int(wait.Seconds()) + 1
 		return &HTTPError{Status: http.StatusTooManyRequests, Code: "rate_limited",
-			Message: "too many requests; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
+			Message: what + "; try again in " + strconv.Itoa(secs) + "s", RetryAfter: secs}
 	}
 	return nil
 }
@@ -223,22 +213,16 @@ func allowedHeader(h string) bool {
 }
 
 // corsCheck answers preflights, marks responses for the configured origins
-// and refuses API requests sent by pages of other origins; it reports
-// whether it answered the request, and with what.
+// and refuses API requests from pages of other origins, reporting whether
+// it answered the request.
 func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	origins := s.cfg.Server.CORSOrigins
 	origin := c.Request().Header.Get("Origin")
 	allowed := ""
-	if origin != "" {
-		for _, o := range origins {
-			if o == "*" {
-				allowed = "*"
-				break
-			}
-			if strings.EqualFold(o, origin) {
-				allowed = origin
-				break
-			}
+	if i := slices.IndexFunc(origins, func(o string) bool { return o == "*" || strings.EqualFold(o, origin) }); origin != "" && i >= 0 {
+		allowed = origin
+		if origins[i] == "*" {
+			allowed = "*"
 		}
 	}
 	h := c.Response().Header()
@@ -272,10 +256,8 @@ func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 		}
 		browser := origin != "" || req.Header.Get("Sec-Fetch-Site") != "" || req.Header.Get("Sec-Fetch-Mode") != ""
 		if browser && !s.auth.enabled() && !literalHosts(req, origin) {
-			// A page whose name was made to point here (DNS rebinding)
-			// is of the same origin by its Host, and a browser sends its
-			// GETs without an Origin; without keys, only pages served
-			// under an address or localhost may call the API.
+			// Against DNS rebinding: without keys, only pages served under
+			// an address or localhost may call the API.
 			return true, &HTTPError{Status: http.StatusForbidden, Code: "origin_not_allowed",
 				Message: fmt.Sprintf("pages served under %q need API keys (auth.api_keys) to call the API, or their origin listed in server.cors_origins", req.Host)}
 		}
@@ -283,21 +265,15 @@ func (s *Server) corsCheck(c echo.Context) (answered bool, err error) {
 	return false, nil
 }
 
-// sameOrigin reports whether origin is the origin the request was sent to:
-// its host and port are one of requestHosts, which a page cannot set on a
-// request it sends without a preflight.
+// sameOrigin reports whether origin's host and port are one of the
+// request's requestHosts, which a page cannot set without a preflight.
 func sameOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" {
 		return false
 	}
 	want := withPort(u.Host, u.Scheme)
-	for _, h := range requestHosts(r) {
-		if strings.EqualFold(withPort(h, u.Scheme), want) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(requestHosts(r), func(h string) bool { return strings.EqualFold(withPort(h, u.Scheme), want) })
 }
 
 // requestHosts returns the names the request was sent to: its Host and
@@ -356,10 +332,11 @@ func withPort(host, scheme string) string {
 	if _, _, err := net.SplitHostPort(host); err == nil {
 		return host
 	}
+	port := "80"
 	if scheme == "https" {
-		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+		port = "443"
 	}
-	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
 // limitBody gives a request's body server.read_body_timeout to arrive;
@@ -386,8 +363,7 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// unreadBody reports whether the request has a body that was not read to
-// its end.
+// unreadBody reports whether the request's body was not read to its end.
 func unreadBody(req *http.Request) bool {
 	b, ok := req.Body.(*trackedBody)
 	return ok && !b.done
@@ -404,8 +380,7 @@ func methodLabel(m string) string {
 }
 
 // front is the middleware of every route: the request's id, the body's
-// deadline, the CORS policy, a panic as a 500, and the request's metrics and
-// log line (never its body or key).
+// deadline, CORS, a panic as a 500, metrics and the log line (no body or key).
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start, rid := time.Now(), requestID(c)
@@ -447,17 +422,13 @@ func requestID(c echo.Context) string {
 	return rid
 }
 
-// requestDone answers the handler's error, if it returned one, and counts
-// and logs the request.
+// requestDone answers the handler's error, if any, and counts and logs the request.
 func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err error) {
 	req := c.Request()
 	if err != nil {
 		c.Error(err)
 	}
-	route := c.Path()
-	if route == "" {
-		route = "unmatched"
-	}
+	route := cmp.Or(c.Path(), "unmatched")
 	status := c.Response().Status
 	d := time.Since(start)
 	method := methodLabel(req.Method)

@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,8 +27,7 @@ import (
 	"github.com/docstream/docstream/store"
 )
 
-// completionRequest is the part of an OpenAI chat completion request that
-// Docstream reads; every other parameter is ignored.
+// completionRequest is what Docstream reads of a chat completion request.
 type completionRequest struct {
 	Model         string           `json:"model"`
 	Messages      []openai.Message `json:"messages"`
@@ -75,20 +75,7 @@ type completionMessage struct {
 	Refusal          *string                `json:"refusal"`
 }
 
-// handleCompletions serves POST /v1/chat/completions.
-func (s *Server) handleCompletions(c echo.Context) error {
-	cr, err := s.prepareCompletion(c)
-	if err != nil {
-		return err
-	}
-	if cr.stream {
-		return s.streamCompletion(c, cr)
-	}
-	return s.waitCompletion(c, cr)
-}
-
-// completionRun is a prepared run of a chat completion, with what its
-// answer is rendered by and named.
+// completionRun is a prepared run of a chat completion or a message.
 type completionRun struct {
 	run      *runs.Run
 	renderer *openai.Renderer
@@ -96,28 +83,29 @@ type completionRun struct {
 	id       string
 	created  int64
 	model    string
-	stream   bool
 	usage    bool // the stream ends with a usage chunk
+	// codeInMessage ends a failure's message with its code (Anthropic's).
+	codeInMessage bool
 }
 
-// prepareCompletion decodes a chat completion request and prepares its run.
-func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
+// handleCompletions serves POST /v1/chat/completions.
+func (s *Server) handleCompletions(c echo.Context) error {
 	var req completionRequest
 	if err := s.decodeBody(c, &req, nil); err != nil {
-		return nil, err
+		return err
 	}
 	ctx := c.Request().Context()
 	if err := oneChoice(req.N); err != nil {
-		return nil, err
+		return err
 	}
 	if len(req.Messages) == 0 {
-		return nil, errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
+		return errBadRequest("no_messages", "messages must hold at least one message").naming("messages")
 	}
 	if err := checkMessages(req.Messages); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkTools(req); err != nil {
-		return nil, err
+		return err
 	}
 	model := cmp.Or(req.Model, "auto")
 	turn := openAITurn{model: model, msgs: req.Messages, param: "messages", workspace: req.Workspace, mode: req.Mode,
@@ -128,20 +116,23 @@ func (s *Server) prepareCompletion(c echo.Context) (*completionRun, error) {
 	}
 	spec, thread, err := s.openAISpec(ctx, turn)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	render := cmp.Or(req.Render, s.cfg.OpenAI.Render)
 	run, err := s.prepare(ctx, spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &completionRun{run: run, renderer: &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning},
+	cr := &completionRun{run: run, renderer: &openai.Renderer{Mode: render, Reasoning: s.cfg.OpenAI.Reasoning},
 		remember: s.rememberReply(ctx, thread, model, render), id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
-		created: time.Now().Unix(), model: model, stream: req.Stream, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}, nil
+		created: time.Now().Unix(), model: model, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if req.Stream {
+		return s.streamReply(c, run, true, &completionStream{cr: cr})
+	}
+	return waitCompletion(c, cr)
 }
 
-// openAITurn is a turn asked for in one of OpenAI's shapes (a chat
-// completion, a response): its messages and what it runs with.
+// openAITurn is a turn asked for as OpenAI-style messages.
 type openAITurn struct {
 	model     string
 	msgs      []openai.Message
@@ -150,17 +141,13 @@ type openAITurn struct {
 	workspace string
 	mode      string
 	thinking  bool
-	// conv is the conversation the request continues, and unknown the
-	// answer when it is not known here.
-	conv    string
-	unknown *HTTPError
+	conv      string     // the conversation the request continues
+	unknown   *HTTPError // the answer when conv is not known here
 }
 
-// openAISpec checks an OpenAI-shaped turn and makes its run's spec: the
-// conversation it names or whose history it resends is resumed with only
-// the last user message, else the history is folded into the prompt. It
-// returns the thread whose fingerprint, with the reply, the next turn's
-// history resumes the session by.
+// openAISpec checks an OpenAI-shaped turn and makes its run's spec, resuming
+// the conversation it names or whose history it resends, else folding the
+// history into the prompt; it returns the thread that rememberReply stores.
 func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []openai.Message, error) {
 	last, idx := openai.LastUserMessage(t.msgs)
 	if idx < 0 {
@@ -172,8 +159,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	if strings.TrimSpace(last) == "" {
 		return nil, nil, errBadRequest("empty_prompt", "the last user message has no text")
 	}
-	// A configured alias is a name of the operator's choosing; anything else
-	// reaches the agent's command line and must be a well-formed model name.
+	// An alias is the operator's name; any other model must be well formed.
 	checked := t.model
 	if _, ok := s.cfg.OpenAI.Aliases[checked]; ok {
 		checked = ""
@@ -199,9 +185,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	history := t.msgs[:idx]
 	conv := t.conv
 	if conv == "" && hasAssistant(history) && s.store != nil {
-		// A frontend that sends the same history twice at once (a reply and
-		// a title, say) gets the second in a session of its own: one
-		// session takes one turn at a time.
+		// A history sent twice at once gets a session of its own the second time.
 		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model))); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
@@ -223,12 +207,8 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	} else {
 		spec.Prompt = openai.FlattenHistory(append(slices.Clip(t.system), t.msgs...), promptLimit(s.cfg.Server.MaxPromptBytes))
 	}
-	if err := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); err != nil {
-		var he *HTTPError
-		if errors.As(err, &he) {
-			he.naming(t.param)
-		}
-		return nil, nil, err
+	if he := checkText("the prompt", spec.Prompt, promptLimit(s.cfg.Server.MaxPromptBytes)); he != nil {
+		return nil, nil, he.naming(t.param)
 	}
 	if i, j, ok := openai.ImagePart(t.msgs); ok && spec.Backend == "cli" {
 		return nil, nil, errBadRequest("unsupported_content", "%s/%d/content/%d is an image: the cursor-agent CLI takes text only (images go to backend \"cloud\")", t.param, i, j).
@@ -237,8 +217,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	if spec.Backend == "cloud" {
 		creq := &ChatRequest{ConversationID: conv}
 		if alias.Repository != "" {
-			src, _ := json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
-			creq.Source = src
+			creq.Source, _ = json.Marshal(map[string]string{"repository": alias.Repository, "ref": alias.Ref})
 		}
 		var err error
 		if spec, err = s.cloudSpec(ctx, spec, creq); err != nil {
@@ -249,9 +228,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			return nil, nil, err
 		}
 		if t.workspace == "" && s.store != nil {
-			// A resumed session goes on where it ran, as on /v1/chat; so
-			// does a new one for a history of it (a reply regenerated, a
-			// message edited, a title asked for while it runs).
+			// A session, resumed or new for a history of it, runs where it ran.
 			from := conv
 			if from == "" && hasAssistant(history) {
 				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model)))
@@ -271,13 +248,12 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			}
 		}
 	}
-	return spec, append(append([]openai.Message(nil), history...), t.msgs[idx]), nil
+	return spec, slices.Clone(t.msgs[:idx+1]), nil
 }
 
 // rememberReply returns what sees every event of a turn's reply and, once
-// the turn completed, stores the fingerprint of the thread with the reply
-// exactly as the client got it (in the order documents finished, without
-// reasoning): the history the client sends next resumes this session.
+// the turn completed, stores the fingerprint of the thread with the reply as
+// the client got it: the history the client sends next resumes the session.
 func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, model, render string) func(documents.Event) {
 	reply := &openai.Renderer{Mode: render, Reasoning: openai.ReasoningOff}
 	return func(ev documents.Event) {
@@ -288,63 +264,90 @@ func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, mod
 	}
 }
 
-// waitCompletion answers a run as one chat.completion once it is done.
-func (s *Server) waitCompletion(c echo.Context, cr *completionRun) error {
-	rep := cr.collect()
-	cr.run.Launch()
-	detach := cr.run.Attach()
-	defer detach()
-	if !waitDone(c.Request().Context(), cr.run) {
+// replyStream writes a run's stream in the shape of one API.
+type replyStream interface {
+	// start writes what comes before the run's events.
+	start(st *streamer) error
+	// send writes what one event becomes, reporting whether the stream is complete.
+	send(ev documents.Event) (complete bool, err error)
+	// lost ends a stream that fell behind its run's log with he.
+	lost(he *HTTPError) error
+}
+
+// streamReply streams a run as rs writes it, live until it is complete. A
+// run the stream does not attach to goes on when the client leaves.
+func (s *Server) streamReply(c echo.Context, run *runs.Run, attach bool, rs replyStream) error {
+	if attach {
+		detach := run.Attach()
+		defer detach()
+	}
+	defer run.Launch() // a prepared run starts in any case
+	st := s.startStream(c, run)
+	if rs.start(st) != nil || st.rc.Flush() != nil {
 		return nil
 	}
-	return s.answerCompletion(c, cr, rep)
-}
-
-// completionReply is a run's reply, gathered as its events are logged.
-type completionReply struct {
-	msg  completionMessage
-	done documents.Done
-}
-
-// collect gathers the run's reply as the run logs its events, so that a
-// long run's are all seen however many its log keeps.
-func (cr *completionRun) collect() *completionReply {
-	rep := &completionReply{msg: completionMessage{Role: "assistant"}}
-	cr.run.Observe(func(ev documents.Event) {
-		if d, ok := ev.(documents.Done); ok {
-			rep.done = d
+	run.Launch()
+	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
+		ev, err := sse.DecodeFrame(f)
+		if err != nil {
+			return false, nil
 		}
+		return rs.send(ev)
+	}, "keepalive")
+	if st.lost && rs.lost(errEventsDropped(run)) == nil {
+		_ = st.rc.Flush()
+	}
+	return nil
+}
+
+// waitCompletion answers a run as one chat.completion once it is done.
+func waitCompletion(c echo.Context, cr *completionRun) error {
+	msg := completionMessage{Role: "assistant"}
+	return cr.await(c, func(p openai.Piece) {
+		msg.ReasoningContent += p.Reasoning
+		if p.ToolCall != nil {
+			msg.ToolCalls = append(msg.ToolCalls, *p.ToolCall)
+		}
+	}, func(done documents.Done) error {
+		msg.Content = cr.renderer.Content()
+		return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
+			Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
+	})
+}
+
+// await launches the run, giving take each piece of the reply as the run
+// logs it; answer then writes the reply of a run that completed.
+func (cr *completionRun) await(c echo.Context, take func(openai.Piece), answer func(documents.Done) error) error {
+	var done documents.Done
+	cr.run.Observe(func(ev documents.Event) {
 		cr.remember(ev)
 		for _, p := range cr.renderer.Event(ev) {
-			rep.msg.ReasoningContent += p.Reasoning
-			if p.ToolCall != nil {
-				rep.msg.ToolCalls = append(rep.msg.ToolCalls, *p.ToolCall)
-			}
+			take(p)
+		}
+		if d, ok := ev.(documents.Done); ok {
+			done = d
 		}
 	})
-	return rep
+	return await(c, cr.run, func() error {
+		setRunHeaders(c, cr.run.ID, done.ConversationID)
+		if done.Status != documents.StatusCompleted {
+			return agentFailed(c, cr.failure(done))
+		}
+		return answer(done)
+	})
 }
 
-// answerCompletion answers a finished run's reply as a chat.completion, or
-// its failure as an error.
-func (s *Server) answerCompletion(c echo.Context, cr *completionRun, rep *completionReply) error {
-	msg, done := rep.msg, rep.done
-	msg.Content = cr.renderer.Content()
-	c.Response().Header().Set("X-Docstream-Response-Id", cr.run.ID)
-	if done.ConversationID != nil {
-		c.Response().Header().Set("X-Docstream-Conversation-Id", *done.ConversationID)
+// failure is the error of a run that did not complete.
+func (cr *completionRun) failure(done documents.Done) *HTTPError {
+	he := &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"),
+		Message: openai.ErrorMessage(cr.renderer.Content())}
+	if cr.codeInMessage {
+		he.Message += " (" + he.Code + ")"
 	}
-	if done.Status != documents.StatusCompleted {
-		// The agent already ran: a retry would run it again.
-		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: cmp.Or(string(done.Metadata.StopReason), "agent_error"), Message: openai.ErrorMessage(msg.Content)}
-	}
-	return writeJSON(c, http.StatusOK, completion{ID: cr.id, Object: "chat.completion", Created: cr.created, Model: cr.model,
-		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(len(msg.ToolCalls) > 0)}}, Usage: openai.UsageOf(done.Usage)})
+	return he
 }
 
-// oneChoice refuses an n other than 1 (or none): a run of the agent gives
-// one answer, and a client that asks for more must not take it for several.
+// oneChoice refuses an n other than 1 (or none): a run gives one answer.
 func oneChoice(n jsontext.Value) error {
 	var f float64
 	if len(n) == 0 || n.Kind() == 'n' || n.Kind() == '0' && json.Unmarshal(n, &f) == nil && f == 1 {
@@ -356,70 +359,40 @@ func oneChoice(n jsontext.Value) error {
 }
 
 func hasAssistant(msgs []openai.Message) bool {
-	for _, m := range msgs {
-		if m.Role == "assistant" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(msgs, func(m openai.Message) bool { return m.Role == "assistant" })
 }
 
-// streamCompletion streams a run as chat.completion.chunk frames.
-func (s *Server) streamCompletion(c echo.Context, cr *completionRun) error {
-	detach := cr.run.Attach()
-	defer detach()
-	defer cr.run.Launch()
-	cs := &completionStream{s: s, cr: cr}
-	cs.open(c)
-	if cs.st == nil {
-		return nil
-	}
-	cr.run.Launch()
-	cs.st.follow(c.Request().Context(), cr.run, 0, cs.send, "keepalive")
-	if cs.st.lost {
-		cs.sayLost()
-	}
-	return nil
-}
-
-// completionStream renders a run's frames as chat.completion.chunk events.
+// completionStream writes a run as chat.completion.chunk events.
 type completionStream struct {
-	s  *Server
-	cr *completionRun
-	st *streamer // nil until the stream is open
-	// toolCalls is set once a chunk carried tool calls.
-	toolCalls bool
+	cr        *completionRun
+	st        *streamer
+	toolCalls bool // a chunk carried tool calls
 }
 
-// open writes the stream's headers and its first chunk; st stays nil when
-// the client is gone.
-func (cs *completionStream) open(c echo.Context) {
-	st := cs.s.startStream(c, cs.cr.run)
+func (cs *completionStream) start(st *streamer) error {
 	cs.st = st
 	empty := ""
-	if cs.chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil) != nil || st.rc.Flush() != nil {
-		cs.st = nil
-	}
+	return cs.chunk(openai.ChunkDelta{Role: "assistant", Content: &empty}, nil)
 }
 
-// chunk writes one chunk of one choice.
-func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
+// write writes one chunk of the completion.
+func (cs *completionStream) write(ch openai.Chunk) error {
 	cr := cs.cr
-	b, err := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model,
-		Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}}, jsontext.AllowInvalidUTF8(true))
+	ch.ID, ch.Object, ch.Created, ch.Model = cr.id, "chat.completion.chunk", cr.created, cr.model
+	b, err := json.Marshal(ch, jsontext.AllowInvalidUTF8(true))
 	if err != nil {
 		return err
 	}
 	return sse.WriteData(cs.st, b)
 }
 
-// send writes the chunks of one frame of the run, and the end of the
-// stream after done.
-func (cs *completionStream) send(f sse.Frame) (bool, error) {
-	ev, err := sse.DecodeFrame(f)
-	if err != nil {
-		return false, nil
-	}
+// chunk writes one chunk of one choice.
+func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
+	return cs.write(openai.Chunk{Choices: []openai.ChunkChoice{{Delta: d, FinishReason: finish}}})
+}
+
+// send writes the chunks one event of the run becomes.
+func (cs *completionStream) send(ev documents.Event) (bool, error) {
 	cr := cs.cr
 	cr.remember(ev)
 	for _, p := range cr.renderer.Event(ev) {
@@ -451,44 +424,42 @@ func (cs *completionStream) send(f sse.Frame) (bool, error) {
 	return false, nil
 }
 
-// sayLost ends a stream that fell behind its run's log with an error
-// object and [DONE]: not a clean stop, the client did not get every chunk.
-func (cs *completionStream) sayLost() {
-	he := errEventsDropped(cs.cr.run)
-	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}})
-	if sse.WriteData(cs.st, b) == nil && sse.WriteData(cs.st, []byte("[DONE]")) == nil {
-		_ = cs.st.rc.Flush()
+// lost ends a stream that fell behind its run's log with an error object
+// and [DONE]: not a clean stop, the client did not get every chunk.
+func (cs *completionStream) lost(he *HTTPError) error {
+	if err := writeOpenAIError(cs.st, he); err != nil {
+		return err
 	}
+	return sse.WriteData(cs.st, []byte("[DONE]"))
 }
 
 // finish ends the chunk stream: the stop chunk (or an error object when
 // the run failed), the usage chunk when asked for, and [DONE].
 func (cs *completionStream) finish(d documents.Done) {
-	cr, w := cs.cr, cs.st
 	if d.Status == documents.StatusCompleted {
 		stop := finishReason(cs.toolCalls)
 		if cs.chunk(openai.ChunkDelta{}, &stop) != nil {
 			return
 		}
-	} else {
-		b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: openai.ErrorMessage(cr.renderer.Content()), Type: "server_error", Code: cmp.Or(string(d.Metadata.StopReason), "agent_error")}},
-			jsontext.AllowInvalidUTF8(true))
-		if sse.WriteData(w, b) != nil {
-			return
-		}
+	} else if writeOpenAIError(cs.st, cs.cr.failure(d)) != nil {
+		return
 	}
-	if cr.usage {
+	if cs.cr.usage {
 		u := openai.UsageOf(d.Usage)
-		b, _ := json.Marshal(openai.Chunk{ID: cr.id, Object: "chat.completion.chunk", Created: cr.created, Model: cr.model, Choices: []openai.ChunkChoice{}, Usage: &u})
-		if sse.WriteData(w, b) != nil {
+		if cs.write(openai.Chunk{Choices: []openai.ChunkChoice{}, Usage: &u}) != nil {
 			return
 		}
 	}
-	_ = sse.WriteData(w, []byte("[DONE]"))
+	_ = sse.WriteData(cs.st, []byte("[DONE]"))
 }
 
-// modelCache lists the agent's models (`<agent> models`), cached, plus the
-// configured aliases.
+// writeOpenAIError writes he as an OpenAI error object in a stream.
+func writeOpenAIError(w io.Writer, he *HTTPError) error {
+	b, _ := json.Marshal(openAIErrorBody{Error: openAIError{Message: he.Message, Type: "server_error", Code: he.Code}}, jsontext.AllowInvalidUTF8(true))
+	return sse.WriteData(w, b)
+}
+
+// modelCache lists the agent's models, cached, and the configured aliases.
 type modelCache struct {
 	cli     *agent.Backend
 	metrics *metrics.Metrics // its model labels follow the list
@@ -508,12 +479,7 @@ type modelInfo struct {
 	Name    string `json:"name,omitzero"`
 }
 
-func newModelCache(cli *agent.Backend, cfg Config, m *metrics.Metrics) *modelCache {
-	return &modelCache{cli: cli, metrics: m, demo: cfg.Demo, aliases: cfg.OpenAI.Aliases}
-}
-
-// list returns the models, running the agent's model listing at most once
-// every ten minutes (once a minute after a failure).
+// list returns the models, listed again after ten minutes (a minute after a failure).
 func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -524,8 +490,7 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	if !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
-	// Not bound to the asking client: one that hangs up would leave its
-	// cancellation cached as the list for everyone.
+	// Without the client's cancellation, which would be cached for everyone.
 	m.models, m.err = m.fetch(context.WithoutCancel(ctx))
 	m.at = time.Now()
 	return m.models, m.err
@@ -537,10 +502,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		owner = "docstream-simulator"
 	}
 	var out []modelInfo
-	seen := map[string]bool{}
 	add := func(id, name string) {
-		if id != "" && !seen[id] {
-			seen[id] = true
+		if id != "" && !slices.ContainsFunc(out, func(m modelInfo) bool { return m.ID == id }) {
 			out = append(out, modelInfo{ID: id, Object: "model", Created: 1767225600, OwnedBy: owner, Name: name})
 		}
 	}
@@ -560,11 +523,7 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 		}
 	}
 	add("auto", "Auto")
-	names := make([]string, 0, len(m.aliases))
-	for n := range m.aliases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m.aliases))
 	for _, n := range names {
 		add(n, "alias of "+cmp.Or(m.aliases[n].Model, "auto"))
 	}
@@ -577,9 +536,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	return out, nil
 }
 
-// endsWithUser refuses the messages that follow the last user message when
-// one is a reply: the agent takes a user message, so what came after it
-// would be dropped and the message before it run again.
+// endsWithUser refuses a reply after the last user message: the agent
+// answers a user message, and what came after it would be dropped.
 func endsWithUser(after []openai.Message) error {
 	for _, m := range after {
 		if m.Role == "assistant" || m.Role == "tool" || m.Role == "function" {
@@ -637,8 +595,7 @@ func (s *Server) handleModel(c echo.Context) error {
 	return &HTTPError{Status: http.StatusNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist", openai.Clip(id, 200))}
 }
 
-// finishReason is a choice's finish_reason: tool_calls when it carries tool
-// calls, else stop.
+// finishReason is a choice's finish_reason.
 func finishReason(toolCalls bool) string {
 	if toolCalls {
 		return "tool_calls"

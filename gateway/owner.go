@@ -56,9 +56,8 @@ func (s *Server) visibleRun(ctx context.Context, id string) *runs.Run {
 	return run
 }
 
-// errUnknownConversation is /v1/chat's answer to a follow-up naming a
-// conversation the store does not hold, or, while keys are isolated, one
-// another key made.
+// errUnknownConversation answers a follow-up of a conversation not known
+// here (or another key's).
 func errUnknownConversation(id string) *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "unknown_conversation",
 		Message: fmt.Sprintf("conversation %q is not known here; start a new one without conversationId", id)}

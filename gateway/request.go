@@ -101,13 +101,11 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 		b, err = io.ReadAll(io.LimitReader(req.Body, max+1))
 	}
 	if err == nil && int64(len(b)) > max {
-		// Refused before the deadline is moved: the rest is drained within
-		// it (a chunked body that stalled here was waited for for ever).
+		// Refused before the deadline is lifted, to drain the rest within it.
 		return nil, refuseBody(c, max)
 	}
 	if tb, ok := req.Body.(*trackedBody); ok {
-		// Once the body is in, what follows (a stream) has no read deadline
-		// (see limitBody); a body that failed is not waited for again.
+		// The body is in: no read deadline, but at once for one that failed.
 		deadline := time.Time{}
 		if err != nil {
 			deadline = time.Now()
@@ -129,8 +127,7 @@ func readBody(c echo.Context, max int64) ([]byte, error) {
 }
 
 // presizedBody is the largest declared body length read into a buffer of
-// its size at once; a larger one is read as it arrives, so that a length
-// alone cannot make the server allocate.
+// its size at once; a larger one is read as it arrives.
 const presizedBody = 64 << 10
 
 // refuseBody returns the 413 for a body over the limit and closes the
@@ -146,9 +143,7 @@ func refuseBody(c echo.Context, max int64) error {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))
 	}
-	// Nothing more is read: net/http would wait for the rest of a short
-	// body (one that was never asked for with "100 Continue") when it
-	// closes it.
+	// Nothing more is read, not even by net/http as it closes the body.
 	_ = rc.SetReadDeadline(time.Now())
 	return &HTTPError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
 		Message: fmt.Sprintf("the request body is larger than the limit of %d bytes (server.max_body_bytes)", max)}
@@ -164,11 +159,7 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	if body[0] != '{' {
 		return errBadRequest("bad_json", "the request body must be a JSON object")
 	}
-	var opts []json.Options
-	if known != nil {
-		opts = append(opts, json.RejectUnknownMembers(true))
-	}
-	if err := json.Unmarshal(body, v, opts...); err != nil {
+	if err := json.Unmarshal(body, v, json.RejectUnknownMembers(known != nil)); err != nil {
 		// An unknown field is named first, wherever it stands.
 		if err := unknownField(body, known); err != nil {
 			return err
@@ -187,9 +178,8 @@ func decodeStrict(body []byte, v any, known map[string]bool) error {
 	return nil
 }
 
-// unknownField returns the error for the first member of the object in
-// body that known does not list (none when known is nil), or for body not
-// being JSON.
+// unknownField returns the error for the first member of body that known
+// (when set) does not list, or for body not being JSON.
 func unknownField(body []byte, known map[string]bool) error {
 	if known == nil {
 		return nil
@@ -219,25 +209,17 @@ func wrongType(se *json.SemanticError) string {
 	if want := jsonKindOf(se.GoType); want != "" {
 		msg += ": it must be " + want
 	}
-	switch se.JSONKind {
-	case 'n':
-		msg += ", not null"
-	case 'f', 't':
-		msg += ", not a boolean"
-	case '"':
-		msg += ", not a string"
-	case '0':
-		msg += ", not a number"
-	case '{':
-		msg += ", not an object"
-	case '[':
-		msg += ", not an array"
+	if got, ok := jsonKinds[se.JSONKind]; ok {
+		msg += ", not " + got
 	}
 	if se.Err != nil {
 		msg += " (" + se.Err.Error() + ")"
 	}
 	return msg
 }
+
+// jsonKinds names the kinds of JSON value.
+var jsonKinds = map[jsontext.Kind]string{'n': "null", 'f': "a boolean", 't': "a boolean", '"': "a string", '0': "a number", '{': "an object", '[': "an array"}
 
 // jsonKindOf names the JSON values a Go type takes, "" when unknown.
 func jsonKindOf(t reflect.Type) string {
@@ -280,8 +262,7 @@ var (
 const MaxArgBytes = 128<<10 - 1
 
 // promptLimit is server.max_prompt_bytes, capped at MaxArgBytes: the prompt
-// travels as one argument, and a longer one would fail the spawn (E2BIG)
-// instead of getting a 413.
+// is one argument of the agent's command line.
 func promptLimit(configured int) int {
 	if configured <= 0 || configured > MaxArgBytes {
 		return MaxArgBytes
@@ -290,7 +271,7 @@ func promptLimit(configured int) int {
 }
 
 // checkText rejects NUL bytes and texts over max bytes.
-func checkText(what, s string, max int) error {
+func checkText(what, s string, max int) *HTTPError {
 	if strings.IndexByte(s, 0) >= 0 {
 		return errBadRequest("bad_prompt", "%s contains a NUL byte", what)
 	}

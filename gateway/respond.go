@@ -16,9 +16,8 @@ import (
 	"github.com/docstream/docstream/runs"
 )
 
-// RespondRequest is the body of POST /v1/chat/{id}/respond: the answer to
-// a question (questionId with optionIds and or text) or to a permission
-// request (toolCallId and optionId).
+// RespondRequest is the body of POST /v1/chat/{id}/respond: the answer to a
+// question or to a permission request.
 type RespondRequest struct {
 	QuestionID string   `json:"questionId"`
 	OptionIDs  []string `json:"optionIds"`
@@ -105,8 +104,7 @@ func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
 }
 
 // wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
-// WebSocket: the run is id, else the socket's running turn. The answer is
-// {"type":"responded","data":{…as POST /v1/chat/{id}/respond answers…}}.
+// WebSocket (the run is id, else the socket's turn) as "responded".
 func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, header http.Header) (wsMessage, *HTTPError) {
 	var head struct {
 		ID string `json:"id"`
@@ -122,8 +120,7 @@ func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, head
 	body := removeMember(removeMember(msg, "type"), "id")
 	var req RespondRequest
 	if err := decodeStrict(body, &req, respondFields); err != nil {
-		s.reject(err)
-		return wsMessage{}, asHTTPError(err)
+		return wsMessage{}, asHTTPError(s.reject(err))
 	}
 	if s.visibleRun(ctx, id) == nil {
 		if fe, ok := errors.AsType[*forwardError](s.runElsewhere(ctx, id)); ok {
@@ -155,12 +152,9 @@ func (s *Server) peerRespond(ctx context.Context, to cluster.Replica, id string,
 		return wsMessage{}, asHTTPError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error HTTPError `json:"error"`
-		}
-		_ = json.Unmarshal(b, &e)
-		e.Error.Status = resp.StatusCode
-		return wsMessage{}, &e.Error
+		he := &HTTPError{Status: resp.StatusCode}
+		_ = json.Unmarshal(b, &errorBody{Error: he})
+		return wsMessage{}, he
 	}
 	return wsMessage{Type: "responded", Data: b}, nil
 }

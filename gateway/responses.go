@@ -21,45 +21,16 @@ import (
 	"github.com/docstream/docstream/store"
 )
 
-// responseRun is a prepared run of the Responses API.
-type responseRun struct {
-	run  *runs.Run
-	meta responses.Meta
-	// remember sees every event the streaming client gets; nil when the
-	// run's observer sees them (see prepareResponse).
-	remember func(documents.Event)
-	stream   bool
-}
-
 // handleResponses serves POST /v1/responses.
 func (s *Server) handleResponses(c echo.Context) error {
-	rr, err := s.prepareResponse(c)
-	if err != nil {
-		return err
-	}
-	switch {
-	case rr.stream:
-		return s.streamResponse(c, rr.run, rr.meta, rr.remember, -1)
-	case rr.meta.Background:
-		// The run goes on detached: GET /v1/responses/{id} polls it.
-		enc := responses.NewEncoder(rr.meta)
-		rr.run.Launch()
-		c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
-		return writeJSON(c, http.StatusOK, enc.Response())
-	}
-	return s.waitResponse(c, rr)
-}
-
-// prepareResponse decodes a Responses request and prepares its run.
-func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	var req responses.Request
 	if err := s.decodeBody(c, &req, nil); err != nil {
-		return nil, err
+		return err
 	}
 	ctx := c.Request().Context()
 	stored := req.Store == nil || *req.Store
 	if req.Background && !stored {
-		return nil, errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
+		return errBadRequest("unsupported_value", "background needs store: a response that is not stored cannot be polled").naming("background")
 	}
 	msgs, err := req.Messages(func(id string) (string, bool) {
 		_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
@@ -67,109 +38,102 @@ func (s *Server) prepareResponse(c echo.Context) (*responseRun, error) {
 	})
 	var ie *responses.InputError
 	if errors.As(err, &ie) {
-		return nil, errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)
+		return errBadRequest(ie.Code, "%s", ie.Message).naming(ie.Param)
 	}
 	model := cmp.Or(req.Model, "auto")
 	turn := openAITurn{model: model, msgs: msgs, param: "input", workspace: req.Workspace, mode: req.Mode, thinking: req.Thinking()}
 	if req.PreviousResponseID != "" {
 		if turn.conv, err = s.previousConversation(ctx, req.PreviousResponseID); err != nil {
-			return nil, err
+			return err
 		}
 		turn.unknown = errUnknownResponse(req.PreviousResponseID).naming("previous_response_id")
 	}
 	spec, thread, err := s.openAISpec(ctx, turn)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	meta := responses.Meta{ID: responseID(spec.ResponseID), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
+	meta := responses.Meta{ID: "resp_" + strings.TrimPrefix(spec.ResponseID, "chat_"), Model: model, CreatedAt: time.Now().Unix(), Instructions: req.Instructions,
 		PreviousResponseID: req.PreviousResponseID, Background: req.Background, Store: stored, Reasoning: req.Reasoning, Metadata: req.Metadata}
 	spec.Surface = meta
 	run, err := s.prepare(ctx, spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rr := &responseRun{run: run, meta: meta, stream: req.Stream}
-	// A client that streams gets the end after the fingerprint is stored,
-	// as on chat completions; a run that no client follows to its end
-	// stores it as it ends.
+	rs := &responseStream{enc: responses.NewEncoder(meta), after: -1}
+	// A streaming client gets the end after the fingerprint is stored.
 	remember := s.rememberReply(ctx, thread, model, openai.RenderMarkdown)
 	if req.Stream && !req.Background {
-		rr.remember = remember
+		rs.remember = remember
 	} else {
 		run.Observe(remember)
 	}
 	if !stored {
 		go s.forgetResponse(run)
 	}
-	return rr, nil
+	switch {
+	case req.Stream:
+		return s.streamReply(c, run, !req.Background, rs)
+	case req.Background:
+		// The run goes on detached: GET /v1/responses/{id} polls it.
+		run.Launch()
+		c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+		return writeJSON(c, http.StatusOK, rs.enc.Response())
+	}
+	return waitResponse(c, run, meta)
 }
 
-// waitResponse answers a run as one Response once it is done, or its
-// failure as a 502.
-func (s *Server) waitResponse(c echo.Context, rr *responseRun) error {
-	enc := responses.NewEncoder(rr.meta)
-	rr.run.Observe(func(ev documents.Event) { enc.Event(ev) })
-	rr.run.Launch()
-	detach := rr.run.Attach()
-	defer detach()
-	if !waitDone(c.Request().Context(), rr.run) {
-		return nil
-	}
-	resp := enc.Response()
-	c.Response().Header().Set("X-Docstream-Response-Id", rr.run.ID)
-	if resp.Error != nil {
-		// The agent already ran: a retry would run it again.
-		c.Response().Header().Set("X-Should-Retry", "false")
-		return &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message}
-	}
-	return writeJSON(c, http.StatusOK, resp)
-}
-
-// streamResponse streams a run's Responses events with sequence numbers
-// after the given one (-1: all), live until the response ends. A
-// background run goes on when the client leaves.
-func (s *Server) streamResponse(c echo.Context, run *runs.Run, meta responses.Meta, remember func(documents.Event), after int) error {
-	if !meta.Background {
-		detach := run.Attach()
-		defer detach()
-	}
-	defer run.Launch() // a prepared run starts in any case
-	st := s.startStream(c, run)
+// waitResponse answers a run as one Response once it is done.
+func waitResponse(c echo.Context, run *runs.Run, meta responses.Meta) error {
 	enc := responses.NewEncoder(meta)
-	send := func(evs []responses.Event) error {
-		for _, ev := range evs {
-			var err error
-			switch {
-			case ev.Comment != "":
-				err = sse.WriteComment(st, ev.Comment)
-			case ev.Sequence > after:
-				err = sse.WriteEvent(st, ev.Type, ev.Data)
-			}
-			if err != nil {
-				return err
-			}
+	run.Observe(func(ev documents.Event) { enc.Event(ev) })
+	return await(c, run, func() error {
+		resp := enc.Response()
+		c.Response().Header().Set("X-Docstream-Response-Id", run.ID)
+		if resp.Error != nil {
+			return agentFailed(c, &HTTPError{Status: http.StatusBadGateway, Code: resp.Error.Code, Message: resp.Error.Message})
 		}
-		return nil
+		return writeJSON(c, http.StatusOK, resp)
+	})
+}
+
+// responseStream writes a run's Responses events with sequence numbers
+// after after (-1: all), live until the response ends.
+type responseStream struct {
+	st       *streamer
+	enc      *responses.Encoder
+	after    int
+	remember func(documents.Event) // nil when the run's observer sees the events
+}
+
+func (rs *responseStream) start(st *streamer) error {
+	rs.st = st
+	return rs.write(rs.enc.Start())
+}
+
+func (rs *responseStream) send(ev documents.Event) (bool, error) {
+	if rs.remember != nil {
+		rs.remember(ev)
 	}
-	if send(enc.Start()) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	run.Launch()
-	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
-		ev, err := sse.DecodeFrame(f)
+	_, done := ev.(documents.Done)
+	return done, rs.write(rs.enc.Event(ev))
+}
+
+func (rs *responseStream) lost(he *HTTPError) error {
+	return rs.write(rs.enc.Error(he.Code, he.Message))
+}
+
+// write writes the events past after, and the comments.
+func (rs *responseStream) write(evs []responses.Event) error {
+	for _, ev := range evs {
+		var err error
+		switch {
+		case ev.Comment != "":
+			err = sse.WriteComment(rs.st, ev.Comment)
+		case ev.Sequence > rs.after:
+			err = sse.WriteEvent(rs.st, ev.Type, ev.Data)
+		}
 		if err != nil {
-			return false, nil
-		}
-		if remember != nil {
-			remember(ev)
-		}
-		_, done := ev.(documents.Done)
-		return done, send(enc.Event(ev))
-	}, "keepalive")
-	if st.lost {
-		he := errEventsDropped(run)
-		if send(enc.Error(he.Code, he.Message)) == nil {
-			_ = st.rc.Flush()
+			return err
 		}
 	}
 	return nil
@@ -197,7 +161,8 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 	id := c.Param("id")
 	run := s.responseRun(c.Request().Context(), id)
 	if stream && run != nil && run.Log.Keeps(0) {
-		return s.streamResponse(c, run, metaOf(run, id), nil, after)
+		meta := metaOf(run, id)
+		return s.streamReply(c, run, !meta.Background, &responseStream{enc: responses.NewEncoder(meta), after: after})
 	}
 	meta, cr, err := s.findResponse(c.Request().Context(), id, run)
 	if err != nil {
@@ -211,8 +176,7 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 		return &HTTPError{Status: http.StatusGone, Code: "events_dropped",
 			Message: fmt.Sprintf("the run's event log no longer holds this response's first events; GET /v1/responses/%s has it as it stands", id)}
 	}
-	// A finished response no longer held: its events are made again from
-	// its documents.
+	// A finished response no longer held: events made from its documents.
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -227,9 +191,8 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 	return nil
 }
 
-// handleCancelResponse serves POST /v1/responses/{id}/cancel: the run is
-// cancelled and its Response answered once it ended; a response that
-// already ended is answered as it is.
+// handleCancelResponse serves POST /v1/responses/{id}/cancel: the response,
+// once its run, if any, ended.
 func (s *Server) handleCancelResponse(c echo.Context) error {
 	id, ctx := c.Param("id"), c.Request().Context()
 	if run := s.responseRun(ctx, id); run != nil {
@@ -253,13 +216,7 @@ func (s *Server) handleDeleteResponse(c echo.Context) error {
 		return err
 	}
 	rid, _ := runID(id)
-	err := s.reg.DeleteResponse(rid, func() error {
-		if s.store == nil {
-			return nil
-		}
-		return s.store.DeleteTurn(ctx, rid)
-	})
-	switch {
+	switch err := s.deleteResponse(ctx, rid); {
 	case errors.Is(err, runs.ErrRunning):
 		return &HTTPError{Status: http.StatusConflict, Code: "response_running", Param: "response_id",
 			Message: fmt.Sprintf("response %s is still running: cancel it first (POST /v1/responses/%s/cancel)", id, id)}
@@ -271,23 +228,26 @@ func (s *Server) handleDeleteResponse(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 }
 
-// forgetResponse deletes a response asked for with store: false once its
-// run has ended; its agent session stays, for the history to resume.
+// forgetResponse deletes a response asked for with store: false once it ended.
 func (s *Server) forgetResponse(run *runs.Run) {
 	<-run.Done()
-	err := s.reg.DeleteResponse(run.ID, func() error {
-		if s.store == nil {
-			return nil
-		}
-		return s.store.DeleteTurn(context.Background(), run.ID)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.deleteResponse(context.Background(), run.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn().Err(err).Str("response_id", run.ID).Msg("deleting a response asked for with store: false")
 	}
 }
 
-// previousConversation returns the conversation of the response a request
-// continues (previous_response_id).
+// deleteResponse deletes the response of run id from the registry and the
+// store.
+func (s *Server) deleteResponse(ctx context.Context, id string) error {
+	return s.reg.DeleteResponse(id, func() error {
+		if s.store == nil {
+			return nil
+		}
+		return s.store.DeleteTurn(ctx, id)
+	})
+}
+
+// previousConversation returns the conversation of previous_response_id.
 func (s *Server) previousConversation(ctx context.Context, id string) (string, error) {
 	_, cr, err := s.findResponse(ctx, id, s.responseRun(ctx, id))
 	var he *HTTPError
@@ -303,8 +263,7 @@ func (s *Server) previousConversation(ctx context.Context, id string) (string, e
 	return *cr.ConversationID, nil
 }
 
-// responseRun returns the run of a response id when the registry holds it
-// and the request's key may see it.
+// responseRun returns the visible run of a response id, if any.
 func (s *Server) responseRun(ctx context.Context, id string) *runs.Run {
 	if rid, ok := runID(id); ok {
 		return s.visibleRun(ctx, rid)
@@ -312,8 +271,7 @@ func (s *Server) responseRun(ctx context.Context, id string) *runs.Run {
 	return nil
 }
 
-// findResponse returns a response's request fields and ChatResponse: from
-// its run when the registry holds it, else from the store.
+// findResponse returns a response's request fields and ChatResponse.
 func (s *Server) findResponse(ctx context.Context, id string, run *runs.Run) (responses.Meta, documents.ChatResponse, error) {
 	if run != nil {
 		return metaOf(run, id), run.Response(), nil
@@ -335,8 +293,7 @@ func (s *Server) findResponse(ctx context.Context, id string, run *runs.Run) (re
 	return responses.Meta{}, documents.ChatResponse{}, errUnknownResponse(id)
 }
 
-// metaOf returns the request fields a run of the Responses API keeps (a
-// run of another API has only its id).
+// metaOf returns the request fields a run of the Responses API keeps.
 func metaOf(run *runs.Run, id string) responses.Meta {
 	m, ok := run.Spec.Surface.(responses.Meta)
 	if !ok {
@@ -345,15 +302,11 @@ func metaOf(run *runs.Run, id string) responses.Meta {
 	return m
 }
 
-// errUnknownResponse answers a response id that is not known here (or is
-// another key's).
+// errUnknownResponse answers a response not known here (or another key's).
 func errUnknownResponse(id string) *HTTPError {
 	return &HTTPError{Status: http.StatusNotFound, Code: "response_not_found", Param: "response_id",
 		Message: fmt.Sprintf("response %q is not known here", openai.Clip(id, 80))}
 }
-
-// responseID is a run's id as the Responses API names it: resp_ for chat_.
-func responseID(runID string) string { return "resp_" + strings.TrimPrefix(runID, "chat_") }
 
 // runID is the run id of a response id.
 func runID(id string) (string, bool) {

@@ -17,46 +17,39 @@ import (
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(s)
+	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(s.cfg.Server.TrustedProxies)
 	e.Use(s.front)
 
-	// Public: health, readiness, metrics and the playground page.
-	// HEAD is answered as GET (net/http drops the body) where a GET only
-	// reads: monitors probe with it.
-	get := func(g interface {
-		GET(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
-		HEAD(string, echo.HandlerFunc, ...echo.MiddlewareFunc) *echo.Route
-	}, path string, h echo.HandlerFunc) {
-		g.GET(path, h)
-		g.HEAD(path, h)
-	}
-	get(e, "/healthz", s.handleHealth)
-	get(e, "/readyz", s.handleReady)
-	get(e, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
+	// Public: health, readiness, metrics and the playground page. HEAD is
+	// answered as GET where a GET only reads.
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/healthz", s.handleHealth)
+	e.Match(getHead, "/readyz", s.handleReady)
+	e.Match(getHead, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{})))
 	page := echo.WrapHandler(playground.Handler())
-	get(e, "/", page)
-	get(e, "/assets/*", page)
+	e.Match(getHead, "/", page)
+	e.Match(getHead, "/assets/*", page)
 
 	// The API, behind the API keys when any are configured.
 	api := e.Group("/v1", s.requireAuth)
 	api.POST("/chat", s.handleChat)
 	api.GET("/chat/ws", s.handleWS)
-	get(api, "/chat/:id", s.handleGetChat)
+	api.Match(getHead, "/chat/:id", s.handleGetChat)
 	api.GET("/chat/:id/stream", s.handleStream)
 	api.POST("/chat/:id/cancel", s.handleCancel)
 	api.POST("/chat/:id/respond", s.handleRespond)
-	get(api, "/conversations", s.handleConversations)
-	get(api, "/conversations/:id", s.handleConversation)
+	api.Match(getHead, "/conversations", s.handleConversations)
+	api.Match(getHead, "/conversations/:id", s.handleConversation)
 	api.DELETE("/conversations/:id", s.handleDeleteConversation)
-	get(api, "/workspaces", s.handleWorkspaces)
+	api.Match(getHead, "/workspaces", s.handleWorkspaces)
 
 	// OpenAI-compatible surface.
 	api.POST("/chat/completions", s.handleCompletions)
-	get(api, "/models", s.handleModels)
-	get(api, "/models/:id", s.handleModel)
+	api.Match(getHead, "/models", s.handleModels)
+	api.Match(getHead, "/models/:id", s.handleModel)
 	api.POST("/responses", s.handleResponses)
-	get(api, "/responses/:id", s.handleGetResponse)
+	api.Match(getHead, "/responses/:id", s.handleGetResponse)
 	api.DELETE("/responses/:id", s.handleDeleteResponse)
 	api.POST("/responses/:id/cancel", s.handleCancelResponse)
 
@@ -76,8 +69,7 @@ func (s *Server) routes() *echo.Echo {
 	cl.GET("/repositories", s.handleCloudRepositories)
 
 	// The other methods on each /v1 path are a 405 naming the ones it
-	// serves, taken from the routes above; OPTIONS (but a CORS preflight,
-	// which the cors middleware answers) names them with a 204.
+	// serves; OPTIONS (but a CORS preflight) names them with a 204.
 	served := map[string][]string{}
 	for _, r := range e.Routes() {
 		if strings.HasPrefix(r.Path, "/v1/") && slices.Contains(routeMethods, r.Method) {
@@ -95,8 +87,7 @@ func (s *Server) routes() *echo.Echo {
 			return c.NoContent(http.StatusNoContent)
 		}, s.requireAuth)
 	}
-	// A method no route names (FOO, PROPFIND, CONNECT) reaches the catch-all
-	// of its group, behind the API keys like the routes: a 405 too when its
+	// A method no route names reaches its group's catch-all: a 405 when its
 	// path is one of the above, else a 404.
 	unrouted := func(c echo.Context) error {
 		path := routeOf(e, c.Request())
@@ -133,13 +124,7 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 
 // methodsBut lists the methods a route does not serve.
 func methodsBut(allowed ...string) []string {
-	var m []string
-	for _, x := range routeMethods {
-		if !slices.Contains(allowed, x) {
-			m = append(m, x)
-		}
-	}
-	return m
+	return slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(allowed, m) })
 }
 
 // onlyMethods answers 405 for a path that serves only the given methods.
@@ -147,8 +132,7 @@ func onlyMethods(methods ...string) echo.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
 		if c.IsWebSocket() {
-			// A client that tries a WebSocket first (Codex on
-			// /v1/responses) takes this as "use HTTP" at once.
+			// A client that tries a WebSocket first takes this as "use HTTP".
 			return &HTTPError{Status: http.StatusUpgradeRequired, Code: "websocket_unsupported",
 				Message: fmt.Sprintf("%s is not served over a WebSocket; use %s", c.Request().URL.Path, allow)}
 		}
@@ -164,8 +148,7 @@ func ipExtractor(trusted []string) echo.IPExtractor {
 	if len(trusted) == 0 {
 		return echo.ExtractIPDirect()
 	}
-	var opts []echo.TrustOption
-	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, t := range trusted {
 		if !strings.Contains(t, "/") {
 			if ip := net.ParseIP(t); ip != nil && ip.To4() != nil {

@@ -5,12 +5,12 @@ package gateway
 import (
 	"cmp"
 	"context"
-
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +36,7 @@ type Config struct {
 	Agent  agent.Config // the workspaces requests may name
 	// CloudDefault sends requests that name no backend to the cloud.
 	CloudDefault bool
-	// CloudRequestTimeout bounds the upstream calls of a cloud route, or
-	// of a cloud run before it starts (cloud.request_timeout; 0: none).
+	// CloudRequestTimeout bounds a request's upstream calls (0: none).
 	CloudRequestTimeout time.Duration
 	// Demo is set by --demo: the built-in simulator is the agent.
 	Demo bool
@@ -87,7 +86,7 @@ func NewServer(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.workspaces, s.defaultWorkspace = ws, def
-	s.models = newModelCache(s.cli, d.Config, d.Metrics)
+	s.models = &modelCache{cli: s.cli, metrics: d.Metrics, demo: d.Config.Demo, aliases: d.Config.OpenAI.Aliases}
 	s.auth = newAuthenticator(d.Config.Auth)
 	s.echo = s.routes()
 	return s, nil
@@ -104,8 +103,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 }
 
 // resolveWorkspaces resolves the configured workspace directories through
-// their symlinks. Without any, the current directory is the workspace
-// "default".
+// their symlinks; without any, the current directory is "default".
 func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 	out := map[string]string{}
 	ws := cfg.Workspaces
@@ -157,12 +155,7 @@ func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 
 // workspaceNames lists the workspace names, sorted.
 func (s *Server) workspaceNames() []string {
-	names := make([]string, 0, len(s.workspaces))
-	for n := range s.workspaces {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(s.workspaces))
 }
 
 // handleHealth serves /healthz: the process is alive.
@@ -180,8 +173,7 @@ func (s *Server) handleReady(c echo.Context) error {
 	}
 	storeStatus := "ok"
 	if err := s.store.Ping(c.Request().Context()); err != nil && s.cluster != nil {
-		// A shared database that is away: runs go on, their writes are
-		// retried, and what another replica runs cannot be reached.
+		// A shared database that is away: runs go on, their writes retried.
 		storeStatus = "unreachable, writes are retried: " + err.Error()
 		if status == "ready" {
 			status = "degraded"

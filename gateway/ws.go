@@ -29,11 +29,9 @@ type wsMessage struct {
 
 // handleWS serves GET /v1/chat/ws: the document stream over a WebSocket.
 // The client sends {"type":"chat", …the /v1/chat body…}, {"type":"cancel"}
-// or {"type":"respond", …the respond body…} (see wsRespond); several turns may follow one another on one socket.
-// Each chat is answered at once with {"type":"accepted","data":{"id",
-// "conversationId"}}, then the run's events follow. Every chat after the
-// first is taken from the client's rate limit, as a request would be, and
-// the server pings the client every heartbeat interval.
+// or {"type":"respond", …} (see wsRespond), one turn after another. Each
+// chat is answered with {"type":"accepted","data":{"id","conversationId"}},
+// then the run's events; chats after the first count in the rate limit.
 func (s *Server) handleWS(c echo.Context) error {
 	if err := checkUpgrade(c.Request()); err != nil {
 		if err.Status == http.StatusUpgradeRequired {
@@ -45,10 +43,8 @@ func (s *Server) handleWS(c echo.Context) error {
 		return err
 	}
 	client := s.clientOf(c)
-	// The cors middleware has refused the origins not allowed, as for any
-	// other route.
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
-	conn, err := websocket.Accept(c.Response(), c.Request(), opts)
+	// The origins not allowed were refused as on any route (corsCheck).
+	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return nil
 	}
@@ -64,31 +60,20 @@ func (s *Server) handleWS(c echo.Context) error {
 	var mu sync.Mutex
 	var current wsTurn
 	var following chan struct{} // closed when the last turn's events are sent
-	// At shutdown the socket closes with "going away", once the running
-	// turn's events, its error and done included, are sent.
+	// At shutdown the socket closes with "going away" once the turn's events are sent.
 	go func() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.stopping:
 		}
-		for {
-			mu.Lock()
-			f := following
-			mu.Unlock()
-			if f == nil {
-				break
-			}
+		var f chan struct{}
+		for g := locked(&mu, &following); g != f; g = locked(&mu, &following) {
+			f = g
 			select {
 			case <-f:
 			case <-ctx.Done():
 				return
-			}
-			mu.Lock()
-			again := following != f
-			mu.Unlock()
-			if !again {
-				break
 			}
 		}
 		_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
@@ -104,47 +89,46 @@ func (s *Server) handleWS(c echo.Context) error {
 		b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
 		return send(wsMessage{Type: "error", Data: b})
 	}
+	refuse := func(err error) error { return sendErr(asHTTPError(s.reject(err))) }
 	for {
 		_, msg, err := conn.Read(ctx)
 		if err != nil {
-			// The socket is gone: the running turn, if any, detaches and
-			// follows the detach grace.
+			// The socket is gone: the running turn detaches.
 			return nil
 		}
 		var head struct {
 			Type string `json:"type"`
 		}
 		if json.Unmarshal(msg, &head) != nil {
-			he := errBadRequest("bad_json", "send a JSON object with a type")
-			s.reject(he)
-			if sendErr(he) != nil {
+			if refuse(errBadRequest("bad_json", "send a JSON object with a type")) != nil {
 				return nil
 			}
 			continue
 		}
 		switch head.Type {
 		case "cancel":
-			if r := currentRun(&mu, &current); r != nil {
+			if r := locked(&mu, &current); r != nil {
 				r.Cancel(false)
 			}
 		case "respond":
-			m, he := s.wsRespond(ctx, msg, currentRun(&mu, &current), c.Request().Header)
+			m, he := s.wsRespond(ctx, msg, locked(&mu, &current), c.Request().Header)
 			if he != nil {
-				m = wsMessage{Type: "error"}
-				m.Data, _ = json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
+				err = sendErr(he)
+			} else {
+				err = send(m)
 			}
-			if send(m) != nil {
+			if err != nil {
 				return nil
 			}
 		case "chat":
-			if currentRun(&mu, &current) != nil {
+			if locked(&mu, &current) != nil {
 				if sendErr(&HTTPError{Status: http.StatusConflict, Code: "busy", Message: "a turn is still running on this socket"}) != nil {
 					return nil
 				}
 				continue
 			}
 			if chats++; chats > 1 {
-				if he := s.rateLimit(client); he != nil {
+				if he := s.rateLimit(client, "too many requests"); he != nil {
 					if sendErr(he) != nil {
 						return nil
 					}
@@ -154,8 +138,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			body := removeMember(msg, "type")
 			var req ChatRequest
 			if err := decodeStrict(body, &req, chatFields); err != nil {
-				s.reject(err)
-				if sendErr(asHTTPError(err)) != nil {
+				if refuse(err) != nil {
 					return nil
 				}
 				continue
@@ -167,8 +150,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			} else {
 				run, err = s.prepare(ctx, spec)
 			}
-			// A turn of a conversation that lives on another replica runs
-			// there, its events relayed.
+			// A conversation that lives on another replica has its turn relayed.
 			var peer *peerTurn
 			var peerResp *http.Response
 			var stopPeer context.CancelFunc
@@ -206,8 +188,7 @@ func (s *Server) handleWS(c echo.Context) error {
 			mu.Unlock()
 			go func() {
 				defer close(followed)
-				// The turn is over once done goes out: the client may send
-				// the next chat before this goroutine returns.
+				// The turn is over once done goes out, before this returns.
 				release := func() {
 					mu.Lock()
 					if current == turn {
@@ -252,9 +233,7 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 			}()
 		default:
-			he := errBadRequest("bad_type", "type must be chat, cancel or respond")
-			s.reject(he)
-			if sendErr(he) != nil {
+			if refuse(errBadRequest("bad_type", "type must be chat, cancel or respond")) != nil {
 				return nil
 			}
 		}
@@ -321,8 +300,7 @@ func (w *wsWriter) write(ctx context.Context, b []byte) error {
 		defer cancel()
 		return w.conn.Write(wctx, websocket.MessageText, b)
 	}
-	// The write's context ends once a piece has waited out the timeout,
-	// which each piece starts again.
+	// The write ends once one piece waited out the timeout.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	timer := time.AfterFunc(wt+time.Second, cancel)
@@ -388,10 +366,11 @@ func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 // replica.
 type wsTurn interface{ Cancel(kill bool) }
 
-func currentRun(mu *sync.Mutex, r *wsTurn) wsTurn {
+// locked returns *v, read under mu.
+func locked[T any](mu *sync.Mutex, v *T) T {
 	mu.Lock()
 	defer mu.Unlock()
-	return *r
+	return *v
 }
 
 // removeMember returns the JSON object without the named top-level member.
