@@ -316,7 +316,7 @@ func TestResponsesWebSocket(t *testing.T) {
 // starting_after, while it runs and once it ended.
 func TestResponsesBackground(t *testing.T) {
 	t.Parallel()
-	s := startE2E(t)
+	s := startE2E(t, "DOCSTREAM_AUTH_RATE_PER_MINUTE=0") // polls as often as a slow machine needs
 	resp, b, m := s.rsPost(t, map[string]any{"input": "fault:hang-mid", "background": true})
 	if resp.StatusCode != 200 || m["status"] != "in_progress" || m["background"] != true {
 		t.Fatalf("background answer %d: %s", resp.StatusCode, b)
