@@ -57,7 +57,7 @@ type Stats struct {
 type Segmenter struct {
 	opts Options
 	emit func(documents.Event)
-	lex  *lexer
+	lex  lexer
 
 	started bool
 	done    bool
@@ -135,7 +135,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 		opts.Model = "auto"
 	}
 	s := &Segmenter{opts: opts, emit: emit}
-	s.lex = newLexer(s)
+	s.lex = lexer{sink: s, state: lexLineStart}
 	return s
 }
 

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -154,11 +153,9 @@ func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 		}
 		return outcomeSuccess, dedupe(raw), false
 	}
+	raw = dedupe(raw)
 	var r resultLayout
-	if unmarshalNames(raw, &r) {
-		raw, r = dedupe(raw), resultLayout{}
-		unmarshal(raw, &r)
-	}
+	unmarshal(raw, &r)
 	switch {
 	case r.Success.Kind() == '{':
 		return outcomeSuccess, r.Success, r.Background
@@ -448,22 +445,26 @@ var argFields = func() map[string]int {
 	return m
 }()
 
-// readArgs reads a tool's arguments object in one pass with dec: the
-// members Docstream uses go into a (one of an unexpected type is left
-// out), and the object is returned as written but for its toolCallId
-// member and repeated member names.
+// readArgs decodes a tool's arguments object into a in one pass with dec
+// (a member of an unexpected type is left out) and returns it as written,
+// but for its toolCallId member and repeated member names.
 func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
 	if raw.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
+	raw = dedupe(raw)
 	out := append(make(jsontext.Value, 0, len(raw)), '{')
-	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
+	dec.Reset(bytes.NewBuffer(raw), decodeOpts)
 	fields := reflect.ValueOf(a).Elem()
 	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
 	err := eachMember(dec, func(name []byte) error {
 		v, err := dec.ReadValue()
 		if i, ok := argFields[string(name)]; ok && err == nil {
-			unmarshal(v, fields.Field(i).Addr().Interface())
+			if f := fields.Field(i); f.Kind() == reflect.String && v.Kind() == '"' {
+				f.SetString(str(v))
+			} else {
+				unmarshal(v, f.Addr().Interface())
+			}
 		}
 		member := bytes.TrimLeft(raw[prev:dec.InputOffset()], " \t\r\n,")
 		prev = dec.InputOffset()
@@ -477,11 +478,7 @@ func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.V
 		}
 		return err
 	})
-	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		*a = toolArgs{}
-		return readArgs(dec, dedupe(raw), a)
-	case err != nil || !found:
+	if err != nil || !found {
 		return raw
 	}
 	return append(out, '}')

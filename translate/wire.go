@@ -306,17 +306,6 @@ var (
 	legacyOpts = jsonv1.ReportErrorsWithLegacySemantics(true)
 )
 
-// unmarshalNames is unmarshal that also reports whether an object in v
-// repeats a member name, which jsontext refuses to encode.
-func unmarshalNames(v []byte, out any) (repeats bool) {
-	err := json.Unmarshal(v, out, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		repeats = errors.Is(err, jsontext.ErrDuplicateName)
-		unmarshal(v, out)
-	}
-	return repeats
-}
-
 // unmarshal decodes JSON that the agent wrote into out, leaving out a
 // member of an unexpected kind; it reports an error only when v is not
 // valid JSON. A second pass, when one is needed, reads the same members
@@ -595,13 +584,32 @@ func scalarText(v jsontext.Value) string {
 	return ""
 }
 
-// same returns old when v holds it, else the string v holds.
+// same returns old when v holds it, or one of lineNames, else the string
+// v holds.
 func same(v jsontext.Value, old string) string {
-	if len(v) == len(old)+2 && v.Kind() == '"' && string(v[1:len(v)-1]) == old {
+	if v.Kind() != '"' {
+		return ""
+	}
+	name := v[1 : len(v)-1]
+	if string(name) == old {
 		return old
+	}
+	if n, ok := lineNames[string(name)]; ok {
+		return n
 	}
 	return str(v)
 }
+
+// lineNames are the types and subtypes of agent lines.
+var lineNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range strings.Fields(`system init user thinking delta completed assistant tool_call started
+		tool-call-started tool-call-completed result success error connection reconnecting reconnected
+		retry starting interaction_query request response`) {
+		m[n] = n
+	}
+	return m
+}()
 
 // str returns the string a JSON value holds, or "" when it is no string.
 // Invalid UTF-8 becomes U+FFFD.
@@ -618,9 +626,9 @@ func str(v jsontext.Value) string {
 
 // dedupe returns v without repeated member names, keeping the last member
 // of each name where it stands; json/v2 either refuses repeated names or
-// keeps them all. v is valid JSON; without repeats it is returned as is.
+// keeps them all. Without repeats, or when not valid JSON, v is returned as is.
 func dedupe(v jsontext.Value) jsontext.Value {
-	if v == nil || v.IsValid(jsontext.AllowInvalidUTF8(true)) {
+	if v == nil || v.IsValid(jsontext.AllowInvalidUTF8(true)) || !v.IsValid(decodeOpts) {
 		return v
 	}
 	var b bytes.Buffer
