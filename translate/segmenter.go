@@ -65,14 +65,13 @@ type Segmenter struct {
 	seq     int
 
 	// the assistant segment being received, for snapshot handling
-	seg        []byte   // the segment's text so far, reused across segments
-	said       []string // the text of the response's earlier segments
-	saidAll    string   // said joined, once asked for
-	segText    string   // the segment's text while it came in one piece (seg is empty)
-	segMCID    bool
-	segHasText bool
-	sealed     bool // a model_call_id flush ended the segment's model step
-	sawText    bool
+	seg     []byte   // the segment's text so far, reused across segments
+	said    []string // the text of the response's earlier segments
+	saidAll string   // said joined, once asked for
+	segText string   // the segment's text while it came in one piece (seg is empty)
+	segMCID bool
+	sealed  bool // a model_call_id flush ended the segment's model step
+	sawText bool
 
 	join      joiner // a character split at the end of the last text piece
 	thinkJoin joiner // the same for thinking
@@ -100,7 +99,6 @@ type Segmenter struct {
 	stats      Stats
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
-	errored    bool
 
 	reconnects   int  // the reconnects of the run so far, for status events
 	reconnecting bool // a reconnect is under way
@@ -128,11 +126,9 @@ type toolState struct {
 
 // NewSegmenter returns a Segmenter that emits through emit.
 func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
-	if opts.Mode == "" {
-		opts.Mode = "agent"
-	}
-	if opts.Model == "" {
-		opts.Model = "auto"
+	opts.Mode, opts.Model = cmp.Or(opts.Mode, "agent"), cmp.Or(opts.Model, "auto")
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
 	}
 	s := &Segmenter{opts: opts, emit: emit}
 	s.lex = lexer{sink: s, state: lexLineStart}
@@ -214,7 +210,7 @@ func (s *Segmenter) Feed(ev Event) {
 		s.assistant(ev)
 	case KindToolStarted:
 		s.ensureStarted()
-		s.endSegment()
+		s.EndSegment()
 		// A call already open is started again when the agent resumes
 		// after a reconnect: it is still the one call, with one document.
 		if st := s.tools[ev.CallID]; ev.CallID == "" || st == nil || st.ended {
@@ -224,7 +220,7 @@ func (s *Segmenter) Feed(ev Event) {
 		s.ensureStarted()
 		st := s.tools[ev.CallID]
 		if st == nil || st.ended {
-			s.endSegment()
+			s.EndSegment()
 			st = s.openTool(ev)
 		}
 		s.finishTool(st, ev.Tool, ev.TimestampMs)
@@ -234,10 +230,7 @@ func (s *Segmenter) Feed(ev Event) {
 		// The text goes on around the error: its open document, a fence
 		// in it, and the segment that later snapshots repeat stay open.
 		s.ensureStarted()
-		msg := pairSurrogates(ev.Text)
-		if msg == "" {
-			msg = "the agent reported an error"
-		}
+		msg := cmp.Or(pairSurrogates(ev.Text), "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, pairSurrogates(ev.Details))
 	case KindNotJSON:
 		s.stats.NotJSON++
@@ -248,12 +241,8 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindOversize:
 		s.stats.Oversize++
 		s.ensureStarted()
-		limit := s.opts.MaxLine
-		if limit <= 0 {
-			limit = DefaultMaxLine
-		}
 		s.errorDoc(documents.CodeLineTooLong, "gateway", "an agent line was too long and was skipped",
-			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, limit))
+			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, s.opts.MaxLine))
 	case KindUnknown:
 		s.stats.Unknown++
 	case KindStatus:
@@ -324,9 +313,9 @@ func (s *Segmenter) rawEvent(ev Event) {
 func (s *Segmenter) assistant(ev Event) {
 	if ev.HasTimestamp && ev.ModelCallID == "" {
 		if s.sealed {
-			s.endSegment()
+			s.EndSegment()
 		}
-		s.appendText(ev.Text)
+		s.appendPiece(ev.Text, false)
 		return
 	}
 	s.complete(ev.Text, false)
@@ -391,8 +380,8 @@ func (s *Segmenter) differs(text string) {
 	if isBlank(text) {
 		return
 	}
-	s.endSegment()
-	s.appendText(text)
+	s.EndSegment()
+	s.appendPiece(text, false)
 }
 
 // minSaid is the length, without whitespace and final punctuation, from
@@ -498,8 +487,8 @@ func (s *Segmenter) Snapshot(text string) {
 			s.appendPiece(rest, true)
 			return
 		}
-		s.endSegment()
-		s.appendText(text)
+		s.EndSegment()
+		s.appendPiece(text, false)
 	}
 }
 
@@ -542,8 +531,6 @@ func (s *Segmenter) thinking(t string) {
 	}
 }
 
-func (s *Segmenter) appendText(t string) { s.appendPiece(t, false) }
-
 // appendPiece appends a piece of the segment's text; repeat says that it
 // continues a snapshot.
 func (s *Segmenter) appendPiece(t string, repeat bool) {
@@ -568,7 +555,6 @@ func (s *Segmenter) write(t string) {
 	default:
 		s.seg = append(s.seg, t...)
 	}
-	s.segHasText = true
 	for len(t) > 0 {
 		n := min(len(t), lexPiece)
 		for n < len(t) && !utf8.RuneStart(t[n]) {
@@ -590,16 +576,12 @@ func (s *Segmenter) segment() string {
 
 // EndSegment ends the current assistant segment: held-back text goes out,
 // an unterminated fence closes.
-func (s *Segmenter) EndSegment() { s.endSegment() }
-
-func (s *Segmenter) endSegment() {
+func (s *Segmenter) EndSegment() {
 	if t := s.join.flush(); t != "" {
 		s.write(t)
 	}
-	if s.segHasText {
-		s.lastFinal = !s.segMCID
-	}
 	if len(s.seg) > 0 || s.segText != "" {
+		s.lastFinal = !s.segMCID
 		s.lex.End()
 		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
 	}
@@ -607,7 +589,7 @@ func (s *Segmenter) endSegment() {
 	if cap(s.seg) > lexPiece {
 		s.seg = nil // a long segment's buffer is not kept
 	}
-	s.segMCID, s.segHasText, s.sealed = false, false, false
+	s.segMCID, s.sealed = false, false
 }
 
 // lexerSink
@@ -669,12 +651,7 @@ func isSpace(c byte) bool {
 
 // isBlank reports whether t holds only whitespace.
 func isBlank(t string) bool {
-	for i := 0; i < len(t); i++ {
-		if !isSpace(t[i]) {
-			return false
-		}
-	}
-	return true
+	return strings.TrimLeft(t, " \t\n\r\v\f") == ""
 }
 
 var textMeta = jsontext.Value(`{"format":"markdown"}`)
@@ -725,29 +702,23 @@ func (s *Segmenter) purpose(lang string) string {
 	return "new_code"
 }
 
-func (s *Segmenter) closeFence() {
-	s.wsHeld = s.wsHeld[:0]
-	if s.codeID == "" {
-		return
-	}
-	c := s.text.String()
-	s.emit(documents.DocumentEnd{DocumentID: s.codeID, FinalContent: &c, Metadata: s.codeMeta})
-	s.codeID, s.codeMeta = "", nil
-	s.text.reset()
-}
+func (s *Segmenter) closeFence() { s.closeDoc(&s.codeID, s.codeMeta) }
 
 func (s *Segmenter) endMessage() {
 	s.closeText()
 }
 
-func (s *Segmenter) closeText() {
+func (s *Segmenter) closeText() { s.closeDoc(&s.textID, textMeta) }
+
+// closeDoc ends the open text-like document *id, if any.
+func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
 	s.wsHeld = s.wsHeld[:0]
-	if s.textID == "" {
+	if *id == "" {
 		return
 	}
 	c := s.text.String()
-	s.emit(documents.DocumentEnd{DocumentID: s.textID, FinalContent: &c, Metadata: textMeta})
-	s.textID = ""
+	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: &c, Metadata: meta})
+	*id = ""
 	s.text.reset()
 }
 
@@ -766,7 +737,7 @@ func (s *Segmenter) Error(code, source, message, details string) {
 		return
 	}
 	s.ensureStarted()
-	s.endSegment()
+	s.EndSegment()
 	s.errorDoc(code, source, message, details)
 }
 
@@ -784,7 +755,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		s.thinking(s.thinkJoin.flush())
 	}
 	s.closeTools()
-	s.endSegment()
+	s.EndSegment()
 	status := documents.StatusCompleted
 	var stop documents.StopReason
 	if r.IsError {
@@ -796,7 +767,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		// did not say goes out. A result that is not the turn's text (a
 		// summary of its own) adds nothing to a response that has text.
 		s.complete(r.Text, s.sawText)
-		s.endSegment()
+		s.EndSegment()
 	}
 	u := documents.Usage{}
 	if r.Usage != nil {
@@ -858,7 +829,7 @@ func (s *Segmenter) Close(end End) {
 		s.thinking(s.thinkJoin.flush())
 	}
 	s.closeTools()
-	s.endSegment()
+	s.EndSegment()
 	source := cmp.Or(end.Source, "cursor-agent")
 	details := strings.TrimSpace(end.Stderr)
 	if details == "" && len(s.lastNoJSON) > 0 {
@@ -867,7 +838,7 @@ func (s *Segmenter) Close(end End) {
 	if s.opts.Redact != nil {
 		details = s.opts.Redact(details)
 	}
-	stop := end.Reason
+	stop := cmp.Or(end.Reason, documents.StopAgentExit)
 	switch {
 	case end.Reason != "":
 		code := map[documents.StopReason]string{
@@ -879,16 +850,12 @@ func (s *Segmenter) Close(end End) {
 		s.errorDoc(cmp.Or(end.Code, code), cmp.Or(end.Source, "gateway"), msg, details)
 	case end.Err != nil:
 		s.errorDoc(documents.CodeSpawnFailed, "gateway", "the agent could not be run: "+end.Err.Error(), details)
-		stop = documents.StopAgentExit
 	case end.Signal != "":
 		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent was killed by signal %s before it finished", end.Signal), details)
-		stop = documents.StopAgentExit
 	case end.Exited && end.ExitCode != 0:
 		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent exited with code %d before it finished", end.ExitCode), details)
-		stop = documents.StopAgentExit
 	default:
 		s.errorDoc(documents.CodeNoResult, source, "cursor-agent ended without a result", details)
-		stop = documents.StopAgentExit
 	}
 	s.finish(documents.StatusError, stop, documents.Usage{}, end.Elapsed, "", 0)
 }

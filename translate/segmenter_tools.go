@@ -137,10 +137,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 			args = readArgs(&s.argDec, tc.Args, a)
 		}
 		res = tc.Result
-		start := st.startedAt
-		if tc.StartedAtMs != 0 {
-			start = tc.StartedAtMs
-		}
+		start := cmp.Or(tc.StartedAtMs, st.startedAt)
 		switch {
 		case tc.CompletedAtMs != 0 && start != 0:
 			dur = tc.CompletedAtMs - start
@@ -150,9 +147,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 			dur = tc.DurationMs
 		}
 	}
-	if dur < 0 {
-		dur = 0
-	}
+	dur = max(dur, 0)
 	out, body, background := outcomePending, jsontext.Value(nil), false
 	if tc != nil {
 		out, body, background = classifyResult(res)
@@ -222,19 +217,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		st.awaiting = false
 		content, meta = clarificationMeta(st, a, out, reason)
 	default:
-		m := documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
-			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name)}
-		if st.kind == "function" {
-			m.RawKind = "function"
-		}
-		if out == outcomeRejected || out == outcomePending {
-			m.Rejected, m.Reason = out == outcomeRejected, reason
-		}
-		m.Approval = st.approval
-		if out == outcomeFailed || out == outcomePending {
-			m.Reason = reason
-		}
-		meta = m
+		meta = documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name),
+			Rejected: out == outcomeRejected, Reason: reason, Approval: st.approval}
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
 }
@@ -298,33 +283,22 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 	}
 	switch out {
 	case outcomeSuccess:
-		code := 0
-		if c := b.exitCode(); c != nil {
-			code = *c
-		}
-		m.ExitCode = &code
+		m.ExitCode = cmp.Or(b.exitCode(), new(0))
 		m.Output = b.shellOutput()
 	case outcomeRejected:
 		m.Rejected, m.Reason = true, reason
 	case outcomeFailed:
-		// A failure that names an exit code is a command that ran: its
-		// code and output are kept, and the error is only what it says.
+		m.Output, m.Error, m.Reason = b.shellOutput(), reason, reason
+		// A failure that names an exit code is a command that ran: the
+		// error is only what it says.
 		if m.ExitCode = b.exitCode(); m.ExitCode != nil {
-			m.Output = b.shellOutput()
-			if msg := cmp.Or(b.Error, b.Message, b.Reason); msg != "" {
-				m.Error, m.Reason = msg, msg
-			}
-			break
+			msg := cmp.Or(b.Error, b.Message, b.Reason)
+			m.Error, m.Reason = msg, msg
 		}
-		m.Error, m.Reason = reason, reason
-		m.Output = cmp.Or(b.Interleaved, b.Stdout+b.Stderr, b.Output)
 	case outcomePending:
 		m.Reason = reason
 	}
-	m.DurationMs = b.ExecutionTime.n
-	if m.DurationMs == 0 {
-		m.DurationMs = dur
-	}
+	m.DurationMs = cmp.Or(b.ExecutionTime.n, dur)
 	return m
 }
 
@@ -366,10 +340,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			case del:
 				m.Operation = "delete"
 			case h.found:
-				end := h.oldStart + h.oldLines - 1
-				if end < h.oldStart {
-					end = h.oldStart
-				}
+				end := max(h.oldStart, h.oldStart+h.oldLines-1)
 				m.Diff = &documents.Diff{OldString: h.oldText, NewString: h.newText, StartLine: h.oldStart, EndLine: end}
 				set(h.newText)
 			}

@@ -270,7 +270,7 @@ func lexProse(l *lexer) stateFn {
 		if l.eof {
 			return nil
 		}
-		return lexProseMid
+		return lexProse
 	}
 	l.keepHead(b[:nl])
 	l.list = l.list.after(l.head[:l.headN], l.headLong)
@@ -527,14 +527,6 @@ func listItem(head []byte, i int) (col int, empty, first, ok bool) {
 	return k, false, first, true
 }
 
-// lexProseMid continues a line of prose whose start was already sent.
-func lexProseMid(l *lexer) stateFn {
-	if len(l.rest()) == 0 {
-		return nil
-	}
-	return lexProse
-}
-
 // lexFenceLineStart runs at the start of a line inside a fence: it decides
 // whether the line closes the fence.
 func lexFenceLineStart(l *lexer) stateFn {
@@ -608,7 +600,7 @@ func lexFenceLine(l *lexer) stateFn {
 		}
 		l.sink.fenceText(l.text(0, n))
 		l.pos += n
-		return lexFenceLineMid
+		return lexFenceLine
 	}
 	brk := nl
 	if brk > 0 && b[brk-1] == '\r' {
@@ -620,14 +612,6 @@ func lexFenceLine(l *lexer) stateFn {
 	l.nlPending = l.text(brk, nl+1)
 	l.pos += nl + 1
 	return lexFenceLineStart
-}
-
-// lexFenceLineMid continues a block line whose start was already sent.
-func lexFenceLineMid(l *lexer) stateFn {
-	if len(l.rest()) == 0 {
-		return nil
-	}
-	return lexFenceLine
 }
 
 // parseInfo reads a fence's info string: `start:end:path` is a code

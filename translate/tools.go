@@ -107,10 +107,7 @@ type toolBody struct {
 
 // exitCode is the exit code the result names, or nil.
 func (b *toolBody) exitCode() *int {
-	if b.ExitCode != nil {
-		return b.ExitCode
-	}
-	return b.ExitCodeSnake
+	return cmp.Or(b.ExitCode, b.ExitCodeSnake)
 }
 
 // shellOutput is a command's output: interleaved when the result has it,
@@ -196,6 +193,44 @@ const (
 	classAsk
 )
 
+// toolNames maps the kinds, hyphenated names and function names of the
+// tools Docstream knows to their class and snake_case tool name.
+var toolNames = func() map[string]toolName {
+	m := map[string]toolName{}
+	for _, t := range []struct {
+		class toolClass
+		names string // the tool name first
+	}{
+		{classShell, "run_terminal_cmd shellToolCall Shell shell Bash bash"},
+		{classEdit, "edit_file editToolCall StrReplace search_replace Edit MultiEdit str_replace"},
+		{classWrite, "write writeToolCall writeFileToolCall Write write_file create_file"},
+		{classDelete, "delete_file deleteToolCall Delete delete"},
+		{classPatch, "apply_patch applyPatchToolCall ApplyPatch"},
+		{classPlan, "create_plan createPlanToolCall CreatePlan"},
+		{classTodos, "todo_write updateTodosToolCall TodoWrite updateTodos"},
+		{classAsk, "ask_question askQuestionToolCall AskQuestion"},
+		{classTool, "read_file readToolCall Read"},
+		{classTool, "glob_file_search globToolCall Glob"},
+		{classTool, "grep grepToolCall Grep"},
+		{classTool, "list_dir lsToolCall LS"},
+		{classTool, "codebase_search semSearchToolCall SemanticSearch"},
+		{classTool, "web_fetch webFetchToolCall WebFetch"},
+		{classTool, "web_search webSearchToolCall WebSearch"},
+		{classTool, "read_lints readLintsToolCall ReadLints"},
+	} {
+		names := strings.Fields(t.names)
+		for _, n := range names {
+			m[n] = toolName{t.class, names[0]}
+		}
+	}
+	return m
+}()
+
+type toolName struct {
+	class toolClass
+	name  string
+}
+
 // classify maps a tool's kind (or hyphenated name, or function name) to its
 // document class and its snake_case tool name.
 func classify(kind, name string) (toolClass, string) {
@@ -203,45 +238,11 @@ func classify(kind, name string) (toolClass, string) {
 	if kind == "function" && name != "" {
 		key = name
 	}
-	switch key {
-	case "shellToolCall", "Shell", "run_terminal_cmd", "shell", "Bash", "bash":
-		return classShell, "run_terminal_cmd"
-	case "editToolCall", "StrReplace", "edit_file", "search_replace", "Edit", "MultiEdit", "str_replace":
-		return classEdit, "edit_file"
-	case "writeToolCall", "writeFileToolCall", "Write", "write", "write_file", "create_file":
-		return classWrite, "write"
-	case "deleteToolCall", "Delete", "delete_file", "delete":
-		return classDelete, "delete_file"
-	case "applyPatchToolCall", "ApplyPatch", "apply_patch":
-		return classPatch, "apply_patch"
-	case "createPlanToolCall", "create_plan", "CreatePlan":
-		return classPlan, "create_plan"
-	case "updateTodosToolCall", "TodoWrite", "todo_write", "updateTodos":
-		return classTodos, "todo_write"
-	case "askQuestionToolCall", "ask_question", "AskQuestion":
-		return classAsk, "ask_question"
-	case "readToolCall", "Read", "read_file":
-		return classTool, "read_file"
-	case "globToolCall", "Glob", "glob_file_search":
-		return classTool, "glob_file_search"
-	case "grepToolCall", "Grep", "grep":
-		return classTool, "grep"
-	case "lsToolCall", "LS", "list_dir":
-		return classTool, "list_dir"
-	case "semSearchToolCall", "SemanticSearch", "codebase_search":
-		return classTool, "codebase_search"
-	case "webFetchToolCall", "WebFetch", "web_fetch":
-		return classTool, "web_fetch"
-	case "webSearchToolCall", "WebSearch", "web_search":
-		return classTool, "web_search"
-	case "readLintsToolCall", "ReadLints", "read_lints":
-		return classTool, "read_lints"
+	if t, ok := toolNames[key]; ok {
+		return t.class, t.name
 	}
 	if kind == "function" {
-		if name == "" {
-			return classTool, "function"
-		}
-		return classTool, name
+		return classTool, cmp.Or(name, "function")
 	}
 	return classTool, snake(strings.TrimSuffix(key, "ToolCall"))
 }
@@ -409,29 +410,19 @@ func rangeOf(s string) (start, n int) {
 func patchTarget(p string) (path, op, newPath string) {
 	for _, ln := range strings.Split(p, "\n") {
 		ln = strings.TrimSpace(ln)
-		switch {
-		case strings.HasPrefix(ln, "*** Add File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Add File: "), "create"
-			}
-		case strings.HasPrefix(ln, "*** Delete File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Delete File: "), "delete"
-			}
-		case strings.HasPrefix(ln, "*** Update File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Update File: "), "edit"
-			}
-		case strings.HasPrefix(ln, "*** Move to: "):
-			if newPath == "" {
-				newPath, op = strings.TrimPrefix(ln, "*** Move to: "), "rename"
+		for _, h := range [...]struct{ prefix, op string }{
+			{"*** Add File: ", "create"}, {"*** Delete File: ", "delete"}, {"*** Update File: ", "edit"}, {"*** Move to: ", "rename"},
+		} {
+			p, ok := strings.CutPrefix(ln, h.prefix)
+			switch {
+			case ok && h.op == "rename" && newPath == "":
+				newPath, op = p, h.op
+			case ok && h.op != "rename" && path == "":
+				path, op = p, h.op
 			}
 		}
 	}
-	if op == "" {
-		op = "edit"
-	}
-	return
+	return path, cmp.Or(op, "edit"), newPath
 }
 
 // argFields maps the name of each argument member toolArgs reads to its

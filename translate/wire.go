@@ -168,8 +168,6 @@ type agentUsage struct {
 
 // toolInner is the object of a tool call's kind. An object with neither
 // args nor result is the legacy layout, whose members are the arguments.
-// Its members take any kind, so that decoding it meets no value it must
-// leave out and reads it in one pass.
 type toolInner struct {
 	Args        jsontext.Value `json:"args"`
 	Result      jsontext.Value `json:"result"`
@@ -178,8 +176,7 @@ type toolInner struct {
 }
 
 // functionCall is a generic {name, arguments} call; arguments may be an
-// object or a string that holds one. Like toolInner, it takes members of
-// any kind, so that it is decoded in one pass.
+// object or a string that holds one.
 type functionCall struct {
 	Name      jsontext.Value `json:"name"`
 	Arguments jsontext.Value `json:"arguments"`
@@ -308,8 +305,7 @@ var (
 
 // unmarshal decodes JSON that the agent wrote into out, leaving out a
 // member of an unexpected kind; it reports an error only when v is not
-// valid JSON. A second pass, when one is needed, reads the same members
-// again into out.
+// valid JSON.
 func unmarshal(v []byte, out any) error {
 	err := json.Unmarshal(v, out, decodeOpts)
 	if _, ok := errors.AsType[*json.SemanticError](err); ok {
@@ -328,8 +324,6 @@ func (d *Decoder) decode(line []byte) Event {
 	if line[0] != '{' {
 		return ev
 	}
-	// The line is decoded into w on the stack, which clearing and
-	// copying cost less than a struct on the heap.
 	w := &agentLine{last: &d.last, line: line}
 	if d.read(w) != nil {
 		return ev
@@ -400,11 +394,8 @@ func (d *Decoder) decode(line []byte) Event {
 	return ev
 }
 
-// read decodes w's line into w, and reports an error when it is not
-// exactly one JSON object. The line is read token by token: lines are
-// mostly short pieces of text, and decoding their members by reflection
-// took about twice the time the parse bound allows. Nested objects are
-// decoded typed.
+// read decodes w's line into w, token by token, and reports an error when
+// it is not exactly one JSON object.
 func (d *Decoder) read(w *agentLine) error {
 	d.in = *bytes.NewBuffer(w.line)
 	d.dec.Reset(&d.in, decodeOpts)
@@ -451,8 +442,7 @@ func toolEvent(ev *Event, w *agentLine) {
 
 // readTool reads a tool call object: its kind's object ({"shellToolCall":
 // {"args": …, "result": …}}), a function call, or else the first object of
-// another kind; and its id and times. It reads in its line's pass: the
-// objects in it are decoded typed from dec, once.
+// another kind; and its id and times.
 func (w *agentLine) readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 	tc = &ToolCall{}
 	var other ToolCall
