@@ -416,25 +416,16 @@ func unsaid(text, said, seg string) string {
 func eachSentence(text string, fn func(piece string, code bool)) {
 	inFence, lineStart := false, true
 	for len(text) > 0 {
-		if lineStart {
-			if line := strings.TrimLeft(text, " "); strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
-				inFence = !inFence
-				end := strings.IndexByte(text, '\n')
-				if end < 0 {
-					end = len(text) - 1
-				}
-				fn(text[:end+1], true)
-				text = text[end+1:]
-				continue
-			}
-		}
-		if inFence {
+		line := strings.TrimLeft(text, " ")
+		fenceLine := lineStart && (strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~"))
+		if fenceLine || inFence {
+			inFence = inFence != fenceLine
 			end := strings.IndexByte(text, '\n')
 			if end < 0 {
 				end = len(text) - 1
 			}
 			fn(text[:end+1], true)
-			text, lineStart = text[end+1:], true
+			text = text[end+1:]
 			continue
 		}
 		end := len(text)
@@ -748,14 +739,24 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 	s.emit(documents.DocumentEnd{DocumentID: id, FinalContent: &message, Metadata: meta})
 }
 
-// result closes the response after the agent's result event.
-func (s *Segmenter) result(r *Result, elapsed int64) {
+// closeAll ends what is open: held thinking, tool calls (as unfinished) and
+// the segment.
+func (s *Segmenter) closeAll() {
 	s.ensureStarted()
 	if s.opts.Thinking {
 		s.thinking(s.thinkJoin.flush())
 	}
-	s.closeTools()
+	for _, st := range s.toolOrder {
+		if !st.ended {
+			s.finishTool(st, nil, 0)
+		}
+	}
 	s.EndSegment()
+}
+
+// result closes the response after the agent's result event.
+func (s *Segmenter) result(r *Result, elapsed int64) {
+	s.closeAll()
 	status := documents.StatusCompleted
 	var stop documents.StopReason
 	if r.IsError {
@@ -775,11 +776,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	d := r.DurationMs
-	if d == 0 {
-		d = elapsed
-	}
-	s.finish(status, stop, u, d, r.RequestID, r.DurationAPIMs)
+	s.finish(status, stop, u, cmp.Or(r.DurationMs, elapsed), r.RequestID, r.DurationAPIMs)
 }
 
 // Complete ends the response as completed without an agent result event
@@ -824,12 +821,7 @@ func (s *Segmenter) Close(end End) {
 	if s.done {
 		return
 	}
-	s.ensureStarted()
-	if s.opts.Thinking {
-		s.thinking(s.thinkJoin.flush())
-	}
-	s.closeTools()
-	s.EndSegment()
+	s.closeAll()
 	source := cmp.Or(end.Source, "cursor-agent")
 	details := strings.TrimSpace(end.Stderr)
 	if details == "" && len(s.lastNoJSON) > 0 {

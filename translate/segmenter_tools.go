@@ -113,15 +113,6 @@ func snakeLoose(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, " ", "_"), "-", "_")
 }
 
-// closeTools ends every tool call still open, as unfinished.
-func (s *Segmenter) closeTools() {
-	for _, st := range s.toolOrder {
-		if !st.ended {
-			s.finishTool(st, nil, 0)
-		}
-	}
-}
-
 // finishTool ends a tool call's document with its result. tc is nil when
 // the call is closed unfinished.
 func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
@@ -327,12 +318,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		if b.DiffString != "" {
 			create, del, h, added, removed := parseDiff(b.DiffString)
 			m.UnifiedDiff = b.DiffString
-			if b.LinesAdded == nil {
-				b.LinesAdded = &added
-			}
-			if b.LinesRemoved == nil {
-				b.LinesRemoved = &removed
-			}
+			b.LinesAdded, b.LinesRemoved = cmp.Or(b.LinesAdded, &added), cmp.Or(b.LinesRemoved, &removed)
 			switch {
 			case create:
 				m.Operation = "create"
