@@ -61,7 +61,7 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 		case classPatch:
 			p, op, _ = patchTarget(cmp.Or(a.Patch, a.Input))
 		case classDelete:
-			op = fileOperation(st.class)
+			op = "delete"
 		}
 		return struct {
 			FilePath  string `json:"filePath"`
@@ -86,17 +86,6 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 	}{st.toolName, st.callID}
 }
 
-// fileOperation is the file_edit operation a class implies before its result.
-func fileOperation(c toolClass) string {
-	switch c {
-	case classWrite:
-		return "create"
-	case classDelete:
-		return "delete"
-	}
-	return "edit"
-}
-
 func mcpName(a toolArgs) string {
 	server := cmp.Or(a.Provider, a.Server)
 	tool := cmp.Or(a.ToolName, a.Name)
@@ -104,13 +93,9 @@ func mcpName(a toolArgs) string {
 		if rest, ok := strings.CutPrefix(tool, server+"-"); ok && a.ToolName == "" {
 			tool = rest
 		}
-		return "mcp__" + snakeLoose(server) + "__" + tool
+		return "mcp__" + strings.NewReplacer(" ", "_", "-", "_").Replace(server) + "__" + tool
 	}
 	return "mcp__" + cmp.Or(tool, "unknown")
-}
-
-func snakeLoose(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, " ", "_"), "-", "_")
 }
 
 // finishTool ends a tool call's document with its result. tc is nil when

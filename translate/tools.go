@@ -303,7 +303,6 @@ func todoStatus(s string) string {
 // hunk is the first hunk of a unified diff.
 type hunk struct {
 	oldStart, oldLines int
-	newStart, newLines int
 	oldText, newText   string
 	found              bool
 }
@@ -313,75 +312,51 @@ type hunk struct {
 // "+++ " lines are file headers only outside a hunk: inside one they are a
 // removed "-- …" or an added "++ …" line.
 func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
-	var oldB, newB strings.Builder
+	var oldSide, newSide []string // the first hunk's
 	inFirst := false
 	remOld, remNew := 0, 0 // lines of the current hunk still to come
 	for ln := range strings.SplitSeq(d, "\n") {
 		inHunk := remOld > 0 || remNew > 0
 		switch {
 		case !inHunk && strings.HasPrefix(ln, "--- "):
-			if strings.TrimSpace(ln[4:]) == "/dev/null" {
-				create = true
-			}
-			continue
+			create = create || strings.TrimSpace(ln[4:]) == "/dev/null"
 		case !inHunk && strings.HasPrefix(ln, "+++ "):
-			if strings.TrimSpace(ln[4:]) == "/dev/null" {
-				del = true
-			}
-			continue
+			del = del || strings.TrimSpace(ln[4:]) == "/dev/null"
 		case strings.HasPrefix(ln, "@@"):
-			a, b, c, n := parseHunkHeader(ln)
+			a, b, n := parseHunkHeader(ln)
 			remOld, remNew = b, n
-			if first.found {
-				inFirst = false
-				continue
+			if inFirst = !first.found; inFirst {
+				first = hunk{oldStart: a, oldLines: b, found: true}
 			}
-			first.found, inFirst = true, true
-			first.oldStart, first.oldLines, first.newStart, first.newLines = a, b, c, n
-			continue
-		}
-		if ln == "" {
-			continue
-		}
-		switch ln[0] {
-		case '+':
+		case ln == "":
+		case ln[0] == '+':
 			added++
 			remNew--
 			if inFirst {
-				newB.WriteString(ln[1:])
-				newB.WriteByte('\n')
+				newSide = append(newSide, ln[1:])
 			}
-		case '-':
+		case ln[0] == '-':
 			removed++
 			remOld--
 			if inFirst {
-				oldB.WriteString(ln[1:])
-				oldB.WriteByte('\n')
+				oldSide = append(oldSide, ln[1:])
 			}
-		case ' ':
+		case ln[0] == ' ':
 			remOld--
 			remNew--
 			if inFirst {
-				oldB.WriteString(ln[1:])
-				oldB.WriteByte('\n')
-				newB.WriteString(ln[1:])
-				newB.WriteByte('\n')
+				oldSide, newSide = append(oldSide, ln[1:]), append(newSide, ln[1:])
 			}
 		}
 	}
-	first.oldText = strings.TrimSuffix(oldB.String(), "\n")
-	first.newText = strings.TrimSuffix(newB.String(), "\n")
+	first.oldText, first.newText = strings.Join(oldSide, "\n"), strings.Join(newSide, "\n")
 	return
 }
 
-// parseHunkHeader reads "@@ -a,b +c,d @@ heading"; the heading after the
-// second "@@" is not read.
-func parseHunkHeader(ln string) (a, b, c, d int) {
+// parseHunkHeader reads a, b and d of "@@ -a,b +c,d @@ heading".
+func parseHunkHeader(ln string) (a, b, d int) {
 	b, d = 1, 1
-	ranges := strings.TrimPrefix(ln, "@@")
-	if i := strings.Index(ranges, "@@"); i >= 0 {
-		ranges = ranges[:i]
-	}
+	ranges, _, _ := strings.Cut(strings.TrimPrefix(ln, "@@"), "@@")
 	for p := range strings.FieldsSeq(ranges) {
 		if len(p) < 2 {
 			continue
@@ -390,7 +365,7 @@ func parseHunkHeader(ln string) (a, b, c, d int) {
 		case '-':
 			a, b = rangeOf(p[1:])
 		case '+':
-			c, d = rangeOf(p[1:])
+			_, d = rangeOf(p[1:])
 		}
 	}
 	return
