@@ -707,8 +707,7 @@ func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
 	if *id == "" {
 		return
 	}
-	c := s.text.String()
-	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: &c, Metadata: meta})
+	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: new(s.text.String()), Metadata: meta})
 	*id = ""
 	s.text.reset()
 }

@@ -105,14 +105,13 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	// The completed event usually repeats the started arguments: they are
 	// decoded again only when they differ.
 	args, a := st.args, &st.decoded
-	var res jsontext.Value
+	out, body, background := outcomePending, jsontext.Value(nil), false
 	var dur int64
 	if tc != nil {
 		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
 			a = &toolArgs{}
 			args = readArgs(&s.argDec, tc.Args, a)
 		}
-		res = tc.Result
 		start := cmp.Or(tc.StartedAtMs, st.startedAt)
 		switch {
 		case tc.CompletedAtMs != 0 && start != 0:
@@ -122,23 +121,19 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		default:
 			dur = tc.DurationMs
 		}
-	}
-	dur = max(dur, 0)
-	out, body, background := outcomePending, jsontext.Value(nil), false
-	if tc != nil {
-		out, body, background = classifyResult(res)
+		out, body, background = classifyResult(tc.Result)
 		if out == outcomePending {
 			out = outcomeSuccess
 		}
 	}
+	dur = max(dur, 0)
 	var b toolBody
 	if body.Kind() == '{' {
 		unmarshal(body, &b)
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
-	status := "success"
-	reason := ""
+	status, reason := "success", ""
 	switch out {
 	case outcomePending:
 		status, reason = "error", reasonUnfinished
@@ -179,8 +174,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status), Dependencies: deps})
 		}
 		if a.Plan != "" {
-			p := a.Plan
-			content = &p
+			content = new(a.Plan)
 		}
 		meta = documents.PlanMeta{Title: cmp.Or(a.Name, a.Title), Overview: a.Overview, Todos: todos, Format: "markdown", ToolCallID: st.callID}
 	case classTodos:
