@@ -421,16 +421,13 @@ func toolEvent(ev *Event, w *agentLine) {
 		ev.Kind = KindUnknown
 		return
 	}
-	tc := &ToolCall{}
-	var id string
 	var result jsontext.Value
 	if w.Result.Kind() == '{' {
 		result = w.Result
 	}
-	if w.Tool != nil {
-		tc, id = w.Tool, w.ToolID
-	} else {
-		tc.Kind, tc.Args, tc.Result, tc.DurationMs = w.ToolName, w.Parameters, result, w.DurationMs.n
+	tc, id := w.Tool, w.ToolID
+	if tc == nil {
+		tc = &ToolCall{Kind: w.ToolName, Args: w.Parameters, Result: result, DurationMs: w.DurationMs.n}
 		id = w.ToolCallID
 	}
 	if ev.Kind == KindToolCompleted && tc.Result == nil {
