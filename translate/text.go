@@ -95,19 +95,9 @@ func (l *lexer) woken(s string) bool {
 	case wakeNewline:
 		return strings.IndexByte(s, '\n') >= 0
 	case wakeNotRun:
-		for i := 0; i < len(s); i++ {
-			if s[i] != l.wakeChar {
-				return true
-			}
-		}
-		return false
+		return strings.TrimLeft(s, string(l.wakeChar)) != ""
 	case wakeNotBlank:
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c != ' ' && c != '\t' && c != '\r' {
-				return true
-			}
-		}
-		return false
+		return strings.TrimLeft(s, " \t\r") != ""
 	}
 	return true
 }
@@ -140,10 +130,7 @@ func (l *lexer) End() {
 	if cap(l.in) > 2*lexPiece {
 		l.in = nil // a long held line's buffer is not kept
 	}
-	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
-	l.src, l.srcAt = "", 0
-	l.nlPending = ""
-	l.list, l.headN, l.headLong = listState{}, 0, false
+	*l = lexer{in: l.in[:0], sink: l.sink, state: lexLineStart}
 }
 
 func (l *lexer) run() {
@@ -534,7 +521,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	_, char, run, decided := fenceLine(b, l.eof, 3+l.fence.list)
+	indent, char, run, decided := fenceLine(b, l.eof, 3+l.fence.list)
 	if !decided {
 		if char == 0 {
 			return nil
@@ -543,11 +530,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 	}
 	if char == l.fence.char && run >= l.fence.length {
 		// A closing fence has only spaces after the run.
-		i := 0
-		for i < len(b) && b[i] == ' ' {
-			i++
-		}
-		j := i + run
+		j := indent + run
 		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r') {
 			j++
 		}
