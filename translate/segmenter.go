@@ -363,10 +363,7 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 // aside.
 func (s *Segmenter) extendsSegment(text string) bool {
 	cur := s.segment()
-	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == cur:
-		return true
-	case len(text) <= len(cur) && cur[:len(text)] == text:
+	if strings.HasPrefix(text, cur) || strings.HasPrefix(cur, text) {
 		return true
 	}
 	_, ok := afterSameText(text, cur)
@@ -470,9 +467,9 @@ func (s *Segmenter) Snapshot(text string) {
 	text = pairSurrogatesBut(text)
 	cur := s.segment()
 	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == cur:
+	case strings.HasPrefix(text, cur):
 		s.appendPiece(text[len(cur):], true)
-	case len(text) <= len(cur) && cur[:len(text)] == text:
+	case strings.HasPrefix(cur, text):
 	default:
 		if rest, ok := afterSameText(text, cur); ok {
 			s.appendPiece(rest, true)

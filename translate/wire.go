@@ -329,9 +329,7 @@ func (d *Decoder) decode(line []byte) Event {
 		return ev
 	}
 	d.last = w.lineIDs
-	ev.Type, ev.Subtype = w.Type, w.Subtype
-	ev.SessionID = w.SessionID
-	ev.ModelCallID = w.ModelCallID
+	ev.Type, ev.Subtype, ev.SessionID, ev.ModelCallID = w.Type, w.Subtype, w.SessionID, w.ModelCallID
 	ev.TimestampMs, ev.HasTimestamp = w.TimestampMs.n, w.TimestampMs.set
 	switch w.Type {
 	case "system":
@@ -367,10 +365,7 @@ func (d *Decoder) decode(line []byte) Event {
 	case "error":
 		ev.Kind = KindError
 		msg, details := errorText(w.Error)
-		if d := scalarText(w.Details); d != "" {
-			details = d
-		}
-		ev.Details = details
+		ev.Details = cmp.Or(scalarText(w.Details), details)
 		switch {
 		case msg != "":
 			ev.Text = msg
