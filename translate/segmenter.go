@@ -108,7 +108,6 @@ type toolState struct {
 	rawArgs   jsontext.Value // the args of the event that opened the call
 	decoded   toolArgs       // rawArgs decoded
 	docID     string
-	docType   documents.Type
 	class     toolClass
 	kind      string
 	name      string

@@ -27,10 +27,10 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
-	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
+	st.class, st.kind, st.name, st.toolName = class, tc.Kind, tc.Name, toolName
 	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
-	st.docID = s.openDoc(st.docType, marshal(startMeta(st, args, s.workspaceDir())))
+	st.docID = s.openDoc(class.docType(), marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
