@@ -150,9 +150,8 @@ func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 		}
 		return outcomeSuccess, dedupe(raw), false
 	}
-	raw = dedupe(raw)
 	var r resultLayout
-	unmarshal(raw, &r)
+	raw = unmarshalLast(raw, &r)
 	switch {
 	case r.Success.Kind() == '{':
 		return outcomeSuccess, r.Success, r.Background

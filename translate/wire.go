@@ -303,6 +303,20 @@ var (
 	legacyOpts = jsonv1.ReportErrorsWithLegacySemantics(true)
 )
 
+// unmarshalLast is unmarshal for an object that may repeat a member name,
+// which jsontext refuses to encode: it returns v without repeats, the last
+// member of each name decoded into out.
+func unmarshalLast[T any](v jsontext.Value, out *T) jsontext.Value {
+	err := json.Unmarshal(v, out, jsontext.AllowInvalidUTF8(true))
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		v, *out = dedupe(v), *new(T)
+		unmarshal(v, out)
+	} else if err != nil {
+		unmarshal(v, out)
+	}
+	return v
+}
+
 // unmarshal decodes JSON that the agent wrote into out, leaving out a
 // member of an unexpected kind; it reports an error only when v is not
 // valid JSON.
