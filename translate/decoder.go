@@ -172,17 +172,12 @@ func (d *Decoder) Next() (Event, error) {
 		}
 		ev := d.decode(line)
 		if size > d.bufSize {
-			d.release()
+			// A long line is let go of once decoded: only its event holds it.
+			d.in = bytes.Buffer{}
+			d.dec.Reset(&d.in, decodeOpts)
 		}
 		return ev, nil
 	}
-}
-
-// release lets go of a long line once it is decoded, so that only its
-// event holds it.
-func (d *Decoder) release() {
-	d.in = bytes.Buffer{}
-	d.dec.Reset(&d.in, decodeOpts)
 }
 
 // readLine returns the next line without its newline and its full length;

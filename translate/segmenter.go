@@ -57,7 +57,7 @@ type Stats struct {
 type Segmenter struct {
 	opts Options
 	emit func(documents.Event)
-	lex  *lexer
+	lex  lexer
 
 	started bool
 	done    bool
@@ -65,14 +65,13 @@ type Segmenter struct {
 	seq     int
 
 	// the assistant segment being received, for snapshot handling
-	seg        []byte   // the segment's text so far, reused across segments
-	said       []string // the text of the response's earlier segments
-	saidAll    string   // said joined, once asked for
-	segText    string   // the segment's text while it came in one piece (seg is empty)
-	segMCID    bool
-	segHasText bool
-	sealed     bool // a model_call_id flush ended the segment's model step
-	sawText    bool
+	seg     []byte   // the segment's text so far, reused across segments
+	said    []string // the text of the response's earlier segments
+	saidAll string   // said joined, once asked for
+	segText string   // the segment's text while it came in one piece (seg is empty)
+	segMCID bool
+	sealed  bool // a model_call_id flush ended the segment's model step
+	sawText bool
 
 	join      joiner // a character split at the end of the last text piece
 	thinkJoin joiner // the same for thinking
@@ -100,7 +99,6 @@ type Segmenter struct {
 	stats      Stats
 	lastNoJSON []string
 	cloud      *documents.CloudInfo
-	errored    bool
 
 	reconnects   int  // the reconnects of the run so far, for status events
 	reconnecting bool // a reconnect is under way
@@ -110,7 +108,6 @@ type toolState struct {
 	rawArgs   jsontext.Value // the args of the event that opened the call
 	decoded   toolArgs       // rawArgs decoded
 	docID     string
-	docType   documents.Type
 	class     toolClass
 	kind      string
 	name      string
@@ -128,14 +125,12 @@ type toolState struct {
 
 // NewSegmenter returns a Segmenter that emits through emit.
 func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
-	if opts.Mode == "" {
-		opts.Mode = "agent"
-	}
-	if opts.Model == "" {
-		opts.Model = "auto"
+	opts.Mode, opts.Model = cmp.Or(opts.Mode, "agent"), cmp.Or(opts.Model, "auto")
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
 	}
 	s := &Segmenter{opts: opts, emit: emit}
-	s.lex = newLexer(s)
+	s.lex = lexer{sink: s, state: lexLineStart}
 	return s
 }
 
@@ -214,7 +209,7 @@ func (s *Segmenter) Feed(ev Event) {
 		s.assistant(ev)
 	case KindToolStarted:
 		s.ensureStarted()
-		s.endSegment()
+		s.EndSegment()
 		// A call already open is started again when the agent resumes
 		// after a reconnect: it is still the one call, with one document.
 		if st := s.tools[ev.CallID]; ev.CallID == "" || st == nil || st.ended {
@@ -224,7 +219,7 @@ func (s *Segmenter) Feed(ev Event) {
 		s.ensureStarted()
 		st := s.tools[ev.CallID]
 		if st == nil || st.ended {
-			s.endSegment()
+			s.EndSegment()
 			st = s.openTool(ev)
 		}
 		s.finishTool(st, ev.Tool, ev.TimestampMs)
@@ -234,10 +229,7 @@ func (s *Segmenter) Feed(ev Event) {
 		// The text goes on around the error: its open document, a fence
 		// in it, and the segment that later snapshots repeat stay open.
 		s.ensureStarted()
-		msg := pairSurrogates(ev.Text)
-		if msg == "" {
-			msg = "the agent reported an error"
-		}
+		msg := cmp.Or(pairSurrogates(ev.Text), "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, pairSurrogates(ev.Details))
 	case KindNotJSON:
 		s.stats.NotJSON++
@@ -248,12 +240,8 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindOversize:
 		s.stats.Oversize++
 		s.ensureStarted()
-		limit := s.opts.MaxLine
-		if limit <= 0 {
-			limit = DefaultMaxLine
-		}
 		s.errorDoc(documents.CodeLineTooLong, "gateway", "an agent line was too long and was skipped",
-			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, limit))
+			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, s.opts.MaxLine))
 	case KindUnknown:
 		s.stats.Unknown++
 	case KindStatus:
@@ -324,9 +312,9 @@ func (s *Segmenter) rawEvent(ev Event) {
 func (s *Segmenter) assistant(ev Event) {
 	if ev.HasTimestamp && ev.ModelCallID == "" {
 		if s.sealed {
-			s.endSegment()
+			s.EndSegment()
 		}
-		s.appendText(ev.Text)
+		s.appendPiece(ev.Text, false)
 		return
 	}
 	s.complete(ev.Text, false)
@@ -374,10 +362,7 @@ func (s *Segmenter) complete(text string, onlyMore bool) {
 // aside.
 func (s *Segmenter) extendsSegment(text string) bool {
 	cur := s.segment()
-	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == cur:
-		return true
-	case len(text) <= len(cur) && cur[:len(text)] == text:
+	if strings.HasPrefix(text, cur) || strings.HasPrefix(cur, text) {
 		return true
 	}
 	_, ok := afterSameText(text, cur)
@@ -391,8 +376,8 @@ func (s *Segmenter) differs(text string) {
 	if isBlank(text) {
 		return
 	}
-	s.endSegment()
-	s.appendText(text)
+	s.EndSegment()
+	s.appendPiece(text, false)
 }
 
 // minSaid is the length, without whitespace and final punctuation, from
@@ -427,25 +412,16 @@ func unsaid(text, said, seg string) string {
 func eachSentence(text string, fn func(piece string, code bool)) {
 	inFence, lineStart := false, true
 	for len(text) > 0 {
-		if lineStart {
-			if line := strings.TrimLeft(text, " "); strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
-				inFence = !inFence
-				end := strings.IndexByte(text, '\n')
-				if end < 0 {
-					end = len(text) - 1
-				}
-				fn(text[:end+1], true)
-				text = text[end+1:]
-				continue
-			}
-		}
-		if inFence {
+		line := strings.TrimLeft(text, " ")
+		fenceLine := lineStart && (strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~"))
+		if fenceLine || inFence {
+			inFence = inFence != fenceLine
 			end := strings.IndexByte(text, '\n')
 			if end < 0 {
 				end = len(text) - 1
 			}
 			fn(text[:end+1], true)
-			text, lineStart = text[end+1:], true
+			text = text[end+1:]
 			continue
 		}
 		end := len(text)
@@ -490,16 +466,16 @@ func (s *Segmenter) Snapshot(text string) {
 	text = pairSurrogatesBut(text)
 	cur := s.segment()
 	switch {
-	case len(text) >= len(cur) && text[:len(cur)] == cur:
+	case strings.HasPrefix(text, cur):
 		s.appendPiece(text[len(cur):], true)
-	case len(text) <= len(cur) && cur[:len(text)] == text:
+	case strings.HasPrefix(cur, text):
 	default:
 		if rest, ok := afterSameText(text, cur); ok {
 			s.appendPiece(rest, true)
 			return
 		}
-		s.endSegment()
-		s.appendText(text)
+		s.EndSegment()
+		s.appendPiece(text, false)
 	}
 }
 
@@ -542,8 +518,6 @@ func (s *Segmenter) thinking(t string) {
 	}
 }
 
-func (s *Segmenter) appendText(t string) { s.appendPiece(t, false) }
-
 // appendPiece appends a piece of the segment's text; repeat says that it
 // continues a snapshot.
 func (s *Segmenter) appendPiece(t string, repeat bool) {
@@ -568,7 +542,6 @@ func (s *Segmenter) write(t string) {
 	default:
 		s.seg = append(s.seg, t...)
 	}
-	s.segHasText = true
 	for len(t) > 0 {
 		n := min(len(t), lexPiece)
 		for n < len(t) && !utf8.RuneStart(t[n]) {
@@ -590,16 +563,12 @@ func (s *Segmenter) segment() string {
 
 // EndSegment ends the current assistant segment: held-back text goes out,
 // an unterminated fence closes.
-func (s *Segmenter) EndSegment() { s.endSegment() }
-
-func (s *Segmenter) endSegment() {
+func (s *Segmenter) EndSegment() {
 	if t := s.join.flush(); t != "" {
 		s.write(t)
 	}
-	if s.segHasText {
-		s.lastFinal = !s.segMCID
-	}
 	if len(s.seg) > 0 || s.segText != "" {
+		s.lastFinal = !s.segMCID
 		s.lex.End()
 		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
 	}
@@ -607,7 +576,7 @@ func (s *Segmenter) endSegment() {
 	if cap(s.seg) > lexPiece {
 		s.seg = nil // a long segment's buffer is not kept
 	}
-	s.segMCID, s.segHasText, s.sealed = false, false, false
+	s.segMCID, s.sealed = false, false
 }
 
 // lexerSink
@@ -669,12 +638,7 @@ func isSpace(c byte) bool {
 
 // isBlank reports whether t holds only whitespace.
 func isBlank(t string) bool {
-	for i := 0; i < len(t); i++ {
-		if !isSpace(t[i]) {
-			return false
-		}
-	}
-	return true
+	return strings.TrimLeft(t, " \t\n\r\v\f") == ""
 }
 
 var textMeta = jsontext.Value(`{"format":"markdown"}`)
@@ -725,29 +689,22 @@ func (s *Segmenter) purpose(lang string) string {
 	return "new_code"
 }
 
-func (s *Segmenter) closeFence() {
-	s.wsHeld = s.wsHeld[:0]
-	if s.codeID == "" {
-		return
-	}
-	c := s.text.String()
-	s.emit(documents.DocumentEnd{DocumentID: s.codeID, FinalContent: &c, Metadata: s.codeMeta})
-	s.codeID, s.codeMeta = "", nil
-	s.text.reset()
-}
+func (s *Segmenter) closeFence() { s.closeDoc(&s.codeID, s.codeMeta) }
 
 func (s *Segmenter) endMessage() {
 	s.closeText()
 }
 
-func (s *Segmenter) closeText() {
+func (s *Segmenter) closeText() { s.closeDoc(&s.textID, textMeta) }
+
+// closeDoc ends the open text-like document *id, if any.
+func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
 	s.wsHeld = s.wsHeld[:0]
-	if s.textID == "" {
+	if *id == "" {
 		return
 	}
-	c := s.text.String()
-	s.emit(documents.DocumentEnd{DocumentID: s.textID, FinalContent: &c, Metadata: textMeta})
-	s.textID = ""
+	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: new(s.text.String()), Metadata: meta})
+	*id = ""
 	s.text.reset()
 }
 
@@ -766,7 +723,7 @@ func (s *Segmenter) Error(code, source, message, details string) {
 		return
 	}
 	s.ensureStarted()
-	s.endSegment()
+	s.EndSegment()
 	s.errorDoc(code, source, message, details)
 }
 
@@ -777,14 +734,24 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 	s.emit(documents.DocumentEnd{DocumentID: id, FinalContent: &message, Metadata: meta})
 }
 
-// result closes the response after the agent's result event.
-func (s *Segmenter) result(r *Result, elapsed int64) {
+// closeAll ends what is open: held thinking, tool calls (as unfinished) and
+// the segment.
+func (s *Segmenter) closeAll() {
 	s.ensureStarted()
 	if s.opts.Thinking {
 		s.thinking(s.thinkJoin.flush())
 	}
-	s.closeTools()
-	s.endSegment()
+	for _, st := range s.toolOrder {
+		if !st.ended {
+			s.finishTool(st, nil, 0)
+		}
+	}
+	s.EndSegment()
+}
+
+// result closes the response after the agent's result event.
+func (s *Segmenter) result(r *Result, elapsed int64) {
+	s.closeAll()
 	status := documents.StatusCompleted
 	var stop documents.StopReason
 	if r.IsError {
@@ -796,7 +763,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		// did not say goes out. A result that is not the turn's text (a
 		// summary of its own) adds nothing to a response that has text.
 		s.complete(r.Text, s.sawText)
-		s.endSegment()
+		s.EndSegment()
 	}
 	u := documents.Usage{}
 	if r.Usage != nil {
@@ -804,11 +771,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	d := r.DurationMs
-	if d == 0 {
-		d = elapsed
-	}
-	s.finish(status, stop, u, d, r.RequestID, r.DurationAPIMs)
+	s.finish(status, stop, u, cmp.Or(r.DurationMs, elapsed), r.RequestID, r.DurationAPIMs)
 }
 
 // Complete ends the response as completed without an agent result event
@@ -853,12 +816,7 @@ func (s *Segmenter) Close(end End) {
 	if s.done {
 		return
 	}
-	s.ensureStarted()
-	if s.opts.Thinking {
-		s.thinking(s.thinkJoin.flush())
-	}
-	s.closeTools()
-	s.endSegment()
+	s.closeAll()
 	source := cmp.Or(end.Source, "cursor-agent")
 	details := strings.TrimSpace(end.Stderr)
 	if details == "" && len(s.lastNoJSON) > 0 {
@@ -867,7 +825,7 @@ func (s *Segmenter) Close(end End) {
 	if s.opts.Redact != nil {
 		details = s.opts.Redact(details)
 	}
-	stop := end.Reason
+	stop := cmp.Or(end.Reason, documents.StopAgentExit)
 	switch {
 	case end.Reason != "":
 		code := map[documents.StopReason]string{
@@ -879,16 +837,12 @@ func (s *Segmenter) Close(end End) {
 		s.errorDoc(cmp.Or(end.Code, code), cmp.Or(end.Source, "gateway"), msg, details)
 	case end.Err != nil:
 		s.errorDoc(documents.CodeSpawnFailed, "gateway", "the agent could not be run: "+end.Err.Error(), details)
-		stop = documents.StopAgentExit
 	case end.Signal != "":
 		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent was killed by signal %s before it finished", end.Signal), details)
-		stop = documents.StopAgentExit
 	case end.Exited && end.ExitCode != 0:
 		s.errorDoc(documents.CodeAgentExited, source, fmt.Sprintf("cursor-agent exited with code %d before it finished", end.ExitCode), details)
-		stop = documents.StopAgentExit
 	default:
 		s.errorDoc(documents.CodeNoResult, source, "cursor-agent ended without a result", details)
-		stop = documents.StopAgentExit
 	}
 	s.finish(documents.StatusError, stop, documents.Usage{}, end.Elapsed, "", 0)
 }

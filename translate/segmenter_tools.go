@@ -27,10 +27,10 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
-	st.docType, st.class, st.kind, st.name, st.toolName = class.docType(), class, tc.Kind, tc.Name, toolName
+	st.class, st.kind, st.name, st.toolName = class, tc.Kind, tc.Name, toolName
 	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
 	s.toolCount++
-	st.docID = s.openDoc(st.docType, marshal(startMeta(st, args, s.workspaceDir())))
+	st.docID = s.openDoc(class.docType(), marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
@@ -61,7 +61,7 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 		case classPatch:
 			p, op, _ = patchTarget(cmp.Or(a.Patch, a.Input))
 		case classDelete:
-			op = fileOperation(st.class)
+			op = "delete"
 		}
 		return struct {
 			FilePath  string `json:"filePath"`
@@ -86,17 +86,6 @@ func startMeta(st *toolState, a *toolArgs, workspace string) any {
 	}{st.toolName, st.callID}
 }
 
-// fileOperation is the file_edit operation a class implies before its result.
-func fileOperation(c toolClass) string {
-	switch c {
-	case classWrite:
-		return "create"
-	case classDelete:
-		return "delete"
-	}
-	return "edit"
-}
-
 func mcpName(a toolArgs) string {
 	server := cmp.Or(a.Provider, a.Server)
 	tool := cmp.Or(a.ToolName, a.Name)
@@ -104,22 +93,9 @@ func mcpName(a toolArgs) string {
 		if rest, ok := strings.CutPrefix(tool, server+"-"); ok && a.ToolName == "" {
 			tool = rest
 		}
-		return "mcp__" + snakeLoose(server) + "__" + tool
+		return "mcp__" + strings.NewReplacer(" ", "_", "-", "_").Replace(server) + "__" + tool
 	}
 	return "mcp__" + cmp.Or(tool, "unknown")
-}
-
-func snakeLoose(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, " ", "_"), "-", "_")
-}
-
-// closeTools ends every tool call still open, as unfinished.
-func (s *Segmenter) closeTools() {
-	for _, st := range s.toolOrder {
-		if !st.ended {
-			s.finishTool(st, nil, 0)
-		}
-	}
 }
 
 // finishTool ends a tool call's document with its result. tc is nil when
@@ -129,18 +105,14 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	// The completed event usually repeats the started arguments: they are
 	// decoded again only when they differ.
 	args, a := st.args, &st.decoded
-	var res jsontext.Value
+	out, body, background := outcomePending, jsontext.Value(nil), false
 	var dur int64
 	if tc != nil {
 		if tc.Args != nil && !bytes.Equal(tc.Args, st.rawArgs) {
 			a = &toolArgs{}
 			args = readArgs(&s.argDec, tc.Args, a)
 		}
-		res = tc.Result
-		start := st.startedAt
-		if tc.StartedAtMs != 0 {
-			start = tc.StartedAtMs
-		}
+		start := cmp.Or(tc.StartedAtMs, st.startedAt)
 		switch {
 		case tc.CompletedAtMs != 0 && start != 0:
 			dur = tc.CompletedAtMs - start
@@ -149,25 +121,19 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		default:
 			dur = tc.DurationMs
 		}
-	}
-	if dur < 0 {
-		dur = 0
-	}
-	out, body, background := outcomePending, jsontext.Value(nil), false
-	if tc != nil {
-		out, body, background = classifyResult(res)
+		out, body, background = classifyResult(tc.Result)
 		if out == outcomePending {
 			out = outcomeSuccess
 		}
 	}
+	dur = max(dur, 0)
 	var b toolBody
 	if body.Kind() == '{' {
 		unmarshal(body, &b)
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
-	status := "success"
-	reason := ""
+	status, reason := "success", ""
 	switch out {
 	case outcomePending:
 		status, reason = "error", reasonUnfinished
@@ -208,8 +174,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status), Dependencies: deps})
 		}
 		if a.Plan != "" {
-			p := a.Plan
-			content = &p
+			content = new(a.Plan)
 		}
 		meta = documents.PlanMeta{Title: cmp.Or(a.Name, a.Title), Overview: a.Overview, Todos: todos, Format: "markdown", ToolCallID: st.callID}
 	case classTodos:
@@ -222,19 +187,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		st.awaiting = false
 		content, meta = clarificationMeta(st, a, out, reason)
 	default:
-		m := documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
-			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name)}
-		if st.kind == "function" {
-			m.RawKind = "function"
-		}
-		if out == outcomeRejected || out == outcomePending {
-			m.Rejected, m.Reason = out == outcomeRejected, reason
-		}
-		m.Approval = st.approval
-		if out == outcomeFailed || out == outcomePending {
-			m.Reason = reason
-		}
-		meta = m
+		meta = documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name),
+			Rejected: out == outcomeRejected, Reason: reason, Approval: st.approval}
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
 }
@@ -298,33 +253,22 @@ func (s *Segmenter) shellMeta(st *toolState, a *toolArgs, b *toolBody, out outco
 	}
 	switch out {
 	case outcomeSuccess:
-		code := 0
-		if c := b.exitCode(); c != nil {
-			code = *c
-		}
-		m.ExitCode = &code
+		m.ExitCode = cmp.Or(b.exitCode(), new(0))
 		m.Output = b.shellOutput()
 	case outcomeRejected:
 		m.Rejected, m.Reason = true, reason
 	case outcomeFailed:
-		// A failure that names an exit code is a command that ran: its
-		// code and output are kept, and the error is only what it says.
+		m.Output, m.Error, m.Reason = b.shellOutput(), reason, reason
+		// A failure that names an exit code is a command that ran: the
+		// error is only what it says.
 		if m.ExitCode = b.exitCode(); m.ExitCode != nil {
-			m.Output = b.shellOutput()
-			if msg := cmp.Or(b.Error, b.Message, b.Reason); msg != "" {
-				m.Error, m.Reason = msg, msg
-			}
-			break
+			msg := cmp.Or(b.Error, b.Message, b.Reason)
+			m.Error, m.Reason = msg, msg
 		}
-		m.Error, m.Reason = reason, reason
-		m.Output = cmp.Or(b.Interleaved, b.Stdout+b.Stderr, b.Output)
 	case outcomePending:
 		m.Reason = reason
 	}
-	m.DurationMs = b.ExecutionTime.n
-	if m.DurationMs == 0 {
-		m.DurationMs = dur
-	}
+	m.DurationMs = cmp.Or(b.ExecutionTime.n, dur)
 	return m
 }
 
@@ -353,12 +297,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 		if b.DiffString != "" {
 			create, del, h, added, removed := parseDiff(b.DiffString)
 			m.UnifiedDiff = b.DiffString
-			if b.LinesAdded == nil {
-				b.LinesAdded = &added
-			}
-			if b.LinesRemoved == nil {
-				b.LinesRemoved = &removed
-			}
+			b.LinesAdded, b.LinesRemoved = cmp.Or(b.LinesAdded, &added), cmp.Or(b.LinesRemoved, &removed)
 			switch {
 			case create:
 				m.Operation = "create"
@@ -366,10 +305,7 @@ func fileEditMeta(st *toolState, a *toolArgs, b *toolBody, out outcome, reason s
 			case del:
 				m.Operation = "delete"
 			case h.found:
-				end := h.oldStart + h.oldLines - 1
-				if end < h.oldStart {
-					end = h.oldStart
-				}
+				end := max(h.oldStart, h.oldStart+h.oldLines-1)
 				m.Diff = &documents.Diff{OldString: h.oldText, NewString: h.newText, StartLine: h.oldStart, EndLine: end}
 				set(h.newText)
 			}

@@ -95,19 +95,9 @@ func (l *lexer) woken(s string) bool {
 	case wakeNewline:
 		return strings.IndexByte(s, '\n') >= 0
 	case wakeNotRun:
-		for i := 0; i < len(s); i++ {
-			if s[i] != l.wakeChar {
-				return true
-			}
-		}
-		return false
+		return strings.TrimLeft(s, string(l.wakeChar)) != ""
 	case wakeNotBlank:
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c != ' ' && c != '\t' && c != '\r' {
-				return true
-			}
-		}
-		return false
+		return strings.TrimLeft(s, " \t\r") != ""
 	}
 	return true
 }
@@ -140,10 +130,7 @@ func (l *lexer) End() {
 	if cap(l.in) > 2*lexPiece {
 		l.in = nil // a long held line's buffer is not kept
 	}
-	l.in, l.pos, l.eof, l.state = l.in[:0], 0, false, lexLineStart
-	l.src, l.srcAt = "", 0
-	l.nlPending = ""
-	l.list, l.headN, l.headLong = listState{}, 0, false
+	*l = lexer{in: l.in[:0], sink: l.sink, state: lexLineStart}
 }
 
 func (l *lexer) run() {
@@ -270,7 +257,7 @@ func lexProse(l *lexer) stateFn {
 		if l.eof {
 			return nil
 		}
-		return lexProseMid
+		return lexProse
 	}
 	l.keepHead(b[:nl])
 	l.list = l.list.after(l.head[:l.headN], l.headLong)
@@ -527,14 +514,6 @@ func listItem(head []byte, i int) (col int, empty, first, ok bool) {
 	return k, false, first, true
 }
 
-// lexProseMid continues a line of prose whose start was already sent.
-func lexProseMid(l *lexer) stateFn {
-	if len(l.rest()) == 0 {
-		return nil
-	}
-	return lexProse
-}
-
 // lexFenceLineStart runs at the start of a line inside a fence: it decides
 // whether the line closes the fence.
 func lexFenceLineStart(l *lexer) stateFn {
@@ -542,7 +521,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 	if len(b) == 0 {
 		return nil
 	}
-	_, char, run, decided := fenceLine(b, l.eof, 3+l.fence.list)
+	indent, char, run, decided := fenceLine(b, l.eof, 3+l.fence.list)
 	if !decided {
 		if char == 0 {
 			return nil
@@ -551,11 +530,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 	}
 	if char == l.fence.char && run >= l.fence.length {
 		// A closing fence has only spaces after the run.
-		i := 0
-		for i < len(b) && b[i] == ' ' {
-			i++
-		}
-		j := i + run
+		j := indent + run
 		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r') {
 			j++
 		}
@@ -608,7 +583,7 @@ func lexFenceLine(l *lexer) stateFn {
 		}
 		l.sink.fenceText(l.text(0, n))
 		l.pos += n
-		return lexFenceLineMid
+		return lexFenceLine
 	}
 	brk := nl
 	if brk > 0 && b[brk-1] == '\r' {
@@ -620,14 +595,6 @@ func lexFenceLine(l *lexer) stateFn {
 	l.nlPending = l.text(brk, nl+1)
 	l.pos += nl + 1
 	return lexFenceLineStart
-}
-
-// lexFenceLineMid continues a block line whose start was already sent.
-func lexFenceLineMid(l *lexer) stateFn {
-	if len(l.rest()) == 0 {
-		return nil
-	}
-	return lexFenceLine
 }
 
 // parseInfo reads a fence's info string: `start:end:path` is a code

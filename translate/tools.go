@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -108,10 +107,7 @@ type toolBody struct {
 
 // exitCode is the exit code the result names, or nil.
 func (b *toolBody) exitCode() *int {
-	if b.ExitCode != nil {
-		return b.ExitCode
-	}
-	return b.ExitCodeSnake
+	return cmp.Or(b.ExitCode, b.ExitCodeSnake)
 }
 
 // shellOutput is a command's output: interleaved when the result has it,
@@ -155,10 +151,7 @@ func classifyResult(raw jsontext.Value) (outcome, jsontext.Value, bool) {
 		return outcomeSuccess, dedupe(raw), false
 	}
 	var r resultLayout
-	if unmarshalNames(raw, &r) {
-		raw, r = dedupe(raw), resultLayout{}
-		unmarshal(raw, &r)
-	}
+	raw = unmarshalLast(raw, &r)
 	switch {
 	case r.Success.Kind() == '{':
 		return outcomeSuccess, r.Success, r.Background
@@ -199,6 +192,44 @@ const (
 	classAsk
 )
 
+// toolNames maps the kinds, hyphenated names and function names of the
+// tools Docstream knows to their class and snake_case tool name.
+var toolNames = func() map[string]toolName {
+	m := map[string]toolName{}
+	for _, t := range []struct {
+		class toolClass
+		names string // the tool name first
+	}{
+		{classShell, "run_terminal_cmd shellToolCall Shell shell Bash bash"},
+		{classEdit, "edit_file editToolCall StrReplace search_replace Edit MultiEdit str_replace"},
+		{classWrite, "write writeToolCall writeFileToolCall Write write_file create_file"},
+		{classDelete, "delete_file deleteToolCall Delete delete"},
+		{classPatch, "apply_patch applyPatchToolCall ApplyPatch"},
+		{classPlan, "create_plan createPlanToolCall CreatePlan"},
+		{classTodos, "todo_write updateTodosToolCall TodoWrite updateTodos"},
+		{classAsk, "ask_question askQuestionToolCall AskQuestion"},
+		{classTool, "read_file readToolCall Read"},
+		{classTool, "glob_file_search globToolCall Glob"},
+		{classTool, "grep grepToolCall Grep"},
+		{classTool, "list_dir lsToolCall LS"},
+		{classTool, "codebase_search semSearchToolCall SemanticSearch"},
+		{classTool, "web_fetch webFetchToolCall WebFetch"},
+		{classTool, "web_search webSearchToolCall WebSearch"},
+		{classTool, "read_lints readLintsToolCall ReadLints"},
+	} {
+		names := strings.Fields(t.names)
+		for _, n := range names {
+			m[n] = toolName{t.class, names[0]}
+		}
+	}
+	return m
+}()
+
+type toolName struct {
+	class toolClass
+	name  string
+}
+
 // classify maps a tool's kind (or hyphenated name, or function name) to its
 // document class and its snake_case tool name.
 func classify(kind, name string) (toolClass, string) {
@@ -206,45 +237,11 @@ func classify(kind, name string) (toolClass, string) {
 	if kind == "function" && name != "" {
 		key = name
 	}
-	switch key {
-	case "shellToolCall", "Shell", "run_terminal_cmd", "shell", "Bash", "bash":
-		return classShell, "run_terminal_cmd"
-	case "editToolCall", "StrReplace", "edit_file", "search_replace", "Edit", "MultiEdit", "str_replace":
-		return classEdit, "edit_file"
-	case "writeToolCall", "writeFileToolCall", "Write", "write", "write_file", "create_file":
-		return classWrite, "write"
-	case "deleteToolCall", "Delete", "delete_file", "delete":
-		return classDelete, "delete_file"
-	case "applyPatchToolCall", "ApplyPatch", "apply_patch":
-		return classPatch, "apply_patch"
-	case "createPlanToolCall", "create_plan", "CreatePlan":
-		return classPlan, "create_plan"
-	case "updateTodosToolCall", "TodoWrite", "todo_write", "updateTodos":
-		return classTodos, "todo_write"
-	case "askQuestionToolCall", "ask_question", "AskQuestion":
-		return classAsk, "ask_question"
-	case "readToolCall", "Read", "read_file":
-		return classTool, "read_file"
-	case "globToolCall", "Glob", "glob_file_search":
-		return classTool, "glob_file_search"
-	case "grepToolCall", "Grep", "grep":
-		return classTool, "grep"
-	case "lsToolCall", "LS", "list_dir":
-		return classTool, "list_dir"
-	case "semSearchToolCall", "SemanticSearch", "codebase_search":
-		return classTool, "codebase_search"
-	case "webFetchToolCall", "WebFetch", "web_fetch":
-		return classTool, "web_fetch"
-	case "webSearchToolCall", "WebSearch", "web_search":
-		return classTool, "web_search"
-	case "readLintsToolCall", "ReadLints", "read_lints":
-		return classTool, "read_lints"
+	if t, ok := toolNames[key]; ok {
+		return t.class, t.name
 	}
 	if kind == "function" {
-		if name == "" {
-			return classTool, "function"
-		}
-		return classTool, name
+		return classTool, cmp.Or(name, "function")
 	}
 	return classTool, snake(strings.TrimSuffix(key, "ToolCall"))
 }
@@ -305,7 +302,6 @@ func todoStatus(s string) string {
 // hunk is the first hunk of a unified diff.
 type hunk struct {
 	oldStart, oldLines int
-	newStart, newLines int
 	oldText, newText   string
 	found              bool
 }
@@ -315,75 +311,51 @@ type hunk struct {
 // "+++ " lines are file headers only outside a hunk: inside one they are a
 // removed "-- …" or an added "++ …" line.
 func parseDiff(d string) (create, del bool, first hunk, added, removed int) {
-	var oldB, newB strings.Builder
+	var oldSide, newSide []string // the first hunk's
 	inFirst := false
 	remOld, remNew := 0, 0 // lines of the current hunk still to come
 	for ln := range strings.SplitSeq(d, "\n") {
 		inHunk := remOld > 0 || remNew > 0
 		switch {
 		case !inHunk && strings.HasPrefix(ln, "--- "):
-			if strings.TrimSpace(ln[4:]) == "/dev/null" {
-				create = true
-			}
-			continue
+			create = create || strings.TrimSpace(ln[4:]) == "/dev/null"
 		case !inHunk && strings.HasPrefix(ln, "+++ "):
-			if strings.TrimSpace(ln[4:]) == "/dev/null" {
-				del = true
-			}
-			continue
+			del = del || strings.TrimSpace(ln[4:]) == "/dev/null"
 		case strings.HasPrefix(ln, "@@"):
-			a, b, c, n := parseHunkHeader(ln)
+			a, b, n := parseHunkHeader(ln)
 			remOld, remNew = b, n
-			if first.found {
-				inFirst = false
-				continue
+			if inFirst = !first.found; inFirst {
+				first = hunk{oldStart: a, oldLines: b, found: true}
 			}
-			first.found, inFirst = true, true
-			first.oldStart, first.oldLines, first.newStart, first.newLines = a, b, c, n
-			continue
-		}
-		if ln == "" {
-			continue
-		}
-		switch ln[0] {
-		case '+':
+		case ln == "":
+		case ln[0] == '+':
 			added++
 			remNew--
 			if inFirst {
-				newB.WriteString(ln[1:])
-				newB.WriteByte('\n')
+				newSide = append(newSide, ln[1:])
 			}
-		case '-':
+		case ln[0] == '-':
 			removed++
 			remOld--
 			if inFirst {
-				oldB.WriteString(ln[1:])
-				oldB.WriteByte('\n')
+				oldSide = append(oldSide, ln[1:])
 			}
-		case ' ':
+		case ln[0] == ' ':
 			remOld--
 			remNew--
 			if inFirst {
-				oldB.WriteString(ln[1:])
-				oldB.WriteByte('\n')
-				newB.WriteString(ln[1:])
-				newB.WriteByte('\n')
+				oldSide, newSide = append(oldSide, ln[1:]), append(newSide, ln[1:])
 			}
 		}
 	}
-	first.oldText = strings.TrimSuffix(oldB.String(), "\n")
-	first.newText = strings.TrimSuffix(newB.String(), "\n")
+	first.oldText, first.newText = strings.Join(oldSide, "\n"), strings.Join(newSide, "\n")
 	return
 }
 
-// parseHunkHeader reads "@@ -a,b +c,d @@ heading"; the heading after the
-// second "@@" is not read.
-func parseHunkHeader(ln string) (a, b, c, d int) {
+// parseHunkHeader reads a, b and d of "@@ -a,b +c,d @@ heading".
+func parseHunkHeader(ln string) (a, b, d int) {
 	b, d = 1, 1
-	ranges := strings.TrimPrefix(ln, "@@")
-	if i := strings.Index(ranges, "@@"); i >= 0 {
-		ranges = ranges[:i]
-	}
+	ranges, _, _ := strings.Cut(strings.TrimPrefix(ln, "@@"), "@@")
 	for p := range strings.FieldsSeq(ranges) {
 		if len(p) < 2 {
 			continue
@@ -392,7 +364,7 @@ func parseHunkHeader(ln string) (a, b, c, d int) {
 		case '-':
 			a, b = rangeOf(p[1:])
 		case '+':
-			c, d = rangeOf(p[1:])
+			_, d = rangeOf(p[1:])
 		}
 	}
 	return
@@ -412,29 +384,19 @@ func rangeOf(s string) (start, n int) {
 func patchTarget(p string) (path, op, newPath string) {
 	for _, ln := range strings.Split(p, "\n") {
 		ln = strings.TrimSpace(ln)
-		switch {
-		case strings.HasPrefix(ln, "*** Add File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Add File: "), "create"
-			}
-		case strings.HasPrefix(ln, "*** Delete File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Delete File: "), "delete"
-			}
-		case strings.HasPrefix(ln, "*** Update File: "):
-			if path == "" {
-				path, op = strings.TrimPrefix(ln, "*** Update File: "), "edit"
-			}
-		case strings.HasPrefix(ln, "*** Move to: "):
-			if newPath == "" {
-				newPath, op = strings.TrimPrefix(ln, "*** Move to: "), "rename"
+		for _, h := range [...]struct{ prefix, op string }{
+			{"*** Add File: ", "create"}, {"*** Delete File: ", "delete"}, {"*** Update File: ", "edit"}, {"*** Move to: ", "rename"},
+		} {
+			p, ok := strings.CutPrefix(ln, h.prefix)
+			switch {
+			case ok && h.op == "rename" && newPath == "":
+				newPath, op = p, h.op
+			case ok && h.op != "rename" && path == "":
+				path, op = p, h.op
 			}
 		}
 	}
-	if op == "" {
-		op = "edit"
-	}
-	return
+	return path, cmp.Or(op, "edit"), newPath
 }
 
 // argFields maps the name of each argument member toolArgs reads to its
@@ -448,22 +410,26 @@ var argFields = func() map[string]int {
 	return m
 }()
 
-// readArgs reads a tool's arguments object in one pass with dec: the
-// members Docstream uses go into a (one of an unexpected type is left
-// out), and the object is returned as written but for its toolCallId
-// member and repeated member names.
+// readArgs decodes a tool's arguments object into a in one pass with dec
+// (a member of an unexpected type is left out) and returns it as written,
+// but for its toolCallId member and repeated member names.
 func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
 	if raw.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
+	raw = dedupe(raw)
 	out := append(make(jsontext.Value, 0, len(raw)), '{')
-	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
+	dec.Reset(bytes.NewBuffer(raw), decodeOpts)
 	fields := reflect.ValueOf(a).Elem()
 	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
 	err := eachMember(dec, func(name []byte) error {
 		v, err := dec.ReadValue()
 		if i, ok := argFields[string(name)]; ok && err == nil {
-			unmarshal(v, fields.Field(i).Addr().Interface())
+			if f := fields.Field(i); f.Kind() == reflect.String && v.Kind() == '"' {
+				f.SetString(str(v))
+			} else {
+				unmarshal(v, f.Addr().Interface())
+			}
 		}
 		member := bytes.TrimLeft(raw[prev:dec.InputOffset()], " \t\r\n,")
 		prev = dec.InputOffset()
@@ -477,11 +443,7 @@ func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.V
 		}
 		return err
 	})
-	switch {
-	case errors.Is(err, jsontext.ErrDuplicateName):
-		*a = toolArgs{}
-		return readArgs(dec, dedupe(raw), a)
-	case err != nil || !found:
+	if err != nil || !found {
 		return raw
 	}
 	return append(out, '}')

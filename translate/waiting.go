@@ -53,8 +53,7 @@ func clarificationMeta(st *toolState, a *toolArgs, out outcome, reason string) (
 	}
 	var content *string
 	if a.Title != "" {
-		t := a.Title
-		content = &t
+		content = new(a.Title)
 	}
 	m := documents.ClarificationMeta{Questions: qs, ToolCallID: st.callID, Awaiting: st.awaiting, Answers: st.answers}
 	if out == outcomeRejected {

@@ -168,8 +168,6 @@ type agentUsage struct {
 
 // toolInner is the object of a tool call's kind. An object with neither
 // args nor result is the legacy layout, whose members are the arguments.
-// Its members take any kind, so that decoding it meets no value it must
-// leave out and reads it in one pass.
 type toolInner struct {
 	Args        jsontext.Value `json:"args"`
 	Result      jsontext.Value `json:"result"`
@@ -178,8 +176,7 @@ type toolInner struct {
 }
 
 // functionCall is a generic {name, arguments} call; arguments may be an
-// object or a string that holds one. Like toolInner, it takes members of
-// any kind, so that it is decoded in one pass.
+// object or a string that holds one.
 type functionCall struct {
 	Name      jsontext.Value `json:"name"`
 	Arguments jsontext.Value `json:"arguments"`
@@ -306,21 +303,23 @@ var (
 	legacyOpts = jsonv1.ReportErrorsWithLegacySemantics(true)
 )
 
-// unmarshalNames is unmarshal that also reports whether an object in v
-// repeats a member name, which jsontext refuses to encode.
-func unmarshalNames(v []byte, out any) (repeats bool) {
+// unmarshalLast is unmarshal for an object that may repeat a member name,
+// which jsontext refuses to encode: it returns v without repeats, the last
+// member of each name decoded into out.
+func unmarshalLast[T any](v jsontext.Value, out *T) jsontext.Value {
 	err := json.Unmarshal(v, out, jsontext.AllowInvalidUTF8(true))
-	if err != nil {
-		repeats = errors.Is(err, jsontext.ErrDuplicateName)
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		v, *out = dedupe(v), *new(T)
+		unmarshal(v, out)
+	} else if err != nil {
 		unmarshal(v, out)
 	}
-	return repeats
+	return v
 }
 
 // unmarshal decodes JSON that the agent wrote into out, leaving out a
 // member of an unexpected kind; it reports an error only when v is not
-// valid JSON. A second pass, when one is needed, reads the same members
-// again into out.
+// valid JSON.
 func unmarshal(v []byte, out any) error {
 	err := json.Unmarshal(v, out, decodeOpts)
 	if _, ok := errors.AsType[*json.SemanticError](err); ok {
@@ -339,16 +338,12 @@ func (d *Decoder) decode(line []byte) Event {
 	if line[0] != '{' {
 		return ev
 	}
-	// The line is decoded into w on the stack, which clearing and
-	// copying cost less than a struct on the heap.
 	w := &agentLine{last: &d.last, line: line}
 	if d.read(w) != nil {
 		return ev
 	}
 	d.last = w.lineIDs
-	ev.Type, ev.Subtype = w.Type, w.Subtype
-	ev.SessionID = w.SessionID
-	ev.ModelCallID = w.ModelCallID
+	ev.Type, ev.Subtype, ev.SessionID, ev.ModelCallID = w.Type, w.Subtype, w.SessionID, w.ModelCallID
 	ev.TimestampMs, ev.HasTimestamp = w.TimestampMs.n, w.TimestampMs.set
 	switch w.Type {
 	case "system":
@@ -384,10 +379,7 @@ func (d *Decoder) decode(line []byte) Event {
 	case "error":
 		ev.Kind = KindError
 		msg, details := errorText(w.Error)
-		if d := scalarText(w.Details); d != "" {
-			details = d
-		}
-		ev.Details = details
+		ev.Details = cmp.Or(scalarText(w.Details), details)
 		switch {
 		case msg != "":
 			ev.Text = msg
@@ -411,11 +403,8 @@ func (d *Decoder) decode(line []byte) Event {
 	return ev
 }
 
-// read decodes w's line into w, and reports an error when it is not
-// exactly one JSON object. The line is read token by token: lines are
-// mostly short pieces of text, and decoding their members by reflection
-// took about twice the time the parse bound allows. Nested objects are
-// decoded typed.
+// read decodes w's line into w, token by token, and reports an error when
+// it is not exactly one JSON object.
 func (d *Decoder) read(w *agentLine) error {
 	d.in = *bytes.NewBuffer(w.line)
 	d.dec.Reset(&d.in, decodeOpts)
@@ -441,16 +430,13 @@ func toolEvent(ev *Event, w *agentLine) {
 		ev.Kind = KindUnknown
 		return
 	}
-	tc := &ToolCall{}
-	var id string
 	var result jsontext.Value
 	if w.Result.Kind() == '{' {
 		result = w.Result
 	}
-	if w.Tool != nil {
-		tc, id = w.Tool, w.ToolID
-	} else {
-		tc.Kind, tc.Args, tc.Result, tc.DurationMs = w.ToolName, w.Parameters, result, w.DurationMs.n
+	tc, id := w.Tool, w.ToolID
+	if tc == nil {
+		tc = &ToolCall{Kind: w.ToolName, Args: w.Parameters, Result: result, DurationMs: w.DurationMs.n}
 		id = w.ToolCallID
 	}
 	if ev.Kind == KindToolCompleted && tc.Result == nil {
@@ -462,8 +448,7 @@ func toolEvent(ev *Event, w *agentLine) {
 
 // readTool reads a tool call object: its kind's object ({"shellToolCall":
 // {"args": …, "result": …}}), a function call, or else the first object of
-// another kind; and its id and times. It reads in its line's pass: the
-// objects in it are decoded typed from dec, once.
+// another kind; and its id and times.
 func (w *agentLine) readTool(dec *jsontext.Decoder) (tc *ToolCall, id string, err error) {
 	tc = &ToolCall{}
 	var other ToolCall
@@ -595,13 +580,32 @@ func scalarText(v jsontext.Value) string {
 	return ""
 }
 
-// same returns old when v holds it, else the string v holds.
+// same returns old when v holds it, or one of lineNames, else the string
+// v holds.
 func same(v jsontext.Value, old string) string {
-	if len(v) == len(old)+2 && v.Kind() == '"' && string(v[1:len(v)-1]) == old {
+	if v.Kind() != '"' {
+		return ""
+	}
+	name := v[1 : len(v)-1]
+	if string(name) == old {
 		return old
+	}
+	if n, ok := lineNames[string(name)]; ok {
+		return n
 	}
 	return str(v)
 }
+
+// lineNames are the types and subtypes of agent lines.
+var lineNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range strings.Fields(`system init user thinking delta completed assistant tool_call started
+		tool-call-started tool-call-completed result success error connection reconnecting reconnected
+		retry starting interaction_query request response`) {
+		m[n] = n
+	}
+	return m
+}()
 
 // str returns the string a JSON value holds, or "" when it is no string.
 // Invalid UTF-8 becomes U+FFFD.
@@ -618,9 +622,9 @@ func str(v jsontext.Value) string {
 
 // dedupe returns v without repeated member names, keeping the last member
 // of each name where it stands; json/v2 either refuses repeated names or
-// keeps them all. v is valid JSON; without repeats it is returned as is.
+// keeps them all. Without repeats, or when not valid JSON, v is returned as is.
 func dedupe(v jsontext.Value) jsontext.Value {
-	if v == nil || v.IsValid(jsontext.AllowInvalidUTF8(true)) {
+	if v == nil || v.IsValid(jsontext.AllowInvalidUTF8(true)) || !v.IsValid(decodeOpts) {
 		return v
 	}
 	var b bytes.Buffer
