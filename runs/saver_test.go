@@ -145,6 +145,31 @@ func waitLogged(t *testing.T, r *Run, name string, within time.Duration) {
 	}
 }
 
+// waitFor waits until cond holds, or fails the test saying what it waited for.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaitUrgent waits until the saver holds an urgent write of r: the run's
+// goroutine has handed it an event that does not go out before the store
+// has taken it.
+func awaitUrgent(t *testing.T, g *Registry, r *Run) {
+	t.Helper()
+	s := g.saver
+	waitFor(t, "an urgent write of the run", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return (s.pending[r]|s.busy[r])&saveUrgent != 0
+	})
+}
+
 // storedTurn reads r's turn from the store.
 func storedTurn(t *testing.T, st store.Store, r *Run) (store.Turn, documents.ChatResponse, string) {
 	t.Helper()
@@ -184,8 +209,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 	defer detach()
 	r.Launch()
 	st.awaitWaiting(t)
-
-	time.Sleep(storeWait / 4)
+	awaitUrgent(t, g, r) // response_start, which waits for the store
 	if names := logged(r); len(names) != 0 {
 		t.Fatalf("events went out before the store had the turn: %v", names)
 	}
@@ -208,8 +232,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	st.awaitWaiting(t)
-	time.Sleep(storeWait / 4)
+	awaitUrgent(t, g, r) // done, which waits for the store
 	if slices.Contains(logged(r), "done") {
 		t.Fatal("done went out before the store had the final response")
 	}
@@ -315,10 +338,15 @@ func TestSaverShutdownWritesPending(t *testing.T) {
 		g.Shutdown(context.Background())
 		close(shut)
 	}()
+	waitFor(t, "Shutdown to close the saver", func() bool {
+		g.saver.mu.Lock()
+		defer g.saver.mu.Unlock()
+		return g.saver.closed
+	})
 	select {
 	case <-shut:
 		t.Fatal("Shutdown returned with saves pending")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	st.open()
 	select {
