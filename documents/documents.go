@@ -6,8 +6,9 @@
 package documents
 
 import (
+	"fmt"
+
 	"github.com/go-json-experiment/json/jsontext"
-	"strconv"
 )
 
 // Type names one of the ten document types.
@@ -290,13 +291,4 @@ type TodoUpdateMeta struct {
 }
 
 // DocID returns the id of the n-th document of a response: doc_001, doc_002, ….
-func DocID(n int) string {
-	if n < 1000 {
-		b := []byte("doc_000")
-		b[4] = byte('0' + n/100)
-		b[5] = byte('0' + n/10%10)
-		b[6] = byte('0' + n%10)
-		return string(b)
-	}
-	return "doc_" + strconv.Itoa(n)
-}
+func DocID(n int) string { return fmt.Sprintf("doc_%03d", n) }
