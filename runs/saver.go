@@ -16,12 +16,11 @@ type saver struct {
 	g *Registry
 
 	mu            sync.Mutex
-	cond          sync.Cond         // broadcast when writes are done
+	cond          sync.Cond         // broadcast when saves are asked for or written
 	pending       map[*Run]saveWant // what each waiting run wants written
 	urgent, later []*Run            // the waiting runs in order; a run may stand twice
 	busy          map[*Run]saveWant // being written, outside mu
 	closed        bool
-	wake          chan struct{}
 	closing       chan struct{} // closed by close
 	stopped       chan struct{}
 }
@@ -50,7 +49,7 @@ type batcher interface {
 // newSaver starts a saver for g's store.
 func newSaver(g *Registry) *saver {
 	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
-		wake: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
+		closing: make(chan struct{}), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
 	go s.loop()
 	return s
@@ -66,15 +65,8 @@ func (s *saver) save(r *Run, want saveWant) {
 		return
 	}
 	s.enqueue(r, want)
+	s.cond.Broadcast()
 	s.mu.Unlock()
-	s.poke()
-}
-
-func (s *saver) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 // enqueue adds want to r's pending save; s.mu is held.
@@ -106,7 +98,7 @@ func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
 	defer s.mu.Unlock()
 	if want := s.pending[r]; want&what != 0 && want&saveUrgent == 0 {
 		s.enqueue(r, saveUrgent)
-		s.poke()
+		s.cond.Broadcast()
 	}
 	for s.pending[r]&what != 0 || s.busy[r]&what != 0 {
 		if !time.Now().Before(deadline) {
@@ -147,29 +139,29 @@ func (s *saver) take(jobs []saveJob) []saveJob {
 	return jobs
 }
 
+// loop writes what the runs ask for until the saver is closed and nothing
+// is pending.
 func (s *saver) loop() {
 	defer close(s.stopped)
 	var jobs []saveJob
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
 		jobs = s.take(jobs[:0])
 		if len(jobs) == 0 {
 			if s.closed {
-				s.mu.Unlock()
 				return
 			}
-			s.mu.Unlock()
-			<-s.wake
-			s.mu.Lock()
+			s.cond.Wait()
 			continue
 		}
 		s.mu.Unlock()
 		refused := s.g.writeSaves(jobs)
 		s.mu.Lock()
-		for i, j := range jobs {
+		for _, j := range jobs {
 			delete(s.busy, j.r)
-			jobs[i] = saveJob{}
 		}
+		clear(jobs)
 		retry := len(refused) > 0 && !s.closed
 		if retry {
 			for r, want := range refused {
@@ -195,9 +187,9 @@ func (s *saver) close(wait time.Duration) bool {
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
+		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
-	s.poke()
 	select {
 	case <-s.stopped:
 		return true
