@@ -20,7 +20,6 @@ type Log struct {
 	maxN     int
 	maxBytes int
 	closed   bool
-	wake     chan struct{}   // made by Since, closed by the next append
 	watchers []chan struct{} // of Watch
 }
 
@@ -86,10 +85,6 @@ func (l *Log) drop() {
 
 // notify wakes the readers.
 func (l *Log) notify() {
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
 	for _, w := range l.watchers {
 		select {
 		case w <- struct{}{}:
@@ -106,28 +101,6 @@ func (l *Log) Close() {
 		l.closed = true
 		l.notify()
 	}
-}
-
-// Since returns a copy of the events after the given id, whether the log is
-// closed, a channel closed when more arrive, and false when some were dropped.
-func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan struct{}, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	after = max(after, 0)
-	ok = after+1 >= l.first
-	if i := max(after+1-l.first, 0); i < l.n {
-		frames = make([]sse.Frame, 0, l.n-i)
-		for ; i < l.n; i++ {
-			frames = append(frames, *l.at(i))
-		}
-	}
-	if l.wake == nil {
-		l.wake = make(chan struct{})
-		if l.closed {
-			close(l.wake)
-		}
-	}
-	return frames, l.closed, l.wake, ok
 }
 
 // Next returns the event after the given id, or one with ID 0 when there is

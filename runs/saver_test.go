@@ -125,7 +125,7 @@ const saverLines = `{"type":"system","subtype":"init","cwd":"/w","session_id":"s
 
 // logged returns the names of the events in r's log.
 func logged(r *Run) []string {
-	frames, _, _, _ := r.Log.Since(0)
+	frames, _, _ := since(r.Log, 0)
 	var names []string
 	for _, f := range frames {
 		names = append(names, f.Name)
@@ -264,7 +264,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 
 // deltaText is the text of the content deltas in r's log.
 func deltaText(r *Run) string {
-	frames, _, _, _ := r.Log.Since(0)
+	frames, _, _ := since(r.Log, 0)
 	var b strings.Builder
 	for _, f := range frames {
 		if f.Name == "content_delta" {
