@@ -178,7 +178,7 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 }
 
 // busyError refuses a turn while running, a turn of the same conversation,
-// runs; running is nil while that turn is being set up.
+// runs; running is nil while the conversation is being deleted.
 func busyError(running *Run) *BusyError {
 	if running == nil {
 		return &BusyError{}
@@ -267,7 +267,10 @@ func (g *Registry) endTurn(r *Run) {
 	g.mu.Unlock()
 }
 
+// execute runs r on its backend once it has a slot, then closes its
+// documents with how it ended and gives the slot back.
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
+	defer g.wg.Done()
 	g.save(r, saveTurn) // here, not in Prepare, so that no stream's headers wait for it
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
@@ -277,18 +280,9 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)
-	if !ok {
-		g.ended(r, seg, end, false)
-		return
-	}
-	g.metrics.RunsInFlight.Inc()
-	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
-}
-
-// ended closes a run's documents with how it ended and gives back its slot.
-func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
-	defer g.wg.Done()
-	if ran {
+	if ok {
+		g.metrics.RunsInFlight.Inc()
+		end = backend.Run(ctx, spec, seg)
 		g.metrics.RunsInFlight.Dec()
 		<-g.slots
 	}
