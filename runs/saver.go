@@ -202,8 +202,7 @@ func (s *saver) close(wait time.Duration) bool {
 func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []store.Conversation
 	var turns []store.Turn
-	var convRuns, turnRuns []*Run
-	finals := map[*Run]bool{} // the runs whose final response is among turns
+	var convRuns, turnRuns, finals []*Run // finals: the runs whose final response is among turns
 	for _, j := range jobs {
 		if j.want&saveConversation != 0 {
 			if c, ok := g.conversationOf(j.r); ok {
@@ -213,23 +212,20 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 		if j.want&saveTurn == 0 {
 			continue
 		}
-		t, final, ok := g.turnOf(j.r)
-		if !ok {
-			continue
-		}
-		turns, turnRuns = append(turns, t), append(turnRuns, j.r)
-		if final {
-			finals[j.r] = true
+		if t, final, ok := g.turnOf(j.r); ok {
+			turns, turnRuns = append(turns, t), append(turnRuns, j.r)
+			if final {
+				finals = append(finals, j.r)
+			}
 		}
 	}
-	if len(convs)+len(turns) == 0 {
-		return nil
-	}
-	refuse := func(r *Run, want saveWant) {
-		if refused == nil {
-			refused = map[*Run]saveWant{}
+	refuse := func(want saveWant, runs ...*Run) {
+		for _, r := range runs {
+			if refused == nil {
+				refused = map[*Run]saveWant{}
+			}
+			refused[r] |= want
 		}
-		refused[r] |= want
 	}
 	ctx := context.Background()
 	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
@@ -237,19 +233,15 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 		g.StoreWrote(err)
 		if err != nil {
 			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
-			for _, r := range convRuns {
-				refuse(r, saveConversation)
-			}
-			for _, r := range turnRuns {
-				refuse(r, saveTurn)
-			}
+			refuse(saveConversation, convRuns...)
+			refuse(saveTurn, turnRuns...)
 		}
 	} else {
 		wrote := func(err error, r *Run, want saveWant, what string) {
 			g.StoreWrote(err)
 			if err != nil {
 				g.log.Warn().Err(err).Msg(what)
-				refuse(r, want)
+				refuse(want, r)
 			}
 		}
 		for i, c := range convs {
@@ -259,7 +251,7 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 			wrote(g.store.PutTurn(ctx, t), turnRuns[i], saveTurn, "saving the response")
 		}
 	}
-	for r := range finals {
+	for _, r := range finals {
 		if refused[r]&saveTurn == 0 {
 			r.markSaved()
 		}
