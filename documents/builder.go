@@ -71,9 +71,8 @@ func (b *Builder) Add(ev Event) {
 	case DocumentEnd:
 		if d := b.doc(e.DocumentID); d != nil {
 			if e.FinalContent != nil {
-				s := *e.FinalContent
-				d.final = &s
-				if s == d.text() {
+				d.final = new(*e.FinalContent)
+				if *d.final == d.text() {
 					// The usual case: the final content repeats the deltas,
 					// and a finished run keeps one copy of it, not two.
 					d.content, d.shared = strings.Builder{}, ""
@@ -127,11 +126,9 @@ func (b *Builder) Response() ChatResponse {
 		doc := d.doc
 		switch {
 		case d.final != nil:
-			s := *d.final
-			doc.Content = &s
+			doc.Content = new(*d.final)
 		case d.doc.Type.IsText() || d.content.Len() > 0 || d.shared != "":
-			s := d.text()
-			doc.Content = &s
+			doc.Content = new(d.text())
 		}
 		if len(doc.Metadata) == 0 {
 			doc.Metadata = []byte("{}")

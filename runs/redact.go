@@ -117,8 +117,7 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	case documents.DocumentEnd:
 		e.Metadata = r.value(e.Metadata)
 		if e.FinalContent != nil {
-			fc := r.String(*e.FinalContent)
-			e.FinalContent = &fc
+			e.FinalContent = new(r.String(*e.FinalContent))
 		}
 		rd.flush(e.DocumentID, step)
 		ev = e
