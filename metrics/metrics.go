@@ -71,9 +71,6 @@ const OtherModel = "other"
 func (m *Metrics) KnowModels(names ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.models == nil {
-		m.models = map[string]bool{}
-	}
 	for _, n := range names {
 		if n != "" {
 			m.models[n] = true
@@ -105,6 +102,7 @@ func New() *Metrics {
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	m := &Metrics{
 		Registry: r,
+		models:   map[string]bool{},
 		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
 			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"}),
 		RequestDuration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
