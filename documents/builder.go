@@ -3,19 +3,17 @@ package documents
 import (
 	"slices"
 	"strings"
-	"unsafe"
 )
 
 // Builder folds document stream events into a ChatResponse. Folding the
 // stream of a run gives exactly the non-streaming answer for that run.
 // The zero Builder is ready to use.
 type Builder struct {
-	resp    ChatResponse
-	docs    map[string]*building
-	order   []*building
-	last    *building // the document last started or added to
-	started bool
-	done    bool
+	resp  ChatResponse
+	docs  map[string]*building
+	order []*building
+	last  *building // the document last started or added to
+	done  bool
 }
 
 type building struct {
@@ -25,13 +23,12 @@ type building struct {
 	shared  string
 	content strings.Builder
 	final   *string
-	ended   bool
 }
 
 // add appends a delta to the content.
 func (d *building) add(e ContentDelta) {
 	if d.content.Len() == 0 && len(e.Content) == len(d.shared)+len(e.Delta) &&
-		extends(e.Content, d.shared) && strings.HasSuffix(e.Content, e.Delta) {
+		strings.HasPrefix(e.Content, d.shared) && strings.HasSuffix(e.Content, e.Delta) {
 		d.shared = e.Content
 		return
 	}
@@ -40,13 +37,6 @@ func (d *building) add(e ContentDelta) {
 		d.shared = ""
 	}
 	d.content.WriteString(e.Delta)
-}
-
-// extends reports whether s begins with prefix. A producer's content so far
-// usually grows in place: then s starts where prefix does, and the bytes
-// need no comparing.
-func extends(s, prefix string) bool {
-	return unsafe.StringData(s) == unsafe.StringData(prefix) || strings.HasPrefix(s, prefix)
 }
 
 // text returns the content so far.
@@ -64,7 +54,6 @@ func (b *Builder) Add(ev Event) {
 	}
 	switch e := ev.(type) {
 	case ResponseStart:
-		b.started = true
 		b.resp.ID = e.ID
 		b.resp.ConversationID = e.ConversationID
 		b.resp.Model = e.Model
@@ -81,11 +70,9 @@ func (b *Builder) Add(ev Event) {
 		}
 	case DocumentEnd:
 		if d := b.doc(e.DocumentID); d != nil {
-			d.ended = true
 			if e.FinalContent != nil {
-				s := *e.FinalContent
-				d.final = &s
-				if s == d.text() {
+				d.final = new(*e.FinalContent)
+				if *d.final == d.text() {
 					// The usual case: the final content repeats the deltas,
 					// and a finished run keeps one copy of it, not two.
 					d.content, d.shared = strings.Builder{}, ""
@@ -139,11 +126,9 @@ func (b *Builder) Response() ChatResponse {
 		doc := d.doc
 		switch {
 		case d.final != nil:
-			s := *d.final
-			doc.Content = &s
+			doc.Content = new(*d.final)
 		case d.doc.Type.IsText() || d.content.Len() > 0 || d.shared != "":
-			s := d.text()
-			doc.Content = &s
+			doc.Content = new(d.text())
 		}
 		if len(doc.Metadata) == 0 {
 			doc.Metadata = []byte("{}")

@@ -6,8 +6,10 @@
 package documents
 
 import (
+	"fmt"
+
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"strconv"
 )
 
 // Type names one of the ten document types.
@@ -290,13 +292,47 @@ type TodoUpdateMeta struct {
 }
 
 // DocID returns the id of the n-th document of a response: doc_001, doc_002, ….
-func DocID(n int) string {
-	if n < 1000 {
-		b := []byte("doc_000")
-		b[4] = byte('0' + n/100)
-		b[5] = byte('0' + n/10%10)
-		b[6] = byte('0' + n%10)
-		return string(b)
-	}
-	return "doc_" + strconv.Itoa(n)
+func DocID(n int) string { return fmt.Sprintf("doc_%03d", n) }
+
+// The approval states of a tool-derived document (Approval.Status).
+const (
+	StatusAwaitingApproval = "awaiting_approval"
+	StatusApproved         = "approved"
+	StatusRejected         = "rejected"
+)
+
+// Approval is what a tool call that needed the agent's permission carries
+// in its metadata: the state, the options offered, and the answer.
+type Approval struct {
+	Status  string             `json:"status,omitzero"`
+	Options []PermissionOption `json:"options,omitzero"`
+	Answer  *PermissionAnswer  `json:"answer,omitzero"`
+}
+
+// PermissionOption is one answer the agent offers to a permission request.
+type PermissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // allow_once, allow_always, reject_once, reject_always
+}
+
+// PermissionAnswer is the option chosen and who chose it: "client",
+// "policy" (agent.permissions), "timeout" or "cancel".
+type PermissionAnswer struct {
+	OptionID string `json:"optionId,omitzero"`
+	By       string `json:"by"`
+}
+
+// QuestionAnswer is the answer to one question of a clarification.
+type QuestionAnswer struct {
+	QuestionID string   `json:"questionId"`
+	OptionIDs  []string `json:"optionIds"`
+	Text       string   `json:"text,omitzero"`
+	By         string   `json:"by"`
+}
+
+// EncodeResponse returns the JSON of r. Agent text that is not valid UTF-8
+// does not fail it (it becomes U+FFFD); metadata that is not valid JSON does.
+func EncodeResponse(r *ChatResponse) ([]byte, error) {
+	return json.Marshal(r, jsontext.AllowInvalidUTF8(true))
 }

@@ -20,6 +20,7 @@ const (
 	EventThinkingDelta     = "thinking_delta"
 	EventAgentEvent        = "agent_event"
 	EventStatus            = "status"
+	EventDocumentUpdate    = "document_update"
 )
 
 // ResponseStart opens a response once its conversation id is known.
@@ -74,6 +75,14 @@ type DocumentEnd struct {
 	DocumentID   string         `json:"documentId"`
 	FinalContent *string        `json:"finalContent,omitzero"`
 	Metadata     jsontext.Value `json:"metadata,omitzero"`
+}
+
+// DocumentUpdate replaces an open document's metadata: a tool call that
+// waits for the client's approval, a clarification that waits for its
+// answers, and the answer when it comes.
+type DocumentUpdate struct {
+	DocumentID string         `json:"documentId"`
+	Metadata   jsontext.Value `json:"metadata"`
 }
 
 // Done ends every response, exactly once, also on failure.
@@ -154,3 +163,6 @@ func (AgentEvent) Name() string { return EventAgentEvent }
 
 // Name returns "status".
 func (StatusEvent) Name() string { return EventStatus }
+
+// Name returns "document_update".
+func (DocumentUpdate) Name() string { return EventDocumentUpdate }

@@ -203,14 +203,16 @@ func (s *Server) handleWS(c echo.Context) error {
 				}
 				detach := run.Attach()
 				defer detach()
+				wake, stop := run.Log.Watch()
+				defer stop()
 				last := 0
 				for {
-					frames, closed, more, ok := run.Log.Since(last)
+					f, closed, ok := run.Log.Next(last)
 					if !ok {
 						_ = sendErr(errEventsDropped(run))
 						return
 					}
-					for _, f := range frames {
+					if f.ID != 0 {
 						last = f.ID
 						if f.Name == documents.EventDone {
 							release()
@@ -218,15 +220,13 @@ func (s *Server) handleWS(c echo.Context) error {
 						if send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) != nil {
 							return
 						}
-					}
-					if len(frames) == 0 && closed {
-						return
-					}
-					if len(frames) > 0 {
 						continue
 					}
+					if closed {
+						return
+					}
 					select {
-					case <-more:
+					case <-wake:
 					case <-ctx.Done():
 						return
 					}

@@ -3,13 +3,16 @@
 package metrics
 
 import (
+	"cmp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/docstream/docstream/documents"
 )
@@ -45,14 +48,14 @@ type Metrics struct {
 	models map[string]bool // the models that get a label of their own
 }
 
-// skipped counts n agent lines skipped for reason, when there are any.
+// CountSkipped counts n agent lines skipped for reason, when there are any.
 func (m *Metrics) CountSkipped(reason string, n int) {
 	if n > 0 {
 		m.LinesSkipped.WithLabelValues(reason).Add(float64(n))
 	}
 }
 
-// tokens counts n tokens of a kind, when there are any: a counter panics
+// CountTokens counts n tokens of a kind, when there are any: a counter panics
 // on a negative Add (translate never reports one).
 func (m *Metrics) CountTokens(kind, model string, n int64) {
 	if n > 0 {
@@ -68,9 +71,6 @@ const OtherModel = "other"
 func (m *Metrics) KnowModels(names ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.models == nil {
-		m.models = map[string]bool{}
-	}
 	for _, n := range names {
 		if n != "" {
 			m.models[n] = true
@@ -95,50 +95,50 @@ func (m *Metrics) ModelLabel(model string) string {
 // Outcomes are the values of docstream_runs_total's outcome label.
 var Outcomes = []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
 
-// NewMetrics creates and registers the metrics.
+// New creates the metrics on a registry of their own.
 func New() *Metrics {
 	r := prometheus.NewRegistry()
+	f := promauto.With(r)
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	m := &Metrics{
 		Registry: r,
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
+		models:   map[string]bool{},
+		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
 			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"}),
-		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
+		RequestDuration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
 			Help: "HTTP request durations (a streamed request lasts as long as its stream).", Buckets: latency}, []string{"route", "method"}),
-		RunsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_in_flight", Help: "Agent runs running now."}),
-		RunsLimit:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_limit", Help: "The configured maximum of concurrent runs."}),
-		QueueLength:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_run_queue_length", Help: "Runs waiting for a slot."}),
-		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_runs_total",
+		RunsInFlight: f.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_in_flight", Help: "Agent runs running now."}),
+		RunsLimit:    f.NewGauge(prometheus.GaugeOpts{Name: "docstream_runs_limit", Help: "The configured maximum of concurrent runs."}),
+		QueueLength:  f.NewGauge(prometheus.GaugeOpts{Name: "docstream_run_queue_length", Help: "Runs waiting for a slot."}),
+		Runs: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_runs_total",
 			Help: "Finished runs by outcome and model (a configured or listed model, else other)."}, []string{"outcome", "model"}),
-		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_run_duration_seconds",
+		RunDuration: f.NewHistogram(prometheus.HistogramOpts{Name: "docstream_run_duration_seconds",
 			Help: "Run durations.", Buckets: latency}),
-		FirstDocument: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "docstream_time_to_first_document_seconds",
+		FirstDocument: f.NewHistogram(prometheus.HistogramOpts{Name: "docstream_time_to_first_document_seconds",
 			Help: "Time from the request to the first document of its response.", Buckets: latency}),
-		Documents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_documents_total",
+		Documents: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_documents_total",
 			Help: "Documents produced, by type."}, []string{"type"}),
-		LinesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_lines_skipped_total",
+		LinesSkipped: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_lines_skipped_total",
 			Help: "Agent output lines skipped, by reason."}, []string{"reason"}),
-		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_tokens_total",
+		Tokens: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_tokens_total",
 			Help: "Tokens the agent reported, by kind and model (a configured or listed model, else other)."}, []string{"kind", "model"}),
-		AgentExits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_exits_total",
+		AgentExits: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_agent_exits_total",
 			Help: "Agent process exits by exit code and signal; stopped_by is \"gateway\" when the gateway had signalled the agent (a cancel, a time limit, shutdown, a linger after the output ended)."}, []string{"code", "signal", "stopped_by"}),
-		SpawnFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
+		SpawnFailures: f.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_spawn_failures_total",
 			Help: "Agent processes that could not be started."}),
-		AgentRecordFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_record_failures_total",
+		AgentRecordFailures: f.NewCounter(prometheus.CounterOpts{Name: "docstream_agent_record_failures_total",
 			Help: "Failed writes of a running agent's record in the data directory (retried; a crash sweep finds the agent by its mark without it)."}),
-		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
+		Rejected: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_rejected_requests_total",
 			Help: "Requests refused before any work, by reason."}, []string{"reason"}),
-		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
-		ConnectionLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "docstream_connections_limit",
+		Subscribers: f.NewGauge(prometheus.GaugeOpts{Name: "docstream_stream_subscribers", Help: "Clients attached to run streams."}),
+		ConnectionLimit: f.NewGauge(prometheus.GaugeOpts{Name: "docstream_connections_limit",
 			Help: "Client connections served at once; more are answered 503 too_many_connections."}),
-		StoreErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "docstream_store_write_errors_total",
+		StoreErrors: f.NewCounter(prometheus.CounterOpts{Name: "docstream_store_write_errors_total",
 			Help: "Writes to the store (turns, conversations, history fingerprints) that failed: what they held was served but is not kept."}),
 	}
-	r.MustRegister(m.Requests, m.RequestDuration, m.RunsInFlight, m.RunsLimit, m.QueueLength, m.Runs, m.RunDuration,
-		m.FirstDocument, m.Documents, m.LinesSkipped, m.Tokens, m.AgentExits, m.SpawnFailures, m.AgentRecordFailures, m.Rejected, m.Subscribers,
-		m.ConnectionLimit, m.StoreErrors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
-			func() float64 { return float64(m.Connections.Load()) }),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
+		func() float64 { return float64(m.Connections.Load()) })
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {
 		m.Runs.WithLabelValues(o, "auto")
 	}
@@ -156,10 +156,8 @@ func New() *Metrics {
 	}
 	m.AgentExits.WithLabelValues("0", "", "")
 	version, revision, goversion := Build()
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "docstream_build_info",
-		Help: "The build that runs: its module version, VCS revision and Go version (always 1)."}, []string{"version", "revision", "goversion"})
-	build.WithLabelValues(version, revision, goversion).Set(1)
-	r.MustRegister(build)
+	f.NewGaugeVec(prometheus.GaugeOpts{Name: "docstream_build_info", Help: "The build that runs: its module version, VCS revision and Go version (always 1)."},
+		[]string{"version", "revision", "goversion"}).WithLabelValues(version, revision, goversion).Set(1)
 	m.KnowModels("auto")
 	m.Requests.WithLabelValues("/v1/chat", "POST", "200")
 	m.RequestDuration.WithLabelValues("/v1/chat", "POST")
@@ -174,19 +172,13 @@ func Build() (version, revision, goversion string) {
 	if !ok {
 		return
 	}
-	if bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	dirty := false
+	version = cmp.Or(bi.Main.Version, version)
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
+		if s.Key == "vcs.revision" {
 			revision = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
 		}
 	}
-	if dirty && revision != "unknown" {
+	if revision != "unknown" && slices.Contains(bi.Settings, debug.BuildSetting{Key: "vcs.modified", Value: "true"}) {
 		revision += "+dirty"
 	}
 	return

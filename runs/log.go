@@ -12,21 +12,24 @@ import (
 // events are dropped past its limits. It is safe for concurrent use.
 type Log struct {
 	mu       sync.Mutex
-	blocks   []*block // the kept events, oldest first, from blocks[0][head]
-	head     int
-	n        int // the kept events
-	first    int // the id of the oldest kept event
+	start    [2]*half // the events with ids 1 to blockLen, while kept
+	blocks   []*block // the later kept events, oldest first
+	n        int      // the kept events
+	first    int      // the id of the oldest kept event
 	bytes    int
 	maxN     int
 	maxBytes int
 	closed   bool
-	wake     chan struct{}   // made by Since, closed by the next append
 	watchers []chan struct{} // of Watch
 }
 
 // block holds events in the order of their ids; a log grows by blocks,
-// copying none.
-type block [blockLen]sse.Frame
+// copying none. Its first block is two halves, so that a short run holds
+// little.
+type (
+	block [blockLen]sse.Frame
+	half  [blockLen / 2]sse.Frame
+)
 
 const blockLen = 16
 
@@ -39,10 +42,14 @@ func NewLog(maxEvents, maxBytes int) *Log {
 	return &Log{first: 1, maxN: maxEvents, maxBytes: maxBytes}
 }
 
-// at returns the place of the i-th kept event.
-func (l *Log) at(i int) *sse.Frame {
-	i += l.head
-	return &l.blocks[i/blockLen][i%blockLen]
+// at returns the place of the kept event with the given id.
+func (l *Log) at(id int) *sse.Frame {
+	p := id - 1
+	if p < blockLen {
+		return &l.start[p/len(half{})][p%len(half{})]
+	}
+	oldest := max(l.first-1, blockLen) / blockLen // the block of blocks[0]
+	return &l.blocks[p/blockLen-oldest][p%blockLen]
 }
 
 // Append keeps ev with the next id and wakes the readers. It returns the id,
@@ -53,14 +60,18 @@ func (l *Log) Append(ev documents.Event) int {
 	if l.closed {
 		return 0
 	}
-	f, err := sse.NewFrame(l.first+l.n, ev)
+	id := l.first + l.n
+	f, err := sse.NewFrame(id, ev)
 	if err != nil {
 		return 0
 	}
-	if (l.head+l.n)%blockLen == 0 {
+	switch p := id - 1; {
+	case p < blockLen && p%len(half{}) == 0:
+		l.start[p/len(half{})] = new(half)
+	case p >= blockLen && p%blockLen == 0:
 		l.blocks = append(l.blocks, new(block))
 	}
-	*l.at(l.n) = f
+	*l.at(id) = f
 	l.n++
 	l.bytes += len(f.Data)
 	for l.n > 1 && ((l.maxN > 0 && l.n > l.maxN) || (l.maxBytes > 0 && l.bytes > l.maxBytes)) {
@@ -72,24 +83,22 @@ func (l *Log) Append(ev documents.Event) int {
 
 // drop lets go of the oldest event.
 func (l *Log) drop() {
-	f := l.at(0)
+	f := l.at(l.first)
 	l.bytes -= len(f.Data)
 	*f = sse.Frame{}
 	l.first++
 	l.n--
-	if l.head++; l.head == blockLen {
+	switch p := l.first - 1; {
+	case p <= blockLen && p%len(half{}) == 0:
+		l.start[p/len(half{})-1] = nil
+	case p > blockLen && p%blockLen == 0:
 		l.blocks[0] = nil
 		l.blocks = l.blocks[1:]
-		l.head = 0
 	}
 }
 
 // notify wakes the readers.
 func (l *Log) notify() {
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
 	for _, w := range l.watchers {
 		select {
 		case w <- struct{}{}:
@@ -108,28 +117,6 @@ func (l *Log) Close() {
 	}
 }
 
-// Since returns a copy of the events after the given id, whether the log is
-// closed, a channel closed when more arrive, and false when some were dropped.
-func (l *Log) Since(after int) (frames []sse.Frame, closed bool, more <-chan struct{}, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	after = max(after, 0)
-	ok = after+1 >= l.first
-	if i := max(after+1-l.first, 0); i < l.n {
-		frames = make([]sse.Frame, 0, l.n-i)
-		for ; i < l.n; i++ {
-			frames = append(frames, *l.at(i))
-		}
-	}
-	if l.wake == nil {
-		l.wake = make(chan struct{})
-		if l.closed {
-			close(l.wake)
-		}
-	}
-	return frames, l.closed, l.wake, ok
-}
-
 // Next returns the event after the given id, or one with ID 0 when there is
 // none yet, whether the log is closed, and false when it was dropped.
 func (l *Log) Next(after int) (f sse.Frame, closed, ok bool) {
@@ -137,7 +124,7 @@ func (l *Log) Next(after int) (f sse.Frame, closed, ok bool) {
 	defer l.mu.Unlock()
 	after = max(after, 0)
 	if i := after + 1 - l.first; i >= 0 && i < l.n {
-		f = *l.at(i)
+		f = *l.at(after + 1)
 	}
 	return f, l.closed, after+1 >= l.first
 }

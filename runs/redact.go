@@ -87,23 +87,21 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	}
 	switch e := ev.(type) {
 	case documents.ContentDelta:
-		switch out, same := rd.delta(e.DocumentID, e.Delta); {
-		case out == "":
-		case same:
-			step(ev) // its Content is still what went out
-		default:
-			step(documents.ContentDelta{DocumentID: e.DocumentID, Delta: out})
+		out, same := rd.delta(e.DocumentID, e.Delta)
+		if out == "" {
+			return
 		}
-		return
+		if !same { // else its Content is still what went out
+			ev = documents.ContentDelta{DocumentID: e.DocumentID, Delta: out}
+		}
 	case documents.ThinkingDelta:
-		switch out, same := rd.delta("", e.Delta); {
-		case out == "":
-		case same:
-			step(ev)
-		default:
-			step(documents.ThinkingDelta{Delta: out})
+		out, same := rd.delta("", e.Delta)
+		if out == "" {
+			return
 		}
-		return
+		if !same {
+			ev = documents.ThinkingDelta{Delta: out}
+		}
 	case documents.DocumentStart:
 		e.Metadata = r.value(e.Metadata)
 		ev = e
@@ -119,8 +117,7 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	case documents.DocumentEnd:
 		e.Metadata = r.value(e.Metadata)
 		if e.FinalContent != nil {
-			fc := r.String(*e.FinalContent)
-			e.FinalContent = &fc
+			e.FinalContent = new(r.String(*e.FinalContent))
 		}
 		rd.flush(e.DocumentID, step)
 		ev = e

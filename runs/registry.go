@@ -109,9 +109,6 @@ func (g *Registry) save(r *Run, want saveWant) {
 // saveNow writes what r wants before it returns, or within storeWait.
 func (g *Registry) saveNow(r *Run, want saveWant) {
 	g.save(r, want|saveUrgent)
-	if g.saver == nil {
-		return
-	}
 	if !g.saver.await(r, want, storeWait) {
 		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
 	}
@@ -145,34 +142,27 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	}
 	// Check, queue place and drain count go together under g.mu.
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if err := g.Admit(); err != nil {
-		g.mu.Unlock()
 		return nil, err
 	}
 	// Two agents resuming one session at once would both write to it.
 	conv := spec.ConversationID
 	if running, busy := g.turns[conv]; conv != "" && busy {
-		g.mu.Unlock()
 		return nil, busyError(running)
 	}
-	if conv != "" {
-		g.turns[conv] = nil // taken; the run follows below
-	}
-	g.queued.Add(1)
-	g.metrics.QueueLength.Inc()
-	g.wg.Add(1)
-	g.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
-	r := &Run{ID: spec.ResponseID, redacting: redacting{r: g.redactor}, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, cancel: cancel, done: make(chan struct{}), kill: make(chan struct{}), conv: spec.ConversationID}
+	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
+		reg: g, runCtx: ctx, cancel: cancel, backend: backend, done: make(chan struct{}), kill: make(chan struct{}),
+		conv: conv, redacting: redacting{r: g.redactor}}
 	spec.Kill = r
-	g.mu.Lock()
 	g.runs[r.ID] = r
 	if conv != "" {
 		g.turns[conv] = r
 	}
-	g.mu.Unlock()
-	r.runCtx, r.backend = ctx, backend
+	g.queued.Add(1)
+	g.metrics.QueueLength.Inc()
+	g.wg.Add(1)
 	return r, nil
 }
 
@@ -188,7 +178,7 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 }
 
 // busyError refuses a turn while running, a turn of the same conversation,
-// runs; running is nil while that turn is being set up.
+// runs; running is nil while the conversation is being deleted.
 func busyError(running *Run) *BusyError {
 	if running == nil {
 		return &BusyError{}
@@ -215,64 +205,43 @@ func (g *Registry) DeleteConversation(conv string, del func() error) error {
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
-		if r, held := g.turns[conv]; held && r == nil {
-			delete(g.turns, conv)
-		}
+		delete(g.turns, conv) // nothing takes it while it is held
 		g.mu.Unlock()
 	}()
-	if g.saver != nil {
-		for _, r := range ended {
-			g.saver.await(r, saveTurn|saveConversation, storeWait)
-		}
-	}
-	if err := del(); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	for _, r := range ended {
-		switch {
-		case r.keptBytes > 0:
-			g.letGo(r)
-		case g.runs[r.ID] == r:
-			delete(g.runs, r.ID) // finishing: keep will hold it, but no longer here
-		}
-	}
-	g.mu.Unlock()
-	return nil
+	return g.deleteRuns(ended, del)
 }
 
 // DeleteResponse has del delete the stored response of run id, unless the
-// registry holds that run and it has not finished (ErrRunning). The store
-// writes of the run still pending are made first (waiting storeWait at
-// most), so that none writes it back after del; once del has deleted it,
-// the registry lets go of the run, as DeleteConversation does.
+// registry holds that run and it has not finished (ErrRunning); then it
+// lets go of the run, as DeleteConversation does.
 func (g *Registry) DeleteResponse(id string, del func() error) error {
-	g.mu.Lock()
-	r := g.runs[id]
-	g.mu.Unlock()
-	if r != nil {
+	var held []*Run
+	if r := g.Get(id); r != nil {
 		select {
 		case <-r.Done():
 		default:
 			return ErrRunning
 		}
-		if g.saver != nil {
-			g.saver.await(r, saveTurn|saveConversation, storeWait)
-		}
+		held = append(held, r)
+	}
+	return g.deleteRuns(held, del)
+}
+
+// deleteRuns has del delete what the store holds of the runs after their
+// pending writes (waiting storeWait at most), so that none writes it back,
+// then lets go of them.
+func (g *Registry) deleteRuns(runs []*Run, del func() error) error {
+	for _, r := range runs {
+		g.saver.await(r, saveTurn|saveConversation, storeWait)
 	}
 	if err := del(); err != nil {
 		return err
 	}
-	if r != nil {
-		g.mu.Lock()
-		switch {
-		case r.keptBytes > 0:
-			g.letGo(r)
-		case g.runs[r.ID] == r:
-			delete(g.runs, r.ID)
-		}
-		g.mu.Unlock()
+	g.mu.Lock()
+	for _, r := range runs {
+		g.letGo(r)
 	}
+	g.mu.Unlock()
 	return nil
 }
 
@@ -298,7 +267,10 @@ func (g *Registry) endTurn(r *Run) {
 	g.mu.Unlock()
 }
 
+// execute runs r on its backend once it has a slot, then closes its
+// documents with how it ended and gives the slot back.
 func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
+	defer g.wg.Done()
 	g.save(r, saveTurn) // here, not in Prepare, so that no stream's headers wait for it
 	spec := r.Spec
 	seg := translate.NewSegmenter(translate.Options{
@@ -308,18 +280,9 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	}, r.emit)
 	seg.Start()
 	end, ok := g.acquire(ctx)
-	if !ok {
-		g.ended(r, seg, end, false)
-		return
-	}
-	g.metrics.RunsInFlight.Inc()
-	g.ended(r, seg, backend.Run(ctx, spec, seg), true)
-}
-
-// ended closes a run's documents with how it ended and gives back its slot.
-func (g *Registry) ended(r *Run, seg *translate.Segmenter, end translate.End, ran bool) {
-	defer g.wg.Done()
-	if ran {
+	if ok {
+		g.metrics.RunsInFlight.Inc()
+		end = backend.Run(ctx, spec, seg)
 		g.metrics.RunsInFlight.Dec()
 		<-g.slots
 	}
@@ -358,18 +321,16 @@ func (g *Registry) keep(r *Run) {
 // runOverhead is what a finished run holds besides its log and prompt.
 const runOverhead = 16 << 10
 
-// letGo stops holding a finished run; g.mu is held.
+// letGo stops holding a finished or finishing run; g.mu is held.
 func (g *Registry) letGo(r *Run) {
 	if r.keepTimer != nil {
 		r.keepTimer.Stop() // its function holds the run
 		r.keepTimer = nil
 	}
-	if r.keptBytes > 0 {
-		g.keptBytes -= r.keptBytes
-		r.keptBytes = 0
-		if g.runs[r.ID] == r {
-			delete(g.runs, r.ID)
-		}
+	g.keptBytes -= r.keptBytes
+	r.keptBytes = 0
+	if g.runs[r.ID] == r {
+		delete(g.runs, r.ID)
 	}
 	n := 0
 	for n < len(g.kept) && g.kept[n].keptBytes == 0 {

@@ -281,11 +281,12 @@ func (r *Run) save(ev documents.Event, want saveWant) {
 func (r *Run) finish(d documents.Done) {
 	g := r.reg
 	r.mu.Lock()
-	resp := *r.final // set by emit before done went out
+	docs := len(r.final.Documents) // set by fold before done went out
 	r.finished = true
 	if r.grace != nil {
 		r.grace.Stop()
 	}
+	r.release()
 	r.mu.Unlock()
 	r.Log.Close()
 	outcome := "completed"
@@ -300,10 +301,7 @@ func (r *Run) finish(d documents.Done) {
 		g.metrics.CountTokens("cache_read", r.Spec.Model, d.Usage.CacheReadTokens)
 		g.metrics.CountTokens("cache_write", r.Spec.Model, d.Usage.CacheWriteTokens)
 	}
-	r.mu.Lock()
-	r.release()
-	r.mu.Unlock()
 	close(r.done)
 	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
-		Int("documents", len(resp.Documents)).Dur("duration", time.Since(r.started)).Msg("run finished")
+		Int("documents", docs).Dur("duration", time.Since(r.started)).Msg("run finished")
 }

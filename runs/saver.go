@@ -16,12 +16,11 @@ type saver struct {
 	g *Registry
 
 	mu            sync.Mutex
-	cond          sync.Cond         // broadcast when writes are done
+	cond          sync.Cond         // broadcast when saves are asked for or written
 	pending       map[*Run]saveWant // what each waiting run wants written
 	urgent, later []*Run            // the waiting runs in order; a run may stand twice
 	busy          map[*Run]saveWant // being written, outside mu
 	closed        bool
-	wake          chan struct{}
 	closing       chan struct{} // closed by close
 	stopped       chan struct{}
 }
@@ -50,7 +49,7 @@ type batcher interface {
 // newSaver starts a saver for g's store.
 func newSaver(g *Registry) *saver {
 	s := &saver{g: g, pending: map[*Run]saveWant{}, busy: map[*Run]saveWant{},
-		wake: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
+		closing: make(chan struct{}), stopped: make(chan struct{})}
 	s.cond.L = &s.mu
 	go s.loop()
 	return s
@@ -66,15 +65,8 @@ func (s *saver) save(r *Run, want saveWant) {
 		return
 	}
 	s.enqueue(r, want)
+	s.cond.Broadcast()
 	s.mu.Unlock()
-	s.poke()
-}
-
-func (s *saver) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 // enqueue adds want to r's pending save; s.mu is held.
@@ -90,8 +82,11 @@ func (s *saver) enqueue(r *Run, want saveWant) {
 }
 
 // await makes r's pending writes urgent and waits at most limit for them to
-// be written (not necessarily taken by the store).
+// be written (not necessarily taken by the store). A nil saver has none.
 func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
+	if s == nil {
+		return true
+	}
 	deadline := time.Now().Add(limit)
 	t := time.AfterFunc(limit, func() {
 		s.mu.Lock()
@@ -103,7 +98,7 @@ func (s *saver) await(r *Run, what saveWant, limit time.Duration) bool {
 	defer s.mu.Unlock()
 	if want := s.pending[r]; want&what != 0 && want&saveUrgent == 0 {
 		s.enqueue(r, saveUrgent)
-		s.poke()
+		s.cond.Broadcast()
 	}
 	for s.pending[r]&what != 0 || s.busy[r]&what != 0 {
 		if !time.Now().Before(deadline) {
@@ -144,29 +139,29 @@ func (s *saver) take(jobs []saveJob) []saveJob {
 	return jobs
 }
 
+// loop writes what the runs ask for until the saver is closed and nothing
+// is pending.
 func (s *saver) loop() {
 	defer close(s.stopped)
 	var jobs []saveJob
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
 		jobs = s.take(jobs[:0])
 		if len(jobs) == 0 {
 			if s.closed {
-				s.mu.Unlock()
 				return
 			}
-			s.mu.Unlock()
-			<-s.wake
-			s.mu.Lock()
+			s.cond.Wait()
 			continue
 		}
 		s.mu.Unlock()
 		refused := s.g.writeSaves(jobs)
 		s.mu.Lock()
-		for i, j := range jobs {
+		for _, j := range jobs {
 			delete(s.busy, j.r)
-			jobs[i] = saveJob{}
 		}
+		clear(jobs)
 		retry := len(refused) > 0 && !s.closed
 		if retry {
 			for r, want := range refused {
@@ -192,9 +187,9 @@ func (s *saver) close(wait time.Duration) bool {
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
+		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
-	s.poke()
 	select {
 	case <-s.stopped:
 		return true
@@ -207,8 +202,7 @@ func (s *saver) close(wait time.Duration) bool {
 func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []store.Conversation
 	var turns []store.Turn
-	var convRuns, turnRuns []*Run
-	finals := map[*Run]bool{} // the runs whose final response is among turns
+	var convRuns, turnRuns, finals []*Run // finals: the runs whose final response is among turns
 	for _, j := range jobs {
 		if j.want&saveConversation != 0 {
 			if c, ok := g.conversationOf(j.r); ok {
@@ -218,23 +212,20 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 		if j.want&saveTurn == 0 {
 			continue
 		}
-		t, final, ok := g.turnOf(j.r)
-		if !ok {
-			continue
-		}
-		turns, turnRuns = append(turns, t), append(turnRuns, j.r)
-		if final {
-			finals[j.r] = true
+		if t, final, ok := g.turnOf(j.r); ok {
+			turns, turnRuns = append(turns, t), append(turnRuns, j.r)
+			if final {
+				finals = append(finals, j.r)
+			}
 		}
 	}
-	if len(convs)+len(turns) == 0 {
-		return nil
-	}
-	refuse := func(r *Run, want saveWant) {
-		if refused == nil {
-			refused = map[*Run]saveWant{}
+	refuse := func(want saveWant, runs ...*Run) {
+		for _, r := range runs {
+			if refused == nil {
+				refused = map[*Run]saveWant{}
+			}
+			refused[r] |= want
 		}
-		refused[r] |= want
 	}
 	ctx := context.Background()
 	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
@@ -242,19 +233,15 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 		g.StoreWrote(err)
 		if err != nil {
 			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
-			for _, r := range convRuns {
-				refuse(r, saveConversation)
-			}
-			for _, r := range turnRuns {
-				refuse(r, saveTurn)
-			}
+			refuse(saveConversation, convRuns...)
+			refuse(saveTurn, turnRuns...)
 		}
 	} else {
 		wrote := func(err error, r *Run, want saveWant, what string) {
 			g.StoreWrote(err)
 			if err != nil {
 				g.log.Warn().Err(err).Msg(what)
-				refuse(r, want)
+				refuse(want, r)
 			}
 		}
 		for i, c := range convs {
@@ -264,7 +251,7 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 			wrote(g.store.PutTurn(ctx, t), turnRuns[i], saveTurn, "saving the response")
 		}
 	}
-	for r := range finals {
+	for _, r := range finals {
 		if refused[r]&saveTurn == 0 {
 			r.markSaved()
 		}

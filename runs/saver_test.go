@@ -125,7 +125,7 @@ const saverLines = `{"type":"system","subtype":"init","cwd":"/w","session_id":"s
 
 // logged returns the names of the events in r's log.
 func logged(r *Run) []string {
-	frames, _, _, _ := r.Log.Since(0)
+	frames, _, _ := since(r.Log, 0)
 	var names []string
 	for _, f := range frames {
 		names = append(names, f.Name)
@@ -143,6 +143,31 @@ func waitLogged(t *testing.T, r *Run, name string, within time.Duration) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// waitFor waits until cond holds, or fails the test saying what it waited for.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaitUrgent waits until the saver holds an urgent write of r: the run's
+// goroutine has handed it an event that does not go out before the store
+// has taken it.
+func awaitUrgent(t *testing.T, g *Registry, r *Run) {
+	t.Helper()
+	s := g.saver
+	waitFor(t, "an urgent write of the run", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return (s.pending[r]|s.busy[r])&saveUrgent != 0
+	})
 }
 
 // storedTurn reads r's turn from the store.
@@ -184,8 +209,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 	defer detach()
 	r.Launch()
 	st.awaitWaiting(t)
-
-	time.Sleep(storeWait / 4)
+	awaitUrgent(t, g, r) // response_start, which waits for the store
 	if names := logged(r); len(names) != 0 {
 		t.Fatalf("events went out before the store had the turn: %v", names)
 	}
@@ -208,8 +232,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	st.awaitWaiting(t)
-	time.Sleep(storeWait / 4)
+	awaitUrgent(t, g, r) // done, which waits for the store
 	if slices.Contains(logged(r), "done") {
 		t.Fatal("done went out before the store had the final response")
 	}
@@ -241,7 +264,7 @@ func TestSaverKeepsStoreOffTheEventPath(t *testing.T) {
 
 // deltaText is the text of the content deltas in r's log.
 func deltaText(r *Run) string {
-	frames, _, _, _ := r.Log.Since(0)
+	frames, _, _ := since(r.Log, 0)
 	var b strings.Builder
 	for _, f := range frames {
 		if f.Name == "content_delta" {
@@ -315,10 +338,15 @@ func TestSaverShutdownWritesPending(t *testing.T) {
 		g.Shutdown(context.Background())
 		close(shut)
 	}()
+	waitFor(t, "Shutdown to close the saver", func() bool {
+		g.saver.mu.Lock()
+		defer g.saver.mu.Unlock()
+		return g.saver.closed
+	})
 	select {
 	case <-shut:
 		t.Fatal("Shutdown returned with saves pending")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	st.open()
 	select {

@@ -73,8 +73,7 @@ func (e *Stop) Error() string { return e.Msg }
 
 // StopCause says why ctx ended, and whether the agent is to be killed at once.
 func StopCause(ctx context.Context) (documents.StopReason, string, bool) {
-	var se *Stop
-	if errors.As(context.Cause(ctx), &se) {
+	if se, ok := errors.AsType[*Stop](context.Cause(ctx)); ok {
 		return se.Reason, se.Msg, se.Kill
 	}
 	return documents.StopCancelled, "the run was cancelled", false

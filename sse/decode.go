@@ -8,38 +8,29 @@ import (
 	"github.com/docstream/docstream/documents"
 )
 
+// decoders decode a frame's data by its event name.
+var decoders = map[string]func([]byte) (documents.Event, error){
+	documents.EventResponseStart:     decodeAs[documents.ResponseStart],
+	documents.EventDocumentStart:     decodeAs[documents.DocumentStart],
+	documents.EventContentDelta:      decodeAs[documents.ContentDelta],
+	documents.EventToolCallStart:     decodeAs[documents.ToolCallStart],
+	documents.EventToolCallArguments: decodeAs[documents.ToolCallArguments],
+	documents.EventToolResult:        decodeAs[documents.ToolResultEvent],
+	documents.EventDocumentEnd:       decodeAs[documents.DocumentEnd],
+	documents.EventDone:              decodeAs[documents.Done],
+	documents.EventThinkingDelta:     decodeAs[documents.ThinkingDelta],
+	documents.EventAgentEvent:        decodeAs[documents.AgentEvent],
+	documents.EventStatus:            decodeAs[documents.StatusEvent],
+	documents.EventDocumentUpdate:    decodeAs[documents.DocumentUpdate],
+}
+
 // DecodeFrame turns a logged frame back into its document event.
 func DecodeFrame(f Frame) (documents.Event, error) {
-	var ev documents.Event
-	var err error
-	switch f.Name {
-	case documents.EventResponseStart:
-		ev, err = decodeAs[documents.ResponseStart](f.Data)
-	case documents.EventDocumentStart:
-		ev, err = decodeAs[documents.DocumentStart](f.Data)
-	case documents.EventContentDelta:
-		ev, err = decodeAs[documents.ContentDelta](f.Data)
-	case documents.EventToolCallStart:
-		ev, err = decodeAs[documents.ToolCallStart](f.Data)
-	case documents.EventToolCallArguments:
-		ev, err = decodeAs[documents.ToolCallArguments](f.Data)
-	case documents.EventToolResult:
-		ev, err = decodeAs[documents.ToolResultEvent](f.Data)
-	case documents.EventDocumentEnd:
-		ev, err = decodeAs[documents.DocumentEnd](f.Data)
-	case documents.EventDone:
-		ev, err = decodeAs[documents.Done](f.Data)
-	case documents.EventThinkingDelta:
-		ev, err = decodeAs[documents.ThinkingDelta](f.Data)
-	case documents.EventAgentEvent:
-		ev, err = decodeAs[documents.AgentEvent](f.Data)
-	case documents.EventStatus:
-		ev, err = decodeAs[documents.StatusEvent](f.Data)
-	case documents.EventDocumentUpdate:
-		ev, err = decodeAs[documents.DocumentUpdate](f.Data)
-	default:
+	decode := decoders[f.Name]
+	if decode == nil {
 		return nil, fmt.Errorf("unknown event %q", f.Name)
 	}
+	ev, err := decode(f.Data)
 	if err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", f.Name, err)
 	}

@@ -1,6 +1,5 @@
-// Package sse owns Docstream's wire encodings: document events as
-// Server-Sent Events, OpenAI chat.completion.chunk frames, heartbeats, and
-// the per-run replayable event log that streams are served from.
+// Package sse writes Server-Sent Events: document events as frames,
+// data-only and named events, and comments (heartbeats).
 package sse
 
 import (
@@ -38,15 +37,19 @@ func Encode(ev documents.Event) ([]byte, error) {
 // line break.
 func NewFrame(id int, ev documents.Event) (Frame, error) {
 	buf := scratch.Get().(*bytes.Buffer)
-	defer putScratch(buf)
 	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 { // a large one is not kept
+			scratch.Put(buf)
+		}
+	}()
 	if err := json.MarshalWrite(buf, ev, encodeOpts); err != nil {
 		return Frame{}, err
 	}
 	data := buf.Bytes()
 	f := Frame{ID: id, Name: ev.Name(), Data: data}
 	f.wire = f.append(make([]byte, 0, len(data)+len(f.Name)+48))
-	if lineBreak(data) < 0 {
+	if bytes.IndexAny(data, "\r\n") < 0 {
 		end := len(f.wire) - 2*len(eol)
 		f.Data = f.wire[end-len(data) : end : end]
 	} else {
@@ -57,13 +60,6 @@ func NewFrame(id int, ev documents.Event) (Frame, error) {
 
 // scratch holds the JSON of frames being made.
 var scratch = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// putScratch gives back a scratch buffer that is not too large to keep.
-func putScratch(b *bytes.Buffer) {
-	if b.Cap() <= 64<<10 {
-		scratch.Put(b)
-	}
-}
 
 // Lines end with CRLF, which every SSE parser accepts, so that each event
 // ends with a blank line even to readers that split on "\r\n\r\n".
@@ -89,10 +85,16 @@ func (f Frame) WriteTo(w io.Writer) (int64, error) {
 func (f Frame) append(b []byte) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, int64(f.ID), 10)
-	b = append(b, eol+"event: "...)
-	b = appendLine(b, f.Name)
 	b = append(b, eol...)
-	b = appendData(b, f.Data)
+	return appendEvent(b, f.Name, f.Data)
+}
+
+// appendEvent appends an event's name and data and the blank line that ends it.
+func appendEvent(b []byte, name string, data []byte) []byte {
+	b = append(b, "event: "...)
+	b = appendLine(b, name)
+	b = append(b, eol...)
+	b = appendData(b, data)
 	return append(b, eol...)
 }
 
@@ -113,7 +115,7 @@ func appendLine(b []byte, s string) []byte {
 func appendData(b, data []byte) []byte {
 	for {
 		b = append(b, "data: "...)
-		i := lineBreak(data)
+		i := bytes.IndexAny(data, "\r\n")
 		if i < 0 {
 			b = append(b, data...)
 			return append(b, eol...)
@@ -125,21 +127,6 @@ func appendData(b, data []byte) []byte {
 		}
 		data = data[i+1:]
 	}
-}
-
-// lineBreak returns the index of the first CR or LF in b, or -1.
-func lineBreak(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		i = len(b)
-	}
-	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
-		return j
-	}
-	if i == len(b) {
-		return -1
-	}
-	return i
 }
 
 // WriteData writes one unnamed SSE event that carries only data, the way
@@ -155,13 +142,7 @@ func WriteData(w io.Writer, data []byte) error {
 // says about itself rather than about its run: a client's Last-Event-ID
 // stays the id of the last frame it got.
 func WriteEvent(w io.Writer, name string, data []byte) error {
-	b := make([]byte, 0, len(data)+len(name)+24)
-	b = append(b, "event: "...)
-	b = appendLine(b, name)
-	b = append(b, eol...)
-	b = appendData(b, data)
-	b = append(b, eol...)
-	_, err := w.Write(b)
+	_, err := w.Write(appendEvent(make([]byte, 0, len(data)+len(name)+24), name, data))
 	return err
 }
 

@@ -64,8 +64,7 @@ func (s *interleaved) step() {
 		panic(err)
 	}
 	s.seg.Feed(ev)
-	frames, _, _, _ := s.log.Since(s.sent)
-	for _, f := range frames {
+	for f, _, _ := s.log.Next(s.sent); f.ID != 0; f, _, _ = s.log.Next(s.sent) {
 		f.WriteTo(s.w)
 		s.sent = f.ID
 	}
