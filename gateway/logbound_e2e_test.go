@@ -114,7 +114,7 @@ func (s *testServer) waitRuns(t *testing.T, n int) {
 // done, on the OpenAI route an error object and no stop chunk.
 func TestLogBoundsSlowClient(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000")
+	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000", "DOCSTREAM_SERVER_WRITE_TIMEOUT=0s") // the client reads only once the run is over
 	client := slowClient()
 	for i, route := range []string{"/v1/chat?stream=true", "/v1/chat/completions"} {
 		body := map[string]any{"prompt": "bench:100000"}
@@ -172,7 +172,7 @@ func TestLogBoundsSlowClient(t *testing.T) {
 // the turn ends with an error message, after every event up to the gap.
 func TestLogBoundsSlowWebSocket(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000")
+	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000", "DOCSTREAM_SERVER_WRITE_TIMEOUT=0s") // the client reads only once the run is over
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPClient: slowClient()})
