@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -144,6 +145,33 @@ func BenchmarkTranslate(b *testing.B) {
 			if events == 0 {
 				b.Fatal("no events")
 			}
+		})
+	}
+}
+
+// BenchmarkDecode measures the decoder alone, without the segmenter.
+func BenchmarkDecode(b *testing.B) {
+	for _, bi := range benchInputs {
+		b.Run(bi.name, func(b *testing.B) {
+			in := bi.get(b)
+			b.SetBytes(in.bytes)
+			b.ReportAllocs()
+			m := startMeter()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, run := range in.runs {
+					dec := translate.NewDecoder(bytes.NewReader(run), 0)
+					for {
+						if _, err := dec.Next(); errors.Is(err, io.EOF) {
+							break
+						} else if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			b.StopTimer()
+			m.report(b, in)
 		})
 	}
 }
