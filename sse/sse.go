@@ -33,8 +33,7 @@ func Encode(ev documents.Event) ([]byte, error) {
 }
 
 // NewFrame encodes ev as the frame with the given id, once for all the
-// streams that write it: its Data is part of its wire bytes when it has no
-// line break.
+// streams that write it: its Data is part of its wire bytes.
 func NewFrame(id int, ev documents.Event) (Frame, error) {
 	buf := scratch.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -49,12 +48,8 @@ func NewFrame(id int, ev documents.Event) (Frame, error) {
 	data := buf.Bytes()
 	f := Frame{ID: id, Name: ev.Name(), Data: data}
 	f.wire = f.append(make([]byte, 0, len(data)+len(f.Name)+48))
-	if bytes.IndexAny(data, "\r\n") < 0 {
-		end := len(f.wire) - 2*len(eol)
-		f.Data = f.wire[end-len(data) : end : end]
-	} else {
-		f.Data = bytes.Clone(data)
-	}
+	end := len(f.wire) - 2*len(eol) // compact JSON has no line break: data is the last line
+	f.Data = f.wire[end-len(data) : end : end]
 	return f, nil
 }
 
