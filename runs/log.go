@@ -12,8 +12,7 @@ import (
 // events are dropped past its limits. It is safe for concurrent use.
 type Log struct {
 	mu       sync.Mutex
-	start    [2]*half // the events with ids 1 to blockLen, while kept
-	blocks   []*block // the later kept events, oldest first
+	blocks   []*block // the kept events, oldest first
 	n        int      // the kept events
 	first    int      // the id of the oldest kept event
 	bytes    int
@@ -24,12 +23,8 @@ type Log struct {
 }
 
 // block holds events in the order of their ids; a log grows by blocks,
-// copying none. Its first block is two halves, so that a short run holds
-// little.
-type (
-	block [blockLen]sse.Frame
-	half  [blockLen / 2]sse.Frame
-)
+// copying none.
+type block [blockLen]sse.Frame
 
 const blockLen = 16
 
@@ -44,11 +39,7 @@ func NewLog(maxEvents, maxBytes int) *Log {
 
 // at returns the place of the kept event with the given id.
 func (l *Log) at(id int) *sse.Frame {
-	p := id - 1
-	if p < blockLen {
-		return &l.start[p/len(half{})][p%len(half{})]
-	}
-	oldest := max(l.first-1, blockLen) / blockLen // the block of blocks[0]
+	p, oldest := id-1, (l.first-1)/blockLen // oldest: the block of blocks[0]
 	return &l.blocks[p/blockLen-oldest][p%blockLen]
 }
 
@@ -65,10 +56,7 @@ func (l *Log) Append(ev documents.Event) int {
 	if err != nil {
 		return 0
 	}
-	switch p := id - 1; {
-	case p < blockLen && p%len(half{}) == 0:
-		l.start[p/len(half{})] = new(half)
-	case p >= blockLen && p%blockLen == 0:
+	if (id-1)%blockLen == 0 {
 		l.blocks = append(l.blocks, new(block))
 	}
 	*l.at(id) = f
@@ -88,10 +76,7 @@ func (l *Log) drop() {
 	*f = sse.Frame{}
 	l.first++
 	l.n--
-	switch p := l.first - 1; {
-	case p <= blockLen && p%len(half{}) == 0:
-		l.start[p/len(half{})-1] = nil
-	case p > blockLen && p%blockLen == 0:
+	if (l.first-1)%blockLen == 0 {
 		l.blocks[0] = nil
 		l.blocks = l.blocks[1:]
 	}

@@ -161,8 +161,8 @@ func TestLogAcrossBlocks(t *testing.T) {
 	l := NewLog(37, 0)
 	for i := 1; i <= 200; i++ {
 		l.Append(documents.ContentDelta{DocumentID: "doc_001", Delta: fmt.Sprint(i)})
-		if i <= blockLen/2 && (l.start[1] != nil || len(l.blocks) > 0) {
-			t.Fatalf("%d events are held in more than half a block", i)
+		if i <= blockLen && len(l.blocks) != 1 {
+			t.Fatalf("%d events are held in %d blocks", i, len(l.blocks))
 		}
 		frames, _, _ := since(l, 0)
 		if want := min(i, 37); len(frames) != want || frames[len(frames)-1].ID != i || frames[0].ID != i-want+1 {
