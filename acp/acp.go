@@ -145,9 +145,12 @@ func ReadLines(r io.Reader, max int, fn func(Line)) error {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
+		if err == nil {
+			size-- // the newline ReadSlice found
+		}
 		switch line := bytes.TrimRight(buf, "\r\n"); {
-		case size > max+1:
-			fn(Line{Size: size - 1})
+		case size > max:
+			fn(Line{Size: size})
 		case len(bytes.TrimSpace(line)) > 0:
 			fn(Line{Data: line, Size: len(line)})
 		}
