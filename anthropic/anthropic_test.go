@@ -81,7 +81,7 @@ func TestBlocks(t *testing.T) {
 	var types []string
 	m := NewMessage("msg_1", "auto")
 	for _, e := range evs {
-		types = append(types, e.EventType())
+		types = append(types, e.Type)
 		m.Apply(e)
 	}
 	want := []string{"content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
@@ -96,7 +96,7 @@ func TestBlocks(t *testing.T) {
 		t.Errorf("content %s", got)
 	}
 	// The events keep what they said: folding does not write into them.
-	if start := evs[0].(ContentBlockStart); *start.ContentBlock.Thinking != "" {
+	if start := evs[0]; *start.ContentBlock.Thinking != "" {
 		t.Errorf("the start event's block was changed: %q", *start.ContentBlock.Thinking)
 	}
 }

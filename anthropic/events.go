@@ -27,19 +27,13 @@ func NewMessage(id, model string) Message {
 
 // Block is a text block ({"type":"text","text"}) or a thinking block
 // ({"type":"thinking","thinking","signature"}; the signature is empty: the
-// agent's thinking is not signed).
+// agent's thinking is not signed), and as a delta a text_delta ({"text"})
+// or a thinking_delta ({"thinking"}).
 type Block struct {
 	Type      string  `json:"type"`
 	Text      *string `json:"text,omitzero"`
 	Thinking  *string `json:"thinking,omitzero"`
 	Signature *string `json:"signature,omitzero"`
-}
-
-// Delta is a text_delta ({"text"}) or a thinking_delta ({"thinking"}).
-type Delta struct {
-	Type     string  `json:"type"`
-	Text     *string `json:"text,omitzero"`
-	Thinking *string `json:"thinking,omitzero"`
 }
 
 // Usage is Anthropic's usage: input_tokens excludes the cached tokens.
@@ -56,55 +50,22 @@ func UsageOf(u documents.Usage) Usage {
 		CacheCreationInputTokens: u.CacheWriteTokens, CacheReadInputTokens: u.CacheReadTokens}
 }
 
-// Event is one event of a Messages stream; its SSE event name is its type.
-type Event interface{ EventType() string }
-
-// The events of a Messages stream.
-type (
-	// MessageStart opens the stream with the message before its content.
-	MessageStart struct {
-		Type    string  `json:"type"`
-		Message Message `json:"message"`
-	}
-	// ContentBlockStart opens a content block.
-	ContentBlockStart struct {
-		Type         string `json:"type"`
-		Index        int    `json:"index"`
-		ContentBlock Block  `json:"content_block"`
-	}
-	// ContentBlockDelta adds to the open content block.
-	ContentBlockDelta struct {
-		Type  string `json:"type"`
-		Index int    `json:"index"`
-		Delta Delta  `json:"delta"`
-	}
-	// ContentBlockStop closes a content block.
-	ContentBlockStop struct {
-		Type  string `json:"type"`
-		Index int    `json:"index"`
-	}
-	// MessageDelta says why the message stopped, and its usage.
-	MessageDelta struct {
-		Type  string      `json:"type"`
-		Delta StopDetails `json:"delta"`
-		Usage Usage       `json:"usage"`
-	}
-	// MessageStop ends the stream of a completed message.
-	MessageStop struct {
-		Type string `json:"type"`
-	}
-	// Ping is the stream's heartbeat.
-	Ping struct {
-		Type string `json:"type"`
-	}
-	// ErrorBody is an error: the body of a failed request, and the error
-	// event of a stream that fails.
-	ErrorBody struct {
-		Type      string `json:"type"`
-		Error     Error  `json:"error"`
-		RequestID string `json:"request_id,omitzero"`
-	}
-)
+// Event is one event of a Messages stream, its SSE event named by its
+// type, which says the fields it has: message_start a message,
+// content_block_start an index and a block, content_block_delta an index
+// and a Block delta, content_block_stop an index, message_delta a
+// StopDetails delta and the usage, error an error; message_stop and ping
+// none. An error event is also the body of a failed request.
+type Event struct {
+	Type         string   `json:"type"`
+	Message      *Message `json:"message,omitzero"`
+	Index        *int     `json:"index,omitzero"`
+	ContentBlock *Block   `json:"content_block,omitzero"`
+	Delta        any      `json:"delta,omitzero"`
+	Usage        *Usage   `json:"usage,omitzero"`
+	Error        *Error   `json:"error,omitzero"`
+	RequestID    string   `json:"request_id,omitzero"`
+}
 
 // StopDetails is message_delta's delta.
 type StopDetails struct {
@@ -112,27 +73,17 @@ type StopDetails struct {
 	StopSequence *string `json:"stop_sequence"`
 }
 
-// Error is the error object of an ErrorBody.
+// Error is the error object of an error event.
 type Error struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
 }
 
-// EventType implements Event.
-func (e MessageStart) EventType() string      { return e.Type }
-func (e ContentBlockStart) EventType() string { return e.Type }
-func (e ContentBlockDelta) EventType() string { return e.Type }
-func (e ContentBlockStop) EventType() string  { return e.Type }
-func (e MessageDelta) EventType() string      { return e.Type }
-func (e MessageStop) EventType() string       { return e.Type }
-func (e Ping) EventType() string              { return e.Type }
-func (e ErrorBody) EventType() string         { return e.Type }
-
 // Start returns the message_start event of message m.
-func Start(m Message) MessageStart { return MessageStart{Type: "message_start", Message: m} }
+func Start(m Message) Event { return Event{Type: "message_start", Message: &m} }
 
 // NewPing returns a ping event, the stream's heartbeat.
-func NewPing() Ping { return Ping{Type: "ping"} }
+func NewPing() Event { return Event{Type: "ping"} }
 
 // Blocks turns a run's rendered pieces into content block events:
 // consecutive text fills one text block, consecutive reasoning one
@@ -157,13 +108,14 @@ func (b *Blocks) Add(p openai.Piece) []Event {
 	if b.open != typ {
 		evs = b.Close()
 		b.open = typ
-		evs = append(evs, ContentBlockStart{Type: "content_block_start", Index: b.index, ContentBlock: emptyBlock(typ)})
+		blk := emptyBlock(typ)
+		evs = append(evs, Event{Type: "content_block_start", Index: new(b.index), ContentBlock: &blk})
 	}
-	d := Delta{Type: "text_delta", Text: &text}
+	d := Block{Type: "text_delta", Text: &text}
 	if typ == "thinking" {
-		d = Delta{Type: "thinking_delta", Thinking: &text}
+		d = Block{Type: "thinking_delta", Thinking: &text}
 	}
-	return append(evs, ContentBlockDelta{Type: "content_block_delta", Index: b.index, Delta: d})
+	return append(evs, Event{Type: "content_block_delta", Index: new(b.index), Delta: d})
 }
 
 // Close returns the event that closes the open block, if one is.
@@ -173,21 +125,21 @@ func (b *Blocks) Close() []Event {
 	}
 	b.open = ""
 	b.index++
-	return []Event{ContentBlockStop{Type: "content_block_stop", Index: b.index - 1}}
+	return []Event{{Type: "content_block_stop", Index: new(b.index - 1)}}
 }
 
 // Apply folds a content block event into m, as a client folds the stream.
 func (m *Message) Apply(ev Event) {
-	switch e := ev.(type) {
-	case ContentBlockStart:
-		m.Content = append(m.Content, emptyBlock(e.ContentBlock.Type))
-	case ContentBlockDelta:
-		blk := &m.Content[e.Index]
-		if e.Delta.Text != nil {
-			*blk.Text += *e.Delta.Text
+	switch ev.Type {
+	case "content_block_start":
+		m.Content = append(m.Content, emptyBlock(ev.ContentBlock.Type))
+	case "content_block_delta":
+		blk, d := &m.Content[*ev.Index], ev.Delta.(Block)
+		if d.Text != nil {
+			*blk.Text += *d.Text
 		}
-		if e.Delta.Thinking != nil {
-			*blk.Thinking += *e.Delta.Thinking
+		if d.Thinking != nil {
+			*blk.Thinking += *d.Thinking
 		}
 	}
 }
@@ -203,10 +155,8 @@ func emptyBlock(typ string) Block {
 // End returns the events that end a completed message: message_delta with
 // stop_reason end_turn and the usage, and message_stop.
 func End(u documents.Usage) []Event {
-	return []Event{
-		MessageDelta{Type: "message_delta", Delta: StopDetails{StopReason: EndTurn}, Usage: UsageOf(u)},
-		MessageStop{Type: "message_stop"},
-	}
+	usage := UsageOf(u)
+	return []Event{{Type: "message_delta", Delta: StopDetails{StopReason: EndTurn}, Usage: &usage}, {Type: "message_stop"}}
 }
 
 // EndTurn is the stop reason of every completed message.
@@ -215,9 +165,9 @@ const EndTurn = "end_turn"
 // StatusOverloaded is Anthropic's status for an API that sheds load.
 const StatusOverloaded = 529
 
-// NewError returns the error body of an HTTP status, with Anthropic's
+// NewError returns the error event of an HTTP status, with Anthropic's
 // error type for it.
-func NewError(status int, message string) ErrorBody {
+func NewError(status int, message string) Event {
 	typ, ok := map[int]string{http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
 		http.StatusNotFound: "not_found_error", http.StatusRequestEntityTooLarge: "request_too_large",
 		http.StatusTooManyRequests: "rate_limit_error", StatusOverloaded: "overloaded_error"}[status]
@@ -228,5 +178,5 @@ func NewError(status int, message string) ErrorBody {
 	default:
 		typ = "invalid_request_error"
 	}
-	return ErrorBody{Type: "error", Error: Error{Type: typ, Message: message}}
+	return Event{Type: "error", Error: &Error{Type: typ, Message: message}}
 }

@@ -107,7 +107,7 @@ func writeEvent(w io.Writer, ev anthropic.Event) error {
 	if err != nil {
 		return err
 	}
-	return sse.WriteEvent(w, ev.EventType(), b)
+	return sse.WriteEvent(w, ev.Type, b)
 }
 
 // send writes the Messages events one event of the run becomes.
@@ -149,7 +149,7 @@ func isAnthropicRoute(path string) bool {
 
 // anthropicError is an error answer in Anthropic's shape, with its status:
 // Anthropic's 529 for a gateway that sheds load.
-func anthropicError(c echo.Context, he *HTTPError) (int, anthropic.ErrorBody) {
+func anthropicError(c echo.Context, he *HTTPError) (int, anthropic.Event) {
 	status := he.Status
 	if status == http.StatusServiceUnavailable {
 		status = anthropic.StatusOverloaded
