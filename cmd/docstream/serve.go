@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -202,20 +203,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer cancel()
 	stopLog := context.AfterFunc(again, func() { log.Warn().Msg("second signal: ending the runs now") })
 	defer stopLog()
-	done := make(chan struct{})
-	go func() {
+	var ending sync.WaitGroup
+	ending.Go(func() {
 		srv.Shutdown(drain)
 		if cl != nil {
 			leave, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			cl.Leave(leave)
 			cancel()
 		}
-		close(done)
-	}()
+	})
 	final, cancel2 := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout+10*time.Second)
 	defer cancel2()
 	err = hs.Shutdown(final)
-	<-done
+	ending.Wait()
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
