@@ -76,12 +76,6 @@ type Usage struct {
 	TotalTokens         int64            `json:"total_tokens"`
 }
 
-func usageOf(u documents.Usage) *Usage {
-	o := openai.UsageOf(u)
-	return &Usage{InputTokens: o.PromptTokens, InputTokensDetails: map[string]int64{"cached_tokens": u.CacheReadTokens},
-		OutputTokens: o.CompletionTokens, OutputTokensDetails: map[string]int64{"reasoning_tokens": 0}, TotalTokens: o.TotalTokens}
-}
-
 // messageItem is an assistant message output item.
 type messageItem struct {
 	ID      string     `json:"id"`
@@ -320,7 +314,9 @@ func (e *Encoder) close(status string) {
 
 // finish closes the open item and ends the response as the run ended.
 func (e *Encoder) finish(d documents.Done) {
-	e.resp.Usage = usageOf(d.Usage)
+	u := openai.UsageOf(d.Usage)
+	e.resp.Usage = &Usage{InputTokens: u.PromptTokens, InputTokensDetails: map[string]int64{"cached_tokens": d.Usage.CacheReadTokens},
+		OutputTokens: u.CompletionTokens, OutputTokensDetails: map[string]int64{"reasoning_tokens": 0}, TotalTokens: u.TotalTokens}
 	status, itemStatus, kind := StatusCompleted, StatusCompleted, "response.completed"
 	if d.Status != documents.StatusCompleted {
 		status, itemStatus, kind = StatusFailed, "incomplete", "response.failed"
@@ -367,24 +363,6 @@ func (e *Encoder) flush() []Event {
 // make it: its documents rendered again in their order (its thinking is
 // not kept), ended as the response ended, or in progress.
 func FromChat(m Meta, cr documents.ChatResponse) ([]Event, Response) {
-	e, evs := replay(m, cr)
-	return evs, e.Response()
-}
-
-// Reply returns the reply of a ChatResponse as its Response's messages
-// say it, joined by a blank line.
-func Reply(cr documents.ChatResponse) string {
-	e, _ := replay(Meta{}, cr)
-	var texts []string
-	for _, it := range e.items {
-		if !it.reasoning {
-			texts = append(texts, it.text.String())
-		}
-	}
-	return strings.Join(texts, "\n\n")
-}
-
-func replay(m Meta, cr documents.ChatResponse) (*Encoder, []Event) {
 	if m.CreatedAt == 0 {
 		if t, err := time.Parse(time.RFC3339, cr.Created); err == nil {
 			m.CreatedAt = t.Unix()
@@ -403,5 +381,18 @@ func replay(m Meta, cr documents.ChatResponse) (*Encoder, []Event) {
 	if cr.Status != documents.StatusStreaming {
 		evs = append(evs, e.Event(documents.Done{ID: cr.ID, ConversationID: cr.ConversationID, Status: cr.Status, Usage: cr.Usage, Metadata: cr.Metadata})...)
 	}
-	return e, evs
+	return evs, e.Response()
+}
+
+// Reply returns the reply of a ChatResponse as its Response's messages
+// say it, joined by a blank line.
+func Reply(cr documents.ChatResponse) string {
+	_, r := FromChat(Meta{}, cr)
+	var texts []string
+	for _, it := range r.Output {
+		if m, ok := it.(messageItem); ok {
+			texts = append(texts, m.Content[0].Text)
+		}
+	}
+	return strings.Join(texts, "\n\n")
 }
