@@ -83,11 +83,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ev.Msg(msg)
 	}
 	if *demo {
-		cleanup, err := demoConfig(&cfg)
+		// The agent is the built-in simulator, on a temporary workspace.
+		exe, err := os.Executable()
 		if err != nil {
-			return err
+			return fmt.Errorf("finding the docstream binary for the simulator: %w", err)
 		}
-		defer cleanup()
+		dir, err := os.MkdirTemp("", "docstream-demo-")
+		if err != nil {
+			return fmt.Errorf("creating the demo workspace: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.Demo, cfg.Agent.Binary = true, exe
+		cfg.Agent.ArgsPrefix = []string{"agent-sim"} // realistic pacing; DOCSTREAM_SIM_SPEED changes it
+		cfg.Agent.Workspaces, cfg.Agent.DefaultWorkspace = map[string]string{"demo": dir}, "demo"
 		log.Warn().Str("agent", "simulator").Msg("demo mode: the agent is Docstream's built-in cursor-agent simulator, not the real cursor-agent")
 	}
 	if !cfg.Auth.HasKeys() {
@@ -223,25 +231,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
-// demoConfig points the agent at the built-in simulator and a temporary
-// workspace.
-func demoConfig(cfg *Config) (func(), error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the docstream binary for the simulator: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "docstream-demo-")
-	if err != nil {
-		return nil, fmt.Errorf("creating the demo workspace: %w", err)
-	}
-	cfg.Demo = true
-	cfg.Agent.Binary = exe
-	cfg.Agent.ArgsPrefix = []string{"agent-sim"} // realistic pacing; DOCSTREAM_SIM_SPEED changes it
-	cfg.Agent.Workspaces = map[string]string{"demo": dir}
-	cfg.Agent.DefaultWorkspace = "demo"
-	return func() { os.RemoveAll(dir) }, nil
-}
-
 // newLogger returns a JSON logger, or a console one on a terminal.
 func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 	level, err := zerolog.ParseLevel(strings.ToLower(cfg.Level))
@@ -251,8 +240,7 @@ func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 	out := w
 	f, ok := w.(*os.File)
 	tty := ok && isatty.IsTerminal(f.Fd())
-	console := cfg.Format == "console" || (cfg.Format == "auto" || cfg.Format == "") && tty
-	if console {
+	if cfg.Format == "console" || (cfg.Format == "auto" || cfg.Format == "") && tty {
 		// Colours only on a terminal: in a file they are escape codes.
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.Kitchen, NoColor: !tty}
 	}
