@@ -219,36 +219,28 @@ func (r *Renderer) Event(ev documents.Event) []Piece {
 			return nil
 		}
 		delete(r.docs, e.DocumentID)
-		switch d.typ {
-		case documents.TypeText:
-		case documents.TypeError:
+		switch {
+		case d.typ == documents.TypeText:
+		case d.typ == documents.TypeError:
 			m := metaOf[documents.ErrorMeta](e.Metadata)
 			s := fmt.Sprintf(" (%s)", m.ErrorCode)
 			if m.Details != "" {
 				s += "\n```\n" + strings.TrimRight(clipText(m.Details, 2000), "\n") + "\n```"
 			}
 			ps = r.emit(ps, s+"\n")
-		case documents.TypeCodeBlock, documents.TypeCodeReference:
+		case d.typ == documents.TypeCodeBlock, d.typ == documents.TypeCodeReference:
 			ps = r.emit(ps, "\n```\n")
+		// The others are tool-derived, rendered as the mode says.
+		case r.Mode == RenderTextOnly:
+		case r.Mode == RenderToolCalls:
+			ps = append(ps, Piece{ToolCall: &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function",
+				Function: FunctionCall{Name: cmp.Or(d.tool, string(d.typ)), Arguments: cmp.Or(string(d.args), "{}")}}})
+			r.toolIndex++
 		default:
-			ps = r.toolDone(ps, d, e)
+			ps = r.emit(ps, r.separate()+Markdown(d.typ, deref(e.FinalContent), e.Metadata))
 		}
 	}
 	return ps
-}
-
-// toolDone renders a finished tool-derived document.
-func (r *Renderer) toolDone(ps []Piece, d *renderDoc, e documents.DocumentEnd) []Piece {
-	switch r.Mode {
-	case RenderTextOnly:
-		return ps
-	case RenderToolCalls:
-		tc := &ToolCallDelta{Index: r.toolIndex, ID: CallID(d.callID, r.toolIndex), Type: "function",
-			Function: FunctionCall{Name: cmp.Or(d.tool, string(d.typ)), Arguments: cmp.Or(string(d.args), "{}")}}
-		r.toolIndex++
-		return append(ps, Piece{ToolCall: tc})
-	}
-	return r.emit(ps, r.separate()+Markdown(d.typ, deref(e.FinalContent), e.Metadata))
 }
 
 // Markdown renders a tool-derived document as markdown for a chat window.
