@@ -296,18 +296,18 @@ var harnessEnv = []string{"DOCSTREAM_TEST_NORACE", "DOCSTREAM_TEST_PG", "DOCSTRE
 var serviceLinkEnv = regexp.MustCompile(`^DOCSTREAM_(SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$`)
 
 // unknownEnv returns the DOCSTREAM_* variables of environ (NAME=value
-// entries) that nothing reads, each with the known name it is likely a
-// typo of ("" when none is close).
-func unknownEnv(environ []string) map[string]string {
-	out := map[string]string{}
+// entries) that nothing reads, sorted.
+func unknownEnv(environ []string) []string {
+	var out []string
 	for _, kv := range environ {
 		name, val, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "DOCSTREAM_") || slices.Contains(settingEnv, name) || slices.Contains(harnessEnv, name) ||
 			serviceLinkEnv.MatchString(name) || name == "DOCSTREAM_PORT" && strings.Contains(val, "://") {
 			continue
 		}
-		out[name] = closest(name, settingEnv)
+		out = append(out, name)
 	}
+	slices.Sort(out)
 	return out
 }
 

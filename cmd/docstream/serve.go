@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -74,10 +73,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.Server.Addr = *addr
 	}
 	log := newLogger(cfg.Log, stderr)
-	unknown := unknownEnv(os.Environ())
-	for _, name := range slices.Sorted(maps.Keys(unknown)) {
+	for _, name := range unknownEnv(os.Environ()) {
 		ev, msg := log.Warn().Str("variable", name), "unknown environment variable "+name+" is ignored"
-		if near := unknown[name]; near != "" {
+		if near := closest(name, settingEnv); near != "" {
 			ev, msg = ev.Str("suggestion", near), msg+"; did you mean "+near+"?"
 		}
 		ev.Msg(msg)
