@@ -27,13 +27,21 @@ func NewMessage(id, model string) Message {
 
 // Block is a text block ({"type":"text","text"}) or a thinking block
 // ({"type":"thinking","thinking","signature"}; the signature is empty: the
-// agent's thinking is not signed), and as a delta a text_delta ({"text"})
-// or a thinking_delta ({"thinking"}).
+// agent's thinking is not signed).
 type Block struct {
 	Type      string  `json:"type"`
 	Text      *string `json:"text,omitzero"`
 	Thinking  *string `json:"thinking,omitzero"`
 	Signature *string `json:"signature,omitzero"`
+}
+
+// Delta is content_block_delta's delta, a text_delta ({"text"}) or a
+// thinking_delta ({"thinking"}), or message_delta's: its StopDetails.
+type Delta struct {
+	Type     string  `json:"type,omitzero"`
+	Text     *string `json:"text,omitzero"`
+	Thinking *string `json:"thinking,omitzero"`
+	*StopDetails
 }
 
 // Usage is Anthropic's usage: input_tokens excludes the cached tokens.
@@ -53,15 +61,15 @@ func UsageOf(u documents.Usage) Usage {
 // Event is one event of a Messages stream, its SSE event named by its
 // type, which says the fields it has: message_start a message,
 // content_block_start an index and a block, content_block_delta an index
-// and a Block delta, content_block_stop an index, message_delta a
-// StopDetails delta and the usage, error an error; message_stop and ping
-// none. An error event is also the body of a failed request.
+// and a delta, content_block_stop an index, message_delta a delta and the
+// usage, error an error; message_stop and ping none. An error event is also
+// the body of a failed request.
 type Event struct {
 	Type         string   `json:"type"`
 	Message      *Message `json:"message,omitzero"`
 	Index        *int     `json:"index,omitzero"`
 	ContentBlock *Block   `json:"content_block,omitzero"`
-	Delta        any      `json:"delta,omitzero"`
+	Delta        Delta    `json:"delta,omitzero"`
 	Usage        *Usage   `json:"usage,omitzero"`
 	Error        *Error   `json:"error,omitzero"`
 	RequestID    string   `json:"request_id,omitzero"`
@@ -90,7 +98,8 @@ func NewPing() Event { return Event{Type: "ping"} }
 // thinking block.
 type Blocks struct {
 	open  string // the type of the open block, "" when none is
-	index int    // the index of the open block, or of the next one
+	index *int   // the index of the open block, which its events share
+	count int    // the blocks started
 }
 
 // Add returns the events that add piece p: the open block closed and a new
@@ -107,15 +116,16 @@ func (b *Blocks) Add(p openai.Piece) []Event {
 	var evs []Event
 	if b.open != typ {
 		evs = b.Close()
-		b.open = typ
+		b.open, b.index = typ, new(b.count)
+		b.count++
 		blk := emptyBlock(typ)
-		evs = append(evs, Event{Type: "content_block_start", Index: new(b.index), ContentBlock: &blk})
+		evs = append(evs, Event{Type: "content_block_start", Index: b.index, ContentBlock: &blk})
 	}
-	d := Block{Type: "text_delta", Text: &text}
+	d := Delta{Type: "text_delta", Text: &text}
 	if typ == "thinking" {
-		d = Block{Type: "thinking_delta", Thinking: &text}
+		d = Delta{Type: "thinking_delta", Thinking: &text}
 	}
-	return append(evs, Event{Type: "content_block_delta", Index: new(b.index), Delta: d})
+	return append(evs, Event{Type: "content_block_delta", Index: b.index, Delta: d})
 }
 
 // Close returns the event that closes the open block, if one is.
@@ -124,8 +134,7 @@ func (b *Blocks) Close() []Event {
 		return nil
 	}
 	b.open = ""
-	b.index++
-	return []Event{{Type: "content_block_stop", Index: new(b.index - 1)}}
+	return []Event{{Type: "content_block_stop", Index: b.index}}
 }
 
 // Apply folds a content block event into m, as a client folds the stream.
@@ -134,12 +143,12 @@ func (m *Message) Apply(ev Event) {
 	case "content_block_start":
 		m.Content = append(m.Content, emptyBlock(ev.ContentBlock.Type))
 	case "content_block_delta":
-		blk, d := &m.Content[*ev.Index], ev.Delta.(Block)
-		if d.Text != nil {
-			*blk.Text += *d.Text
+		blk := &m.Content[*ev.Index]
+		if ev.Delta.Text != nil {
+			*blk.Text += *ev.Delta.Text
 		}
-		if d.Thinking != nil {
-			*blk.Thinking += *d.Thinking
+		if ev.Delta.Thinking != nil {
+			*blk.Thinking += *ev.Delta.Thinking
 		}
 	}
 }
@@ -156,7 +165,8 @@ func emptyBlock(typ string) Block {
 // stop_reason end_turn and the usage, and message_stop.
 func End(u documents.Usage) []Event {
 	usage := UsageOf(u)
-	return []Event{{Type: "message_delta", Delta: StopDetails{StopReason: EndTurn}, Usage: &usage}, {Type: "message_stop"}}
+	return []Event{{Type: "message_delta", Delta: Delta{StopDetails: &StopDetails{StopReason: EndTurn}}, Usage: &usage},
+		{Type: "message_stop"}}
 }
 
 // EndTurn is the stop reason of every completed message.
