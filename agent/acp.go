@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -53,11 +52,11 @@ type acpSession struct {
 	thinking  bool
 	plans     int // the ACP plan updates so far
 	calls     map[string]*acpCall
+	waits     map[string]*wait // by tool call id
+	timer     *time.Timer      // at the first deadline of what waits
 
-	mu    sync.Mutex
-	waits map[string]*wait // by tool call id
-	wake  chan struct{}
-	timer *time.Timer
+	answers chan func()   // Respond's work, done by the run's goroutine
+	ended   chan struct{} // closed when the session no longer takes answers
 }
 
 // inbound is one line of the agent's output: a message, or the event of a
@@ -81,7 +80,6 @@ type wait struct {
 	callID    string
 	options   []documents.PermissionOption
 	questions []acp.Question
-	chosen    string // the option the client chose
 	answers   []documents.QuestionAnswer
 	deadline  time.Time
 }
@@ -106,29 +104,35 @@ func (e *BadAnswerError) Error() string { return e.Msg }
 
 // Respond gives a run's pending permission or question the client's
 // answer; it returns the document's new state.
-func (b *Backend) Respond(runID string, a Answer) (string, error) {
+func (b *Backend) Respond(runID string, a Answer) (status string, err error) {
 	v, ok := b.acpRuns.Load(runID)
 	if !ok {
 		return "", ErrNothingPending
 	}
-	s := v.(*acpSession)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s, done := v.(*acpSession), make(chan struct{})
+	select {
+	case s.answers <- func() { status, err = s.answer(a); close(done) }:
+		<-done
+		return status, err
+	case <-s.ended:
+		return "", ErrNothingPending
+	}
+}
+
+// answer gives what waits the client's answer and returns the document's
+// new state.
+func (s *acpSession) answer(a Answer) (string, error) {
 	if a.QuestionID == "" {
 		w := s.waits[a.ToolCallID]
-		if w == nil || w.questions != nil || w.chosen != "" {
+		if w == nil || w.questions != nil {
 			return "", ErrNothingPending
 		}
-		i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID })
-		if i < 0 {
+		if !slices.ContainsFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID }) {
 			return "", &BadAnswerError{fmt.Sprintf("tool call %q offers no option %q", a.ToolCallID, a.OptionID)}
 		}
-		w.chosen = a.OptionID
-		s.signal()
-		if strings.HasPrefix(w.options[i].Kind, "allow") {
-			return documents.StatusApproved, nil
-		}
-		return documents.StatusRejected, nil
+		delete(s.waits, w.callID)
+		s.arm()
+		return s.decide(w, a.OptionID, "client", ""), nil
 	}
 	for _, w := range s.waits {
 		for _, q := range w.questions {
@@ -147,19 +151,17 @@ func (b *Backend) Respond(runID string, a Answer) (string, error) {
 				return "", &BadAnswerError{fmt.Sprintf("question %q takes one option", q.ID)}
 			}
 			w.answers = append(w.answers, documents.QuestionAnswer{QuestionID: q.ID, OptionIDs: append([]string{}, a.OptionIDs...), Text: a.Text, By: "client"})
-			s.signal()
+			if len(w.answers) < len(w.questions) {
+				s.seg.SetAnswers(w.callID, true, w.answers)
+			} else {
+				delete(s.waits, w.callID)
+				s.arm()
+				s.askEnd(w, "answered", "")
+			}
 			return "answered", nil
 		}
 	}
 	return "", ErrNothingPending
-}
-
-// signal wakes the run's goroutine; s.mu is held.
-func (s *acpSession) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 // runACP drives the ACP session of a started agent.
@@ -167,12 +169,14 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	in, quit := make(chan inbound), make(chan struct{})
 	go p.readACP(in, quit)
 	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: in, done: ctx.Done(),
-		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+		calls: map[string]*acpCall{}, waits: map[string]*wait{}, timer: time.NewTimer(time.Hour),
+		answers: make(chan func()), ended: make(chan struct{})}
 	defer s.timer.Stop()
 	p.b.acpRuns.Store(spec.ResponseID, s)
 	err := s.converse()
 	s.expire(true) // what still waits when the agent died
 	p.b.acpRuns.Delete(spec.ResponseID)
+	close(s.ended)
 	if ctx.Err() != nil {
 		p.stop(context.Cause(ctx))
 	}
@@ -307,8 +311,8 @@ func (s *acpSession) call(method string, params, result any) error {
 				return nil
 			}
 			s.inbound(m)
-		case <-s.wake:
-			s.answered()
+		case f := <-s.answers:
+			f()
 		case <-s.timer.C:
 			s.expire(false)
 		case <-limit:
