@@ -42,7 +42,7 @@ type acpSession struct {
 	seg   *translate.Segmenter
 	p     *proc
 	w     *acp.Writer
-	in    <-chan inbound
+	in    chan inbound
 	done  <-chan struct{}  // the run's context
 	grace <-chan time.Time // set once the run is cancelled
 
@@ -166,12 +166,10 @@ func (s *acpSession) answer(a Answer) (string, error) {
 
 // runACP drives the ACP session of a started agent.
 func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	in, quit := make(chan inbound), make(chan struct{})
-	go p.readACP(in, quit)
-	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: in, done: ctx.Done(),
+	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: make(chan inbound), done: ctx.Done(),
 		calls: map[string]*acpCall{}, waits: map[string]*wait{}, timer: time.NewTimer(time.Hour),
 		answers: make(chan func()), ended: make(chan struct{})}
-	defer s.timer.Stop()
+	go p.readACP(s.in, s.ended)
 	p.b.acpRuns.Store(spec.ResponseID, s)
 	err := s.converse()
 	s.expire(true) // what still waits when the agent died
@@ -181,7 +179,6 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 		p.stop(context.Cause(ctx))
 	}
 	p.stdin.Close() // the agent exits at the end of its input
-	close(quit)
 	end := p.end()
 	var rpcErr *acp.Error
 	switch {
@@ -197,8 +194,8 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 }
 
 // readACP passes the agent's lines to the run until its output ends or
-// quit is closed.
-func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
+// the session ended.
+func (p *proc) readACP(in chan<- inbound, ended <-chan struct{}) {
 	defer close(p.readDone)
 	defer close(in)
 	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
@@ -215,7 +212,7 @@ func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
 		}
 		select {
 		case in <- m:
-		case <-quit:
+		case <-ended:
 		}
 	})
 }
@@ -291,9 +288,7 @@ func (s *acpSession) call(method string, params, result any) error {
 	}
 	var limit <-chan time.Time
 	if method != acp.MethodPrompt {
-		t := time.NewTimer(handshakeTimeout)
-		defer t.Stop()
-		limit = t.C
+		limit = time.After(handshakeTimeout)
 	}
 	for {
 		select {
