@@ -239,11 +239,8 @@ func (s *acpSession) converse() error {
 		return err
 	}
 	s.session = sess.SessionID
-	model := ""
-	if sess.Models != nil {
-		model = sess.Models.CurrentModelID
-	}
-	s.seg.Feed(translate.Event{Kind: translate.KindInit, Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: model}})
+	s.seg.Feed(translate.Event{Kind: translate.KindInit,
+		Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: sess.Models.CurrentModelID}})
 	if s.spec.Mode == "plan" || s.spec.Mode == "ask" {
 		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil); err != nil {
 			return err

@@ -5,6 +5,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -208,8 +209,8 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
-	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMark(), tail: newTail(b.cfg.StderrTailBytes),
-		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMarkName + "=" + rand.Text(),
+		tail: newTail(b.cfg.StderrTailBytes), exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
 	if spec.Kill != nil {
 		p.killNow = spec.Kill.KillNow()
 	}

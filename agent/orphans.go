@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -94,11 +93,6 @@ const (
 func HomeMark(dataDir string) string {
 	sum := sha256.Sum256([]byte(dataDir))
 	return hex.EncodeToString(sum[:12])
-}
-
-// groupMark returns a new mark: the environment entry of groupMarkName.
-func groupMark() string {
-	return groupMarkName + "=" + rand.Text()
 }
 
 // recordGroup notes a running agent process group and its mark in pidDir,

@@ -135,9 +135,7 @@ func (s *acpServer) handle(m acp.Message, ended chan<- int) {
 	case acp.MethodNewSession:
 		s.session = newUUID()
 		res := acp.NewSessionResult{SessionID: s.session}
-		res.Models = &struct {
-			CurrentModelID string `json:"currentModelId"`
-		}{s.cfg.model.ID}
+		res.Models.CurrentModelID = s.cfg.model.ID
 		err = s.w.Reply(m.ID, res)
 	case acp.MethodLoadSession:
 		var p acp.SessionParams
