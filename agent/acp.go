@@ -198,15 +198,15 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 func (p *proc) readACP(in chan<- inbound, ended <-chan struct{}) {
 	defer close(p.readDone)
 	defer close(in)
-	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
+	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(line []byte, size int) {
 		p.lastLine.Store(int64(time.Since(p.start)))
 		var m inbound
-		msg, err := acp.Parse(l.Data)
+		msg, err := acp.Parse(line)
 		switch {
-		case l.Data == nil:
-			m.ev = &translate.Event{Kind: translate.KindOversize, Size: l.Size}
+		case line == nil:
+			m.ev = &translate.Event{Kind: translate.KindOversize, Size: size}
 		case err != nil:
-			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(l.Data)}
+			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(line)}
 		default:
 			m.msg = msg
 		}

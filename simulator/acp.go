@@ -69,8 +69,8 @@ func serveACP(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr 
 	lines := make(chan acp.Message)
 	go func() {
 		defer close(lines)
-		_ = acp.ReadLines(stdin, 64<<20, func(l acp.Line) {
-			if m, err := acp.Parse(l.Data); err == nil {
+		_ = acp.ReadLines(stdin, 64<<20, func(line []byte, _ int) {
+			if m, err := acp.Parse(line); err == nil {
 				lines <- m
 			}
 		})
