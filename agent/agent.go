@@ -183,6 +183,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	start := time.Now()
 	p, err := b.spawn(ctx, spec, start)
 	if err != nil {
+		b.metrics.SpawnFailures.Inc()
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
 	}
 	if b.cfg.Protocol == "acp" {
@@ -201,7 +202,6 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 // watchdogs armed; an ACP agent outlives ctx until session/cancel's grace.
 func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
 	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
 	if b.cfg.Protocol == "acp" {
@@ -242,7 +242,6 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 		stop(nil)
 		stdoutR.Close()
 		stderrR.Close()
-		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
 	p.stdin, p.stdout, p.stderr, p.pgid = stdin, &output{File: stdoutR}, stderrR, cmd.Process.Pid
