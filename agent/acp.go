@@ -34,8 +34,8 @@ const (
 var errEnded = errors.New("the session ended")
 
 // acpSession is one run of `agent acp`: the run's goroutine drives it,
-// reading the agent's messages while its own requests are pending, and the
-// gateway's goroutines answer what waits through Respond.
+// reading the agent's messages while its own requests are pending, and
+// gives what waits the answers Respond hands it.
 type acpSession struct {
 	b     *Backend
 	spec  *runs.Spec
