@@ -122,17 +122,10 @@ func (w *Writer) write(method string, id jsontext.Value, params, result any, e *
 	return err
 }
 
-// Line is one line read by ReadLines: its bytes (nil when Size is over
-// the limit) and its length.
-type Line struct {
-	Data []byte
-	Size int
-}
-
-// ReadLines reads r line by line and calls fn with each non-empty line
-// until r ends (nil) or fails; a line longer than max bytes comes with nil
-// Data. Data is valid until fn returns.
-func ReadLines(r io.Reader, max int, fn func(Line)) error {
+// ReadLines reads r line by line and calls fn with each non-empty line and
+// its length until r ends (nil) or fails; a line longer than max bytes
+// comes as nil. The line is valid until fn returns.
+func ReadLines(r io.Reader, max int, fn func(line []byte, size int)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	size := 0
@@ -150,9 +143,9 @@ func ReadLines(r io.Reader, max int, fn func(Line)) error {
 		}
 		switch line := bytes.TrimRight(buf, "\r\n"); {
 		case size > max:
-			fn(Line{Size: size})
+			fn(nil, size)
 		case len(bytes.TrimSpace(line)) > 0:
-			fn(Line{Data: line, Size: len(line)})
+			fn(line, len(line))
 		}
 		buf, size = buf[:0], 0
 		if err != nil {

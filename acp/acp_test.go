@@ -44,13 +44,17 @@ func TestParse(t *testing.T) {
 
 func TestReadLinesOversize(t *testing.T) {
 	in := "short\n" + strings.Repeat("x", 100) + "\n\n  \nlast"
-	var got []acp.Line
-	if err := acp.ReadLines(strings.NewReader(in), 10, func(l acp.Line) {
-		got = append(got, acp.Line{Data: bytes.Clone(l.Data), Size: l.Size})
+	type line struct {
+		data []byte
+		size int
+	}
+	var got []line
+	if err := acp.ReadLines(strings.NewReader(in), 10, func(l []byte, size int) {
+		got = append(got, line{bytes.Clone(l), size})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || string(got[0].Data) != "short" || got[1].Data != nil || got[1].Size != 100 || string(got[2].Data) != "last" {
+	if len(got) != 3 || string(got[0].data) != "short" || got[1].data != nil || got[1].size != 100 || string(got[2].data) != "last" {
 		t.Fatalf("got %+v", got)
 	}
 }
@@ -70,15 +74,15 @@ func FuzzReadLines(f *testing.F) {
 			max += 4096
 		}
 		total := 0
-		err := acp.ReadLines(bytes.NewReader(in), max, func(l acp.Line) {
-			total += l.Size
-			if l.Data == nil {
+		err := acp.ReadLines(bytes.NewReader(in), max, func(line []byte, size int) {
+			total += size
+			if line == nil {
 				return
 			}
-			if len(l.Data) > max {
-				t.Fatalf("a line of %d bytes, over the limit %d", len(l.Data), max)
+			if len(line) > max {
+				t.Fatalf("a line of %d bytes, over the limit %d", len(line), max)
 			}
-			m, err := acp.Parse(l.Data)
+			m, err := acp.Parse(line)
 			if err != nil {
 				return
 			}

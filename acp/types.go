@@ -81,7 +81,7 @@ type SessionParams struct {
 // NewSessionResult is the answer to session/new.
 type NewSessionResult struct {
 	SessionID string `json:"sessionId"`
-	Models    *struct {
+	Models    struct {
 		CurrentModelID string `json:"currentModelId"`
 	} `json:"models,omitzero"`
 }

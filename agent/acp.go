@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -35,15 +34,15 @@ const (
 var errEnded = errors.New("the session ended")
 
 // acpSession is one run of `agent acp`: the run's goroutine drives it,
-// reading the agent's messages while its own requests are pending, and the
-// gateway's goroutines answer what waits through Respond.
+// reading the agent's messages while its own requests are pending, and
+// gives what waits the answers Respond hands it.
 type acpSession struct {
 	b     *Backend
 	spec  *runs.Spec
 	seg   *translate.Segmenter
 	p     *proc
 	w     *acp.Writer
-	in    <-chan inbound
+	in    chan inbound
 	done  <-chan struct{}  // the run's context
 	grace <-chan time.Time // set once the run is cancelled
 
@@ -53,11 +52,11 @@ type acpSession struct {
 	thinking  bool
 	plans     int // the ACP plan updates so far
 	calls     map[string]*acpCall
+	waits     map[string]*wait // by tool call id
+	timer     *time.Timer      // at the first deadline of what waits
 
-	mu    sync.Mutex
-	waits map[string]*wait // by tool call id
-	wake  chan struct{}
-	timer *time.Timer
+	answers chan func()   // Respond's work, done by the run's goroutine
+	ended   chan struct{} // closed when the session no longer takes answers
 }
 
 // inbound is one line of the agent's output: a message, or the event of a
@@ -81,7 +80,6 @@ type wait struct {
 	callID    string
 	options   []documents.PermissionOption
 	questions []acp.Question
-	chosen    string // the option the client chose
 	answers   []documents.QuestionAnswer
 	deadline  time.Time
 }
@@ -106,29 +104,35 @@ func (e *BadAnswerError) Error() string { return e.Msg }
 
 // Respond gives a run's pending permission or question the client's
 // answer; it returns the document's new state.
-func (b *Backend) Respond(runID string, a Answer) (string, error) {
+func (b *Backend) Respond(runID string, a Answer) (status string, err error) {
 	v, ok := b.acpRuns.Load(runID)
 	if !ok {
 		return "", ErrNothingPending
 	}
-	s := v.(*acpSession)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s, done := v.(*acpSession), make(chan struct{})
+	select {
+	case s.answers <- func() { status, err = s.answer(a); close(done) }:
+		<-done
+		return status, err
+	case <-s.ended:
+		return "", ErrNothingPending
+	}
+}
+
+// answer gives what waits the client's answer and returns the document's
+// new state.
+func (s *acpSession) answer(a Answer) (string, error) {
 	if a.QuestionID == "" {
 		w := s.waits[a.ToolCallID]
-		if w == nil || w.questions != nil || w.chosen != "" {
+		if w == nil || w.questions != nil {
 			return "", ErrNothingPending
 		}
-		i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID })
-		if i < 0 {
+		if !slices.ContainsFunc(w.options, func(o documents.PermissionOption) bool { return o.OptionID == a.OptionID }) {
 			return "", &BadAnswerError{fmt.Sprintf("tool call %q offers no option %q", a.ToolCallID, a.OptionID)}
 		}
-		w.chosen = a.OptionID
-		s.signal()
-		if strings.HasPrefix(w.options[i].Kind, "allow") {
-			return documents.StatusApproved, nil
-		}
-		return documents.StatusRejected, nil
+		delete(s.waits, w.callID)
+		s.arm()
+		return s.decide(w, a.OptionID, "client", ""), nil
 	}
 	for _, w := range s.waits {
 		for _, q := range w.questions {
@@ -147,37 +151,34 @@ func (b *Backend) Respond(runID string, a Answer) (string, error) {
 				return "", &BadAnswerError{fmt.Sprintf("question %q takes one option", q.ID)}
 			}
 			w.answers = append(w.answers, documents.QuestionAnswer{QuestionID: q.ID, OptionIDs: append([]string{}, a.OptionIDs...), Text: a.Text, By: "client"})
-			s.signal()
+			if len(w.answers) < len(w.questions) {
+				s.seg.SetAnswers(w.callID, true, w.answers)
+			} else {
+				delete(s.waits, w.callID)
+				s.arm()
+				s.askEnd(w, "answered", "")
+			}
 			return "answered", nil
 		}
 	}
 	return "", ErrNothingPending
 }
 
-// signal wakes the run's goroutine; s.mu is held.
-func (s *acpSession) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
 // runACP drives the ACP session of a started agent.
 func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segmenter) translate.End {
-	in, quit := make(chan inbound), make(chan struct{})
-	go p.readACP(in, quit)
-	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: in, done: ctx.Done(),
-		calls: map[string]*acpCall{}, waits: map[string]*wait{}, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
-	defer s.timer.Stop()
+	s := &acpSession{b: p.b, spec: spec, seg: seg, p: p, w: acp.NewWriter(p.stdin), in: make(chan inbound), done: ctx.Done(),
+		calls: map[string]*acpCall{}, waits: map[string]*wait{}, timer: time.NewTimer(time.Hour),
+		answers: make(chan func()), ended: make(chan struct{})}
+	go p.readACP(s.in, s.ended)
 	p.b.acpRuns.Store(spec.ResponseID, s)
 	err := s.converse()
 	s.expire(true) // what still waits when the agent died
 	p.b.acpRuns.Delete(spec.ResponseID)
+	close(s.ended)
 	if ctx.Err() != nil {
 		p.stop(context.Cause(ctx))
 	}
 	p.stdin.Close() // the agent exits at the end of its input
-	close(quit)
 	end := p.end()
 	var rpcErr *acp.Error
 	switch {
@@ -193,25 +194,25 @@ func (p *proc) runACP(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 }
 
 // readACP passes the agent's lines to the run until its output ends or
-// quit is closed.
-func (p *proc) readACP(in chan<- inbound, quit <-chan struct{}) {
+// the session ended.
+func (p *proc) readACP(in chan<- inbound, ended <-chan struct{}) {
 	defer close(p.readDone)
 	defer close(in)
-	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(l acp.Line) {
+	_ = acp.ReadLines(p.stdout, cmp.Or(p.b.cfg.MaxLineBytes, DefaultMaxLineBytes), func(line []byte, size int) {
 		p.lastLine.Store(int64(time.Since(p.start)))
 		var m inbound
-		msg, err := acp.Parse(l.Data)
+		msg, err := acp.Parse(line)
 		switch {
-		case l.Data == nil:
-			m.ev = &translate.Event{Kind: translate.KindOversize, Size: l.Size}
+		case line == nil:
+			m.ev = &translate.Event{Kind: translate.KindOversize, Size: size}
 		case err != nil:
-			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(l.Data)}
+			m.ev = &translate.Event{Kind: translate.KindNotJSON, Raw: bytes.Clone(line)}
 		default:
 			m.msg = msg
 		}
 		select {
 		case in <- m:
-		case <-quit:
+		case <-ended:
 		}
 	})
 }
@@ -238,11 +239,8 @@ func (s *acpSession) converse() error {
 		return err
 	}
 	s.session = sess.SessionID
-	model := ""
-	if sess.Models != nil {
-		model = sess.Models.CurrentModelID
-	}
-	s.seg.Feed(translate.Event{Kind: translate.KindInit, Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: model}})
+	s.seg.Feed(translate.Event{Kind: translate.KindInit,
+		Init: &translate.Init{SessionID: s.session, Cwd: s.spec.Workspace, Model: sess.Models.CurrentModelID}})
 	if s.spec.Mode == "plan" || s.spec.Mode == "ask" {
 		if err := s.call(acp.MethodSetMode, acp.SetModeParams{SessionID: s.session, ModeID: s.spec.Mode}, nil); err != nil {
 			return err
@@ -287,9 +285,7 @@ func (s *acpSession) call(method string, params, result any) error {
 	}
 	var limit <-chan time.Time
 	if method != acp.MethodPrompt {
-		t := time.NewTimer(handshakeTimeout)
-		defer t.Stop()
-		limit = t.C
+		limit = time.After(handshakeTimeout)
 	}
 	for {
 		select {
@@ -307,8 +303,8 @@ func (s *acpSession) call(method string, params, result any) error {
 				return nil
 			}
 			s.inbound(m)
-		case <-s.wake:
-			s.answered()
+		case f := <-s.answers:
+			f()
 		case <-s.timer.C:
 			s.expire(false)
 		case <-limit:

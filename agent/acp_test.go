@@ -70,3 +70,34 @@ func TestACPScript(t *testing.T) {
 		t.Fatalf("the agent's requests were answered: %s", end.Stderr)
 	}
 }
+
+// TestACPFailedToolWithoutOutput has a tool call fail with content but no
+// rawOutput: its document ends in error with the content's text.
+func TestACPFailedToolWithoutOutput(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agent")
+	script := `#!/bin/sh
+read l; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}'
+read l; echo '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}'
+read l
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"` + "`ls /nowhere`" + `","kind":"execute","status":"pending","rawInput":{"command":"ls /nowhere"}}}}'
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"no such directory"}}]}}}'
+echo '{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}'
+read l
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := agent.New(agent.Config{Binary: bin, Protocol: "acp", KillGrace: time.Second, LingerAfterResult: time.Second}, os.Environ(), metrics.New())
+	var bld documents.Builder
+	seg := translate.NewSegmenter(translate.Options{ResponseID: "chat_1"}, bld.Add)
+	seg.Start()
+	seg.Close(b.Run(context.Background(), &runs.Spec{ResponseID: "chat_1", Prompt: "go", Workspace: dir}, seg))
+	resp := bld.Response()
+	if len(resp.Documents) != 1 {
+		t.Fatalf("documents %+v", resp.Documents)
+	}
+	if d := resp.Documents[0]; !strings.Contains(string(d.Metadata), `"error":"no such directory"`) {
+		t.Fatalf("the failed tool's document: %s %s", d.Type, d.Metadata)
+	}
+}

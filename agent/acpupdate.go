@@ -127,8 +127,10 @@ func (s *acpSession) complete(c *acpCall) {
 	switch {
 	case c.rejected != "":
 		res = map[string]any{"rejected": map[string]string{"reason": c.rejected}}
+	case c.Status == "failed" && c.RawOutput != nil:
+		res = map[string]any{"error": c.RawOutput}
 	case c.Status == "failed":
-		res = map[string]any{"error": cmp.Or[any](c.RawOutput, map[string]string{"error": contentText(items)})}
+		res = map[string]any{"error": map[string]string{"error": contentText(items)}}
 	}
 	r, _ := json.Marshal(res)
 	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: c.ToolCallID, TimestampMs: time.Now().UnixMilli(),

@@ -70,8 +70,9 @@ func (s *acpSession) permission(m acp.Message) {
 }
 
 // decide answers a permission with an option, by id or the first of a kind
-// ("allow", "reject"; "" cancels), and records it in the tool's document.
-func (s *acpSession) decide(w *wait, option, by, reason string) {
+// ("allow", "reject"; "" cancels), records it in the tool's document and
+// returns the document's new state.
+func (s *acpSession) decide(w *wait, option, by, reason string) string {
 	i := slices.IndexFunc(w.options, func(o documents.PermissionOption) bool {
 		return option != "" && (o.OptionID == option || strings.HasPrefix(o.Kind, option))
 	})
@@ -91,6 +92,7 @@ func (s *acpSession) decide(w *wait, option, by, reason string) {
 		s.calls[w.callID].rejected = reason
 	}
 	s.seg.SetApproval(w.callID, documents.Approval{Status: status, Options: w.options, Answer: &documents.PermissionAnswer{OptionID: out.OptionID, By: by}})
+	return status
 }
 
 // ask takes cursor/ask_question: its clarification waits for the
@@ -114,8 +116,6 @@ func (s *acpSession) ask(m acp.Message) {
 
 // await has w wait for the client's answer until agent.answer_timeout.
 func (s *acpSession) await(w *wait) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	w.deadline = time.Now().Add(s.b.cfg.AnswerTimeout)
 	s.waits[w.callID] = w
 	s.arm()
@@ -138,30 +138,9 @@ func (s *acpSession) askEnd(w *wait, outcome, reason string) {
 	s.seg.Feed(translate.Event{Kind: translate.KindToolCompleted, CallID: w.callID, Tool: &translate.ToolCall{Kind: "askQuestionToolCall", Result: []byte(res)}})
 }
 
-// answered hands the client's answers to the agent.
-func (s *acpSession) answered() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, w := range s.waits {
-		switch {
-		case w.questions == nil && w.chosen != "":
-			delete(s.waits, id)
-			s.decide(w, w.chosen, "client", "")
-		case w.questions != nil && len(w.answers) == len(w.questions):
-			delete(s.waits, id)
-			s.askEnd(w, "answered", "")
-		case w.questions != nil && len(w.answers) > 0:
-			s.seg.SetAnswers(id, true, w.answers)
-		}
-	}
-	s.arm()
-}
-
 // expire refuses permissions and skips questions that waited past
 // agent.answer_timeout, or, when all, cancels everything that waits.
 func (s *acpSession) expire(all bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	reason := fmt.Sprintf("no answer came within agent.answer_timeout (%s)", s.b.cfg.AnswerTimeout)
 	for id, w := range s.waits {
 		switch {
@@ -183,7 +162,7 @@ func (s *acpSession) expire(all bool) {
 }
 
 // arm sets the timer to the first deadline of what waits, and marks the
-// agent waiting, not idle, while something does; s.mu is held.
+// agent waiting, not idle, while something does.
 func (s *acpSession) arm() {
 	waiting := len(s.waits) > 0
 	if s.p.waiting.Swap(waiting) && !waiting {

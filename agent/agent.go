@@ -5,6 +5,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -182,6 +183,7 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 	start := time.Now()
 	p, err := b.spawn(ctx, spec, start)
 	if err != nil {
+		b.metrics.SpawnFailures.Inc()
 		return translate.End{Err: err, Elapsed: time.Since(start).Milliseconds()}
 	}
 	if b.cfg.Protocol == "acp" {
@@ -200,7 +202,6 @@ func (b *Backend) Run(ctx context.Context, spec *runs.Spec, seg *translate.Segme
 // watchdogs armed; an ACP agent outlives ctx until session/cancel's grace.
 func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (*proc, error) {
 	if err := b.Ready(); err != nil {
-		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
 	if b.cfg.Protocol == "acp" {
@@ -208,8 +209,8 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
-	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMark(), tail: newTail(b.cfg.StderrTailBytes),
-		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
+	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMarkName + "=" + rand.Text(),
+		tail: newTail(b.cfg.StderrTailBytes), exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
 	if spec.Kill != nil {
 		p.killNow = spec.Kill.KillNow()
 	}
@@ -241,7 +242,6 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 		stop(nil)
 		stdoutR.Close()
 		stderrR.Close()
-		b.metrics.SpawnFailures.Inc()
 		return nil, err
 	}
 	p.stdin, p.stdout, p.stderr, p.pgid = stdin, &output{File: stdoutR}, stderrR, cmd.Process.Pid
@@ -316,6 +316,26 @@ func (p *proc) drainOutput() {
 			}
 		}
 	}
+}
+
+// maxPipe bounds what a pipe holds: more read after the agent stopped was
+// written after it stopped, by a process outside its group.
+const maxPipe = 1 << 20
+
+// output is the agent's stdout as the run reads it, with how much its reads
+// returned and whether one is under way.
+type output struct {
+	*os.File
+	read    atomic.Int64 // bytes returned
+	reading atomic.Bool
+}
+
+func (o *output) Read(b []byte) (int, error) {
+	o.reading.Store(true)
+	n, err := o.File.Read(b)
+	o.reading.Store(false)
+	o.read.Add(int64(n))
+	return n, err
 }
 
 // watch arms the watchdogs of the run's total time and the agent's silence.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -72,17 +71,6 @@ func (b *Backend) runningAgent(pid int) bool {
 	return ok
 }
 
-// lastPid returns the pid the kernel gave last (0 when unknown).
-func lastPid() int {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 5 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[4])
-	return n
-}
-
 // Environment variables that mark an agent's processes, wherever they went,
 // as those of one run, and of the gateways of one data directory.
 const (
@@ -94,11 +82,6 @@ const (
 func HomeMark(dataDir string) string {
 	sum := sha256.Sum256([]byte(dataDir))
 	return hex.EncodeToString(sum[:12])
-}
-
-// groupMark returns a new mark: the environment entry of groupMarkName.
-func groupMark() string {
-	return groupMarkName + "=" + rand.Text()
 }
 
 // recordGroup notes a running agent process group and its mark in pidDir,
@@ -163,8 +146,9 @@ func killMarked(marks map[string]int, since int, skip func(pid int) bool) map[in
 	if len(marks) == 0 {
 		return killed
 	}
-	if since > 0 && lastPid() < since {
-		since = 0 // pids wrapped around
+	last, _ := os.ReadFile("/proc/sys/kernel/ns_last_pid") // the pid the kernel gave last
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(last))); n < since {
+		since = 0 // pids wrapped around, or the last one is unknown
 	}
 	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()

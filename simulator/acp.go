@@ -69,8 +69,8 @@ func serveACP(ctx context.Context, cfg *config, stdin io.Reader, stdout, stderr 
 	lines := make(chan acp.Message)
 	go func() {
 		defer close(lines)
-		_ = acp.ReadLines(stdin, 64<<20, func(l acp.Line) {
-			if m, err := acp.Parse(l.Data); err == nil {
+		_ = acp.ReadLines(stdin, 64<<20, func(line []byte, _ int) {
+			if m, err := acp.Parse(line); err == nil {
 				lines <- m
 			}
 		})
@@ -135,9 +135,7 @@ func (s *acpServer) handle(m acp.Message, ended chan<- int) {
 	case acp.MethodNewSession:
 		s.session = newUUID()
 		res := acp.NewSessionResult{SessionID: s.session}
-		res.Models = &struct {
-			CurrentModelID string `json:"currentModelId"`
-		}{s.cfg.model.ID}
+		res.Models.CurrentModelID = s.cfg.model.ID
 		err = s.w.Reply(m.ID, res)
 	case acp.MethodLoadSession:
 		var p acp.SessionParams
