@@ -42,7 +42,6 @@ type Client struct {
 	now         func() time.Time
 	sleep       func(context.Context, time.Duration) error
 	jitter      func(time.Duration) time.Duration
-	logf        func(string, ...any)
 	repos       reposState
 }
 
@@ -73,7 +72,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      fullJitter,
-		repos:       reposState{ttl: DefaultRepositoriesTTL},
+		repos:       reposState{turn: make(chan struct{}, 1), ttl: DefaultRepositoriesTTL},
 	}
 	for _, o := range opts {
 		o(c)
@@ -162,7 +161,6 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 		if !ok {
 			return err
 		}
-		c.log("cloud: %s %s: %s; attempt %d of %d in %s", r.method, r.path, e.Code, attempt+1, attempts, delay)
 		if serr := c.sleep(ctx, delay); serr != nil {
 			return fmt.Errorf("cloud: %s: waiting to retry: %w", r.op, serr)
 		}
@@ -280,12 +278,4 @@ func (c *Client) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
-}
-
-// log writes a note through the configured logger, without the key.
-func (c *Client) log(format string, args ...any) {
-	if c.logf == nil {
-		return
-	}
-	c.logf("%s", c.redact(fmt.Sprintf(format, args...)))
 }

@@ -89,7 +89,6 @@ func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, yield 
 				return
 			}
 			delay := min(max(backoff(opts.Interval, opts.MaxBackoff, failures), e.RetryAfter), opts.MaxBackoff)
-			c.log("cloud: watch %s: %s; polling again in %s", id, e.Code, delay)
 			if c.sleep(ctx, delay) != nil {
 				return
 			}
