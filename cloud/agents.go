@@ -29,21 +29,14 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 
 // Agent returns an agent's status and results (GET /v0/agents/{id}).
 func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
-	path, err := agentPath(id, "")
-	if err != nil {
-		return nil, err
-	}
-	return send[Agent](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id})
+	return send[Agent](ctx, c, &call{method: http.MethodGet, path: agentPath, policy: retrySafe, op: "agent status", agentID: id})
 }
 
 // Conversation returns an agent's messages (GET /v0/agents/{id}/conversation).
 // A deleted agent's conversation is gone (CodeNotFound).
 func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
-	path, err := agentPath(id, "/conversation")
-	if err != nil {
-		return nil, err
-	}
-	return send[Conversation](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id})
+	r := &call{method: http.MethodGet, path: agentPath + "/conversation", policy: retrySafe, op: "conversation", agentID: id}
+	return send[Conversation](ctx, c, r)
 }
 
 // Launch checks req and starts an agent (POST /v0/agents). It is retried only
@@ -63,30 +56,19 @@ func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err := validatePrompt(prompt); err != nil {
 		return err
 	}
-	path, err := agentPath(id, "/followup")
-	if err != nil {
-		return err
-	}
-	r := &call{method: http.MethodPost, path: path, body: map[string]Prompt{"prompt": prompt}, policy: retryRateLimited, op: "follow-up", agentID: id}
+	r := &call{method: http.MethodPost, path: agentPath + "/followup", body: map[string]Prompt{"prompt": prompt},
+		policy: retryRateLimited, op: "follow-up", agentID: id}
 	return c.do(ctx, r, new(struct{})) // an object naming the agent
 }
 
 // Stop pauses a running agent without deleting it (POST /v0/agents/{id}/stop).
 func (c *Client) Stop(ctx context.Context, id string) error {
-	path, err := agentPath(id, "/stop")
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, new(struct{}))
+	return c.do(ctx, &call{method: http.MethodPost, path: agentPath + "/stop", policy: retrySafe, op: "stop", agentID: id}, new(struct{}))
 }
 
 // Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
 func (c *Client) Delete(ctx context.Context, id string) error {
-	path, err := agentPath(id, "")
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, new(struct{}))
+	return c.do(ctx, &call{method: http.MethodDelete, path: agentPath, policy: retrySafe, op: "delete", agentID: id}, new(struct{}))
 }
 
 // Me describes the API key in use (GET /v0/me).
@@ -125,14 +107,18 @@ func validatePrompt(p Prompt) error {
 	return nil
 }
 
-// agentPath builds /v0/agents/{id}{suffix}, refusing empty or unprintable ids.
-func agentPath(id, suffix string) (string, error) {
+// agentPath is the path of the agent a call names; the call's agentID takes
+// the place of {id}.
+const agentPath = "/v0/agents/{id}"
+
+// checkAgentID refuses an empty or unprintable agent id.
+func checkAgentID(id string) error {
 	if id == "" {
-		return "", badRequest("agent id is empty")
+		return badRequest("agent id is empty")
 	}
 	// "." and ".." would name another endpoint however they are escaped.
 	if len(id) > 256 || id == "." || id == ".." || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", badRequest("agent id is not valid")
+		return badRequest("agent id is not valid")
 	}
-	return "/v0/agents/" + url.PathEscape(id) + suffix, nil
+	return nil
 }

@@ -98,7 +98,7 @@ const (
 // call is one API request.
 type call struct {
 	method  string
-	path    string // from /v0
+	path    string // from /v0; agentPath for an agent's
 	query   url.Values
 	body    any
 	policy  retryPolicy
@@ -130,6 +130,13 @@ func (r *call) retryable(e *Error) bool {
 
 // do sends r, retrying as its policy allows, and decodes a 2xx body into out.
 func (c *Client) do(ctx context.Context, r *call, out any) error {
+	path := r.path
+	if strings.Contains(path, "{id}") {
+		if err := checkAgentID(r.agentID); err != nil {
+			return err
+		}
+		path = strings.Replace(path, "{id}", url.PathEscape(r.agentID), 1)
+	}
 	if c.apiKey == "" {
 		return &Error{Code: CodeUnauthorized, Message: "the Cloud API key is missing or invalid (none is configured)"}
 	}
@@ -140,7 +147,7 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 			return fmt.Errorf("cloud: encode %s request: %w", r.op, err)
 		}
 	}
-	target := c.base + r.path
+	target := c.base + path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
 	}
