@@ -151,17 +151,13 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
 	}
-	attempts := c.maxAttempts
-	if r.policy == retryNever {
-		attempts = 1
-	}
 	for attempt := 1; ; attempt++ {
 		err := c.once(ctx, r, target, payload, out)
 		if err == nil {
 			return nil
 		}
 		var e *Error
-		if !errors.As(err, &e) || attempt >= attempts || !r.retryable(e) {
+		if !errors.As(err, &e) || attempt >= c.maxAttempts || !r.retryable(e) {
 			return err
 		}
 		delay, ok := c.retryDelay(ctx, e, attempt)
@@ -243,19 +239,13 @@ func backoff(base, maxDelay time.Duration, attempt int) time.Duration {
 	return min(d, maxDelay)
 }
 
-// fullJitter picks a delay uniformly in [0, ceiling].
+// fullJitter picks a delay uniformly in [0, ceiling], ceiling >= 0.
 func fullJitter(ceiling time.Duration) time.Duration {
-	if ceiling <= 0 {
-		return 0
-	}
 	return time.Duration(rand.Int64N(int64(ceiling) + 1))
 }
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
 	select {
 	case <-time.After(d):
 		return nil
