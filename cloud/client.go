@@ -86,49 +86,40 @@ func (c *Client) String() string { return "cloud.Client{" + c.base + "}" }
 // GoString describes the client without its key.
 func (c *Client) GoString() string { return c.String() }
 
-// retryPolicy says which failures a request may be repeated after.
-type retryPolicy int
-
-const (
-	retrySafe        retryPolicy = iota // 429, 5xx, transport errors
-	retryRateLimited                    // 429 only: launch, follow-up
-	retryNever                          // repositories, which has its own limiter
-)
-
 // call is one API request.
 type call struct {
 	method  string
 	path    string // from /v0; agentPath for an agent's
 	query   url.Values
 	body    any
-	policy  retryPolicy
 	op      string // what the request does, for messages: "launch"
 	agentID string // the agent the request is about, for 404 messages
+	// unsure, on a request that is not idempotent, tells what to do when it
+	// may have taken effect; such a request is retried after a 429 only.
+	unsure string
+	once   bool // never retried (repositories, which has its own limiter)
 }
 
-// unknownOutcome is the note on failures of non-idempotent requests.
-func (r *call) unknownOutcome() string {
-	switch r.op {
-	case "launch":
-		return "; an agent may have been started: list agents before launching again"
-	case "follow-up":
-		return "; the follow-up may have been delivered: read the conversation before sending it again"
+// unsureNote is r.unsure as a note on a failure.
+func (r *call) unsureNote() string {
+	if r.unsure == "" {
+		return ""
 	}
-	return ""
+	return "; " + r.unsure
 }
 
 // retryable reports whether r may be repeated after e.
 func (r *call) retryable(e *Error) bool {
-	switch r.policy {
-	case retrySafe:
-		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == 0 && e.err != nil // no answer
-	case retryRateLimited:
+	switch {
+	case r.once:
+		return false
+	case r.unsure != "":
 		return e.Status == http.StatusTooManyRequests
 	}
-	return false
+	return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == 0 && e.err != nil // no answer
 }
 
-// do sends r, retrying as its policy allows, and decodes a 2xx body into out.
+// do sends r, retrying as it allows, and decodes a 2xx body into out.
 func (c *Client) do(ctx context.Context, r *call, out any) error {
 	path := r.path
 	if strings.Contains(path, "{id}") {
@@ -185,11 +176,11 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unknownOutcome(), cerr)
+			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unsureNote(), cerr)
 		}
 		return &Error{
 			Code:    CodeUnavailable,
-			Message: c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unknownOutcome()),
+			Message: c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unsureNote()),
 			err:     err,
 		}
 	}

@@ -76,7 +76,7 @@ func statusError(r *call, status int, upstream string, retryAfter time.Duration)
 			e.Message += "; it can be called again in " + retryAfter.String()
 		}
 	case status >= 500:
-		e.Code, e.Message, upstream = CodeUnavailable, "the Cloud Agents API failed the "+r.op+" request"+r.unknownOutcome(), ""
+		e.Code, e.Message, upstream = CodeUnavailable, "the Cloud Agents API failed the "+r.op+" request"+r.unsureNote(), ""
 	default:
 		e.Code, e.Message = CodeUnexpected, "unexpected answer from the Cloud Agents API to "+r.op
 	}

@@ -57,7 +57,7 @@ func (c *Client) Repositories(ctx context.Context) ([]Repository, error) {
 	var out struct {
 		Repositories []Repository `json:"repositories"`
 	}
-	err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/repositories", policy: retryNever, op: "list repositories"}, &out)
+	err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/repositories", op: "list repositories", once: true}, &out)
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeRateLimited {
 		if until := c.now().Add(cmp.Or(e.RetryAfter, time.Minute)); until.After(s.blocked) {
