@@ -147,12 +147,13 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 		if err == nil {
 			return nil
 		}
+		// A wait past the largest delay or the ctx deadline is not worth it.
 		var e *Error
-		if !errors.As(err, &e) || attempt >= c.maxAttempts || !r.retryable(e) {
+		if !errors.As(err, &e) || attempt >= c.maxAttempts || !r.retryable(e) || e.RetryAfter > c.maxDelay {
 			return err
 		}
-		delay, ok := c.retryDelay(ctx, e, attempt)
-		if !ok {
+		delay := cmp.Or(e.RetryAfter, c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt)))
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
 			return err
 		}
 		if serr := c.sleep(ctx, delay); serr != nil {
@@ -203,22 +204,6 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 	retryAfter := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 	return statusError(r, resp.StatusCode, c.redact(upstreamMessage(raw)), retryAfter)
-}
-
-// retryDelay returns the wait before attempt+1, or false when it would pass
-// the largest delay or the ctx deadline.
-func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Duration, bool) {
-	d := e.RetryAfter
-	if d > c.maxDelay {
-		return 0, false
-	}
-	if d <= 0 {
-		d = c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt))
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return 0, false
-	}
-	return d, true
 }
 
 // backoff is base·2^(attempt-1), capped at maxDelay.
