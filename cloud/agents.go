@@ -24,26 +24,18 @@ func (c *Client) ListAgents(ctx context.Context, opts ListOptions) (*AgentList, 
 	if opts.PRURL != "" {
 		q.Set("prUrl", opts.PRURL)
 	}
-	return send[AgentList](ctx, c, &call{method: http.MethodGet, path: "/v0/agents", query: q, policy: retrySafe, op: "list agents"})
+	return send[AgentList](ctx, c, &call{method: http.MethodGet, path: "/v0/agents", query: q, op: "list agents"})
 }
 
 // Agent returns an agent's status and results (GET /v0/agents/{id}).
 func (c *Client) Agent(ctx context.Context, id string) (*Agent, error) {
-	path, err := agentPath(id, "")
-	if err != nil {
-		return nil, err
-	}
-	return send[Agent](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "agent status", agentID: id})
+	return send[Agent](ctx, c, &call{method: http.MethodGet, path: agentPath, op: "agent status", agentID: id})
 }
 
 // Conversation returns an agent's messages (GET /v0/agents/{id}/conversation).
 // A deleted agent's conversation is gone (CodeNotFound).
 func (c *Client) Conversation(ctx context.Context, id string) (*Conversation, error) {
-	path, err := agentPath(id, "/conversation")
-	if err != nil {
-		return nil, err
-	}
-	return send[Conversation](ctx, c, &call{method: http.MethodGet, path: path, policy: retrySafe, op: "conversation", agentID: id})
+	return send[Conversation](ctx, c, &call{method: http.MethodGet, path: agentPath + "/conversation", op: "conversation", agentID: id})
 }
 
 // Launch checks req and starts an agent (POST /v0/agents). It is retried only
@@ -55,7 +47,8 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) (*Agent, error) 
 	if strings.TrimSpace(req.Source.Repository) == "" && strings.TrimSpace(req.Source.PRURL) == "" {
 		return nil, badRequest("source.repository is required unless source.prUrl is given")
 	}
-	return send[Agent](ctx, c, &call{method: http.MethodPost, path: "/v0/agents", body: req, policy: retryRateLimited, op: "launch"})
+	return send[Agent](ctx, c, &call{method: http.MethodPost, path: "/v0/agents", body: req, op: "launch",
+		unsure: "an agent may have been started: list agents before launching again"})
 }
 
 // FollowUp sends another prompt to an agent (POST /v0/agents/{id}/followup).
@@ -63,35 +56,24 @@ func (c *Client) FollowUp(ctx context.Context, id string, prompt Prompt) error {
 	if err := validatePrompt(prompt); err != nil {
 		return err
 	}
-	path, err := agentPath(id, "/followup")
-	if err != nil {
-		return err
-	}
-	r := &call{method: http.MethodPost, path: path, body: map[string]Prompt{"prompt": prompt}, policy: retryRateLimited, op: "follow-up", agentID: id}
+	r := &call{method: http.MethodPost, path: agentPath + "/followup", body: map[string]Prompt{"prompt": prompt}, op: "follow-up",
+		agentID: id, unsure: "the follow-up may have been delivered: read the conversation before sending it again"}
 	return c.do(ctx, r, new(struct{})) // an object naming the agent
 }
 
 // Stop pauses a running agent without deleting it (POST /v0/agents/{id}/stop).
 func (c *Client) Stop(ctx context.Context, id string) error {
-	path, err := agentPath(id, "/stop")
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, &call{method: http.MethodPost, path: path, policy: retrySafe, op: "stop", agentID: id}, new(struct{}))
+	return c.do(ctx, &call{method: http.MethodPost, path: agentPath + "/stop", op: "stop", agentID: id}, new(struct{}))
 }
 
 // Delete removes an agent and its conversation (DELETE /v0/agents/{id}).
 func (c *Client) Delete(ctx context.Context, id string) error {
-	path, err := agentPath(id, "")
-	if err != nil {
-		return err
-	}
-	return c.do(ctx, &call{method: http.MethodDelete, path: path, policy: retrySafe, op: "delete", agentID: id}, new(struct{}))
+	return c.do(ctx, &call{method: http.MethodDelete, path: agentPath, op: "delete", agentID: id}, new(struct{}))
 }
 
 // Me describes the API key in use (GET /v0/me).
 func (c *Client) Me(ctx context.Context) (*APIKeyInfo, error) {
-	return send[APIKeyInfo](ctx, c, &call{method: http.MethodGet, path: "/v0/me", policy: retrySafe, op: "API key info"})
+	return send[APIKeyInfo](ctx, c, &call{method: http.MethodGet, path: "/v0/me", op: "API key info"})
 }
 
 // Models returns the recommended model names (GET /v0/models).
@@ -99,7 +81,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	var out struct {
 		Models []string `json:"models"`
 	}
-	if err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/models", policy: retrySafe, op: "list models"}, &out); err != nil {
+	if err := c.do(ctx, &call{method: http.MethodGet, path: "/v0/models", op: "list models"}, &out); err != nil {
 		return nil, err
 	}
 	return out.Models, nil
@@ -125,14 +107,18 @@ func validatePrompt(p Prompt) error {
 	return nil
 }
 
-// agentPath builds /v0/agents/{id}{suffix}, refusing empty or unprintable ids.
-func agentPath(id, suffix string) (string, error) {
+// agentPath is the path of the agent a call names; the call's agentID takes
+// the place of {id}.
+const agentPath = "/v0/agents/{id}"
+
+// checkAgentID refuses an empty or unprintable agent id.
+func checkAgentID(id string) error {
 	if id == "" {
-		return "", badRequest("agent id is empty")
+		return badRequest("agent id is empty")
 	}
 	// "." and ".." would name another endpoint however they are escaped.
 	if len(id) > 256 || id == "." || id == ".." || strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", badRequest("agent id is not valid")
+		return badRequest("agent id is not valid")
 	}
-	return "/v0/agents/" + url.PathEscape(id) + suffix, nil
+	return nil
 }

@@ -42,7 +42,6 @@ type Client struct {
 	now         func() time.Time
 	sleep       func(context.Context, time.Duration) error
 	jitter      func(time.Duration) time.Duration
-	logf        func(string, ...any)
 	repos       reposState
 }
 
@@ -73,7 +72,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		now:         time.Now,
 		sleep:       sleepCtx,
 		jitter:      fullJitter,
-		repos:       reposState{ttl: DefaultRepositoriesTTL},
+		repos:       reposState{turn: make(chan struct{}, 1), ttl: DefaultRepositoriesTTL},
 	}
 	for _, o := range opts {
 		o(c)
@@ -87,50 +86,48 @@ func (c *Client) String() string { return "cloud.Client{" + c.base + "}" }
 // GoString describes the client without its key.
 func (c *Client) GoString() string { return c.String() }
 
-// retryPolicy says which failures a request may be repeated after.
-type retryPolicy int
-
-const (
-	retrySafe        retryPolicy = iota // 429, 5xx, transport errors
-	retryRateLimited                    // 429 only: launch, follow-up
-	retryNever                          // repositories, which has its own limiter
-)
-
 // call is one API request.
 type call struct {
 	method  string
-	path    string // from /v0
+	path    string // from /v0; agentPath for an agent's
 	query   url.Values
 	body    any
-	policy  retryPolicy
 	op      string // what the request does, for messages: "launch"
 	agentID string // the agent the request is about, for 404 messages
+	// unsure, on a request that is not idempotent, tells what to do when it
+	// may have taken effect; such a request is retried after a 429 only.
+	unsure string
+	once   bool // never retried (repositories, which has its own limiter)
 }
 
-// unknownOutcome is the note on failures of non-idempotent requests.
-func (r *call) unknownOutcome() string {
-	switch r.op {
-	case "launch":
-		return "; an agent may have been started: list agents before launching again"
-	case "follow-up":
-		return "; the follow-up may have been delivered: read the conversation before sending it again"
+// unsureNote is r.unsure as a note on a failure.
+func (r *call) unsureNote() string {
+	if r.unsure == "" {
+		return ""
 	}
-	return ""
+	return "; " + r.unsure
 }
 
 // retryable reports whether r may be repeated after e.
 func (r *call) retryable(e *Error) bool {
-	switch r.policy {
-	case retrySafe:
-		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == 0 && e.err != nil // no answer
-	case retryRateLimited:
+	switch {
+	case r.once:
+		return false
+	case r.unsure != "":
 		return e.Status == http.StatusTooManyRequests
 	}
-	return false
+	return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == 0 && e.err != nil // no answer
 }
 
-// do sends r, retrying as its policy allows, and decodes a 2xx body into out.
+// do sends r, retrying as it allows, and decodes a 2xx body into out.
 func (c *Client) do(ctx context.Context, r *call, out any) error {
+	path := r.path
+	if strings.Contains(path, "{id}") {
+		if err := checkAgentID(r.agentID); err != nil {
+			return err
+		}
+		path = strings.Replace(path, "{id}", url.PathEscape(r.agentID), 1)
+	}
 	if c.apiKey == "" {
 		return &Error{Code: CodeUnauthorized, Message: "the Cloud API key is missing or invalid (none is configured)"}
 	}
@@ -141,28 +138,24 @@ func (c *Client) do(ctx context.Context, r *call, out any) error {
 			return fmt.Errorf("cloud: encode %s request: %w", r.op, err)
 		}
 	}
-	target := c.base + r.path
+	target := c.base + path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
-	}
-	attempts := c.maxAttempts
-	if r.policy == retryNever {
-		attempts = 1
 	}
 	for attempt := 1; ; attempt++ {
 		err := c.once(ctx, r, target, payload, out)
 		if err == nil {
 			return nil
 		}
+		// A wait past the largest delay or the ctx deadline is not worth it.
 		var e *Error
-		if !errors.As(err, &e) || attempt >= attempts || !r.retryable(e) {
+		if !errors.As(err, &e) || attempt >= c.maxAttempts || !r.retryable(e) || e.RetryAfter > c.maxDelay {
 			return err
 		}
-		delay, ok := c.retryDelay(ctx, e, attempt)
-		if !ok {
+		delay := cmp.Or(e.RetryAfter, c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt)))
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {
 			return err
 		}
-		c.log("cloud: %s %s: %s; attempt %d of %d in %s", r.method, r.path, e.Code, attempt+1, attempts, delay)
 		if serr := c.sleep(ctx, delay); serr != nil {
 			return fmt.Errorf("cloud: %s: waiting to retry: %w", r.op, serr)
 		}
@@ -184,11 +177,11 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unknownOutcome(), cerr)
+			return fmt.Errorf("cloud: %s: no answer before the context ended%s: %w", r.op, r.unsureNote(), cerr)
 		}
 		return &Error{
 			Code:    CodeUnavailable,
-			Message: c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unknownOutcome()),
+			Message: c.redact("no answer from the Cloud Agents API (" + r.op + "): " + err.Error() + r.unsureNote()),
 			err:     err,
 		}
 	}
@@ -213,22 +206,6 @@ func (c *Client) once(ctx context.Context, r *call, target string, payload []byt
 	return statusError(r, resp.StatusCode, c.redact(upstreamMessage(raw)), retryAfter)
 }
 
-// retryDelay returns the wait before attempt+1, or false when it would pass
-// the largest delay or the ctx deadline.
-func (c *Client) retryDelay(ctx context.Context, e *Error, attempt int) (time.Duration, bool) {
-	d := e.RetryAfter
-	if d > c.maxDelay {
-		return 0, false
-	}
-	if d <= 0 {
-		d = c.jitter(backoff(DefaultBaseDelay, c.maxDelay, attempt))
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return 0, false
-	}
-	return d, true
-}
-
 // backoff is base·2^(attempt-1), capped at maxDelay.
 func backoff(base, maxDelay time.Duration, attempt int) time.Duration {
 	d := base
@@ -238,19 +215,13 @@ func backoff(base, maxDelay time.Duration, attempt int) time.Duration {
 	return min(d, maxDelay)
 }
 
-// fullJitter picks a delay uniformly in [0, ceiling].
+// fullJitter picks a delay uniformly in [0, ceiling], ceiling >= 0.
 func fullJitter(ceiling time.Duration) time.Duration {
-	if ceiling <= 0 {
-		return 0
-	}
 	return time.Duration(rand.Int64N(int64(ceiling) + 1))
 }
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
 	select {
 	case <-time.After(d):
 		return nil
@@ -280,12 +251,4 @@ func (c *Client) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
-}
-
-// log writes a note through the configured logger, without the key.
-func (c *Client) log(format string, args ...any) {
-	if c.logf == nil {
-		return
-	}
-	c.logf("%s", c.redact(fmt.Sprintf(format, args...)))
 }

@@ -57,44 +57,31 @@ func badRequest(format string, args ...any) *Error {
 // statusError maps an error response and the API's message to an *Error.
 func statusError(r *call, status int, upstream string, retryAfter time.Duration) *Error {
 	e := &Error{Status: status, RetryAfter: retryAfter}
-	withUpstream := func(msg string) string {
-		if upstream == "" {
-			return msg
-		}
-		return msg + ": " + upstream
-	}
 	switch {
 	case status == http.StatusBadRequest:
-		e.Code = CodeBadRequest
-		e.Message = withUpstream("the Cloud Agents API rejected the " + r.op + " request")
+		e.Code, e.Message = CodeBadRequest, "the Cloud Agents API rejected the "+r.op+" request"
 	case status == http.StatusUnauthorized:
-		e.Code = CodeUnauthorized
-		e.Message = "the Cloud API key is missing or invalid"
+		e.Code, e.Message, upstream = CodeUnauthorized, "the Cloud API key is missing or invalid", ""
 	case status == http.StatusForbidden:
-		e.Code = CodeForbidden
-		e.Message = withUpstream("the Cloud API key is not allowed to " + r.op)
+		e.Code, e.Message = CodeForbidden, "the Cloud API key is not allowed to "+r.op
+	case status == http.StatusNotFound && r.agentID != "":
+		e.Code, e.Message, upstream = CodeNotFound, "no such agent: "+r.agentID, ""
 	case status == http.StatusNotFound:
-		e.Code = CodeNotFound
-		if r.agentID != "" {
-			e.Message = "no such agent: " + r.agentID
-		} else {
-			e.Message = withUpstream("not found: " + r.method + " " + r.path)
-		}
+		e.Code, e.Message = CodeNotFound, "not found: "+r.method+" "+r.path
 	case status == http.StatusConflict:
-		e.Code = CodeConflict
-		e.Message = withUpstream("the agent cannot take the " + r.op + " request now")
+		e.Code, e.Message = CodeConflict, "the agent cannot take the "+r.op+" request now"
 	case status == http.StatusTooManyRequests:
-		e.Code = CodeRateLimited
-		e.Message = "the Cloud Agents API rate limit was reached"
+		e.Code, e.Message, upstream = CodeRateLimited, "the Cloud Agents API rate limit was reached", ""
 		if retryAfter > 0 {
 			e.Message += "; it can be called again in " + retryAfter.String()
 		}
 	case status >= 500:
-		e.Code = CodeUnavailable
-		e.Message = "the Cloud Agents API failed the " + r.op + " request" + r.unknownOutcome()
+		e.Code, e.Message, upstream = CodeUnavailable, "the Cloud Agents API failed the "+r.op+" request"+r.unsureNote(), ""
 	default:
-		e.Code = CodeUnexpected
-		e.Message = withUpstream("unexpected answer from the Cloud Agents API to " + r.op)
+		e.Code, e.Message = CodeUnexpected, "unexpected answer from the Cloud Agents API to "+r.op
+	}
+	if upstream != "" { // the API's own words, where they add to ours
+		e.Message += ": " + upstream
 	}
 	return e
 }

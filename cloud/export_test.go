@@ -8,7 +8,7 @@ import (
 )
 
 // The options below set what the tests drive: the HTTP client, retries,
-// the clock, waits, jitter, notes and the repositories cache.
+// the clock, waits, jitter and the repositories cache.
 
 // WithHTTPClient sets the HTTP client. The default has a 60 s timeout.
 func WithHTTPClient(hc *http.Client) Option {
@@ -59,11 +59,6 @@ func WithJitter(jitter func(ceiling time.Duration) time.Duration) Option {
 			c.jitter = jitter
 		}
 	}
-}
-
-// WithLogger sets a printf-style function for retry and cache notes.
-func WithLogger(logf func(format string, args ...any)) Option {
-	return func(c *Client) { c.logf = logf }
 }
 
 // WithRepositoriesTTL sets how long Repositories reuses a fetched list; zero

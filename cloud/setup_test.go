@@ -3,7 +3,6 @@ package cloud_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,12 +13,11 @@ import (
 	"github.com/docstream/docstream/cloud/cloudtest"
 )
 
-// recorder collects the waits and log lines of a client; its sleep returns at
-// once so no test waits for real time.
+// recorder collects the waits of a client; its sleep returns at once so no
+// test waits for real time.
 type recorder struct {
 	mu     sync.Mutex
 	sleeps []time.Duration
-	logs   []string
 	// onSleep, when set, runs after each recorded wait with its 1-based count.
 	onSleep func(n int)
 }
@@ -35,22 +33,10 @@ func (r *recorder) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-func (r *recorder) logf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = append(r.logs, fmt.Sprintf(format, args...))
-}
-
 func (r *recorder) Sleeps() []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Duration(nil), r.sleeps...)
-}
-
-func (r *recorder) Logs() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.logs...)
 }
 
 // fakeClock is a settable clock shared by client and fake.
@@ -82,11 +68,11 @@ func newFake(t *testing.T, opts ...cloudtest.Option) *cloudtest.Server {
 	return srv
 }
 
-// newClient returns a client of srv with recorded sleeps and logs.
+// newClient returns a client of srv with recorded sleeps.
 func newClient(t *testing.T, srv *cloudtest.Server, opts ...cloud.Option) (*cloud.Client, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	all := append([]cloud.Option{cloud.WithSleep(rec.sleep), cloud.WithLogger(rec.logf)}, opts...)
+	all := append([]cloud.Option{cloud.WithSleep(rec.sleep)}, opts...)
 	c, err := cloud.New(srv.URL, srv.APIKey, all...)
 	if err != nil {
 		t.Fatal(err)

@@ -59,75 +59,71 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions) iter.S
 	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultWatchMaxBackoff), opts.Interval)
 	opts.MaxErrors = cmp.Or(opts.MaxErrors, DefaultWatchMaxErrors)
 	opts.FollowUpGrace = cmp.Or(opts.FollowUpGrace, DefaultFollowUpGrace)
-	return func(yield func(Update) bool) { c.watch(ctx, id, opts, yield) }
-}
-
-// watch polls until the end of the watch.
-func (c *Client) watch(ctx context.Context, id string, opts WatchOptions, yield func(Update) bool) {
-	seen := map[string]string{} // message key → text last reported
-	for i, m := range opts.Known {
-		seen[messageKey(m, i)] = m.Text
-	}
-	started := c.now()
-	active := !opts.FollowUp
-	var last Status
-	failures := 0
-	for {
-		agent, err := c.Agent(ctx, id)
-		var conv *Conversation
-		if err == nil {
-			conv, err = c.Conversation(ctx, id)
+	return func(yield func(Update) bool) {
+		seen := map[string]string{} // message key → text last reported
+		for i, m := range opts.Known {
+			seen[messageKey(m, i)] = m.Text
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		started := c.now()
+		active := !opts.FollowUp
+		var last Status
+		failures := 0
+		for {
+			agent, err := c.Agent(ctx, id)
+			var conv *Conversation
+			if err == nil {
+				conv, err = c.Conversation(ctx, id)
 			}
-			var e *Error
-			failures++
-			if !errors.As(err, &e) || !e.Retryable() || failures >= opts.MaxErrors {
-				yield(Update{Kind: UpdateError, Err: err})
-				return
-			}
-			delay := min(max(backoff(opts.Interval, opts.MaxBackoff, failures), e.RetryAfter), opts.MaxBackoff)
-			c.log("cloud: watch %s: %s; polling again in %s", id, e.Code, delay)
-			if c.sleep(ctx, delay) != nil {
-				return
-			}
-			continue
-		}
-		failures = 0
-		terminal := agent.Status.Terminal()
-		if !terminal {
-			active = true
-		}
-		final := terminal && (active || c.now().Sub(started) >= opts.FollowUpGrace)
-		if !terminal && agent.Status != last {
-			last = agent.Status
-			if !yield(Update{Kind: UpdateStatus, Agent: agent}) {
-				return
-			}
-		}
-		for i, m := range conv.Messages {
-			k := messageKey(m, i)
-			prev, ok := seen[k]
-			if ok && prev == m.Text {
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				var e *Error
+				failures++
+				if !errors.As(err, &e) || !e.Retryable() || failures >= opts.MaxErrors {
+					yield(Update{Kind: UpdateError, Err: err})
+					return
+				}
+				delay := min(max(backoff(opts.Interval, opts.MaxBackoff, failures), e.RetryAfter), opts.MaxBackoff)
+				if c.sleep(ctx, delay) != nil {
+					return
+				}
 				continue
 			}
-			seen[k] = m.Text
-			u := Update{Kind: UpdateMessage, Message: &m}
-			if ok {
-				u.Kind, u.Previous = UpdateMessageGrew, prev
+			failures = 0
+			terminal := agent.Status.Terminal()
+			if !terminal {
+				active = true
 			}
-			if !yield(u) {
+			final := terminal && (active || c.now().Sub(started) >= opts.FollowUpGrace)
+			if !terminal && agent.Status != last {
+				last = agent.Status
+				if !yield(Update{Kind: UpdateStatus, Agent: agent}) {
+					return
+				}
+			}
+			for i, m := range conv.Messages {
+				k := messageKey(m, i)
+				prev, ok := seen[k]
+				if ok && prev == m.Text {
+					continue
+				}
+				seen[k] = m.Text
+				u := Update{Kind: UpdateMessage, Message: &m}
+				if ok {
+					u.Kind, u.Previous = UpdateMessageGrew, prev
+				}
+				if !yield(u) {
+					return
+				}
+			}
+			if final {
+				yield(Update{Kind: UpdateDone, Agent: agent})
 				return
 			}
-		}
-		if final {
-			yield(Update{Kind: UpdateDone, Agent: agent})
-			return
-		}
-		if c.sleep(ctx, opts.Interval) != nil {
-			return
+			if c.sleep(ctx, opts.Interval) != nil {
+				return
+			}
 		}
 	}
 }

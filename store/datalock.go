@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,7 @@ import (
 // DataDir is the directory of the SQLite store at path (the default when
 // empty), with symbolic links resolved.
 func DataDir(path string) string {
-	path = storePath(path)
+	path = cmp.Or(path, defaultPath)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -22,7 +23,7 @@ func DataDir(path string) string {
 
 // CheckPath refuses a SQLite store path that cannot be a database file.
 func CheckPath(path string) error {
-	path = storePath(path)
+	path = cmp.Or(path, defaultPath)
 	if strings.HasPrefix(path, "~") {
 		return fmt.Errorf("store.path %q: ~ is not expanded; give an absolute path, or one relative to the working directory", path)
 	}

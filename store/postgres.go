@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -118,15 +117,12 @@ func (p *PostgresStore) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
 			return fmt.Errorf("locking the schema: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS docstream_schema (version int NOT NULL)`); err != nil {
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS docstream_schema (version int NOT NULL);
+			INSERT INTO docstream_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM docstream_schema)`); err != nil {
 			return fmt.Errorf("reading the schema version: %w", err)
 		}
 		var v int
-		err := tx.QueryRow(ctx, `SELECT version FROM docstream_schema`).Scan(&v)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = tx.Exec(ctx, `INSERT INTO docstream_schema (version) VALUES (0)`)
-		}
-		if err != nil {
+		if err := tx.QueryRow(ctx, `SELECT version FROM docstream_schema`).Scan(&v); err != nil {
 			return fmt.Errorf("reading the schema version: %w", err)
 		}
 		for i := v; i < len(pgMigrations); i++ {
@@ -134,10 +130,9 @@ func (p *PostgresStore) migrate(ctx context.Context) error {
 				return fmt.Errorf("migration %d: %w", i+1, err)
 			}
 		}
-		if v < len(pgMigrations) {
-			if _, err := tx.Exec(ctx, `UPDATE docstream_schema SET version = $1`, len(pgMigrations)); err != nil {
-				return fmt.Errorf("migrating: %w", err)
-			}
+		// A newer replica's version stays.
+		if _, err := tx.Exec(ctx, `UPDATE docstream_schema SET version = greatest(version, $1)`, len(pgMigrations)); err != nil {
+			return fmt.Errorf("migrating: %w", err)
 		}
 		return nil
 	})

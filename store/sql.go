@@ -57,7 +57,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLStore, error) {
 
 // openSQLite is OpenSQLite with the checkpointer's timing.
 func openSQLite(ctx context.Context, path string, every time.Duration, longLog int) (*SQLStore, error) {
-	path = storePath(path)
+	path = cmp.Or(path, defaultPath)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the store folder: %w", err)
 	}
@@ -96,13 +96,8 @@ func openSQLite(ctx context.Context, path string, every time.Duration, longLog i
 	return s, nil
 }
 
-// storePath is the SQLite store's file: store.path, or its default.
-func storePath(path string) string {
-	if path == "" {
-		return "./data/docstream.db"
-	}
-	return path
-}
+// defaultPath is the SQLite store's file when store.path is empty.
+const defaultPath = "./data/docstream.db"
 
 // migration is one step of SQLite's schema: SQL, and columns added unless
 // their table has them already (an older gateway may have set the version

@@ -92,11 +92,6 @@ type Cursor struct {
 	ID      string
 }
 
-// precedes reports whether the place p comes before c in the listing order.
-func (p Cursor) precedes(c *Conversation) bool {
-	return byActivity(Conversation{ID: p.ID, Updated: p.Updated}, *c) < 0
-}
-
 // byActivity orders conversations as listed: the most recently active first.
 func byActivity(a, b Conversation) int {
 	if c := b.Updated.Compare(a.Updated); c != 0 {
@@ -346,10 +341,10 @@ func (m *MemoryStore) Conversations(_ context.Context, q ListQuery) ([]Conversat
 	defer m.mu.Unlock()
 	out := []Conversation{}
 	for _, c := range m.convs {
-		if q.Owner != "" && c.Owner != q.Owner || q.Workspace != "" && c.Workspace != q.Workspace || q.After != nil && !q.After.precedes(c) {
-			continue
+		after := q.After == nil || byActivity(Conversation{ID: q.After.ID, Updated: q.After.Updated}, *c) < 0
+		if after && (q.Owner == "" || c.Owner == q.Owner) && (q.Workspace == "" || c.Workspace == q.Workspace) {
+			out = append(out, *c)
 		}
-		out = append(out, *c)
 	}
 	slices.SortFunc(out, byActivity)
 	if q.Limit > 0 && len(out) > q.Limit {
