@@ -119,14 +119,10 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	src  io.Reader
-	br   *bufio.Reader // nil at the end
-	done bool          // the input has ended
-	max  int
-	// parts holds the pieces of a line longer than the read buffer; size
-	// is that line's length so far.
-	parts   [][]byte
-	size    int
+	src     io.Reader
+	br      *bufio.Reader // nil at the end
+	done    bool          // the input has ended
+	max     int
 	bufSize int
 	// A line is decoded by dec, reading from in; last holds the ids of
 	// the line before.
@@ -186,31 +182,30 @@ func (d *Decoder) readLine() ([]byte, int, error) {
 	if d.br == nil {
 		d.br = bufio.NewReaderSize(d.src, d.bufSize)
 	}
+	var parts [][]byte // the pieces of a line longer than the read buffer
+	size := 0
 	for {
 		chunk, err := d.br.ReadSlice('\n')
-		if err == nil && d.parts == nil && d.size == 0 {
+		if err == nil && parts == nil && size == 0 {
 			return chunk[:len(chunk)-1], len(chunk) - 1, nil
 		}
 		if err == nil {
 			chunk = chunk[:len(chunk)-1]
 		}
-		d.size += len(chunk)
-		if d.size <= d.max {
-			d.parts = append(d.parts, bytes.Clone(chunk))
+		size += len(chunk)
+		if size <= d.max {
+			parts = append(parts, bytes.Clone(chunk))
 		} else {
-			d.parts = nil
+			parts = nil
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
-		case err == nil || errors.Is(err, io.EOF) && d.size > 0:
+		case err == nil || errors.Is(err, io.EOF) && size > 0:
 			// Copied as they came, the parts are joined once: a line of
 			// megabytes costs about twice its size, and no buffer is
 			// kept for the next line.
-			line, size := bytes.Join(d.parts, nil), d.size
-			d.parts, d.size = nil, 0
-			return line, size, nil
+			return bytes.Join(parts, nil), size, nil
 		default:
-			d.parts, d.size = nil, 0
 			return nil, 0, err
 		}
 	}
