@@ -23,11 +23,12 @@ func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
 // code pieces are joined, since how text is split is not part of the result.
 func LexChunks(chunks []string) []string {
 	rec := &lexRecorder{}
-	l := newLexer(rec)
+	l := &lexer{sink: rec, state: lexLineStart}
 	for _, c := range chunks {
 		l.Write(c)
 	}
 	l.End()
+	rec.add("end", "")
 	return rec.calls
 }
 
@@ -47,7 +48,6 @@ func (r *lexRecorder) openFence(f fence) {
 }
 func (r *lexRecorder) fenceText(s string) { r.add("code:", s) }
 func (r *lexRecorder) closeFence()        { r.add("close", "") }
-func (r *lexRecorder) endMessage()        { r.add("end", "") }
 
 // ReadJSON runs the readers of tool calls and their arguments and results
 // over b, which may be anything: they must not panic.

@@ -570,6 +570,7 @@ func (s *Segmenter) EndSegment() {
 	if len(s.seg) > 0 || s.segText != "" {
 		s.lastFinal = !s.segMCID
 		s.lex.End()
+		s.closeText()
 		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
 	}
 	s.seg, s.segText = s.seg[:0], ""
@@ -661,10 +662,10 @@ func (s *Segmenter) fenceText(t string) {
 		}
 		held = s.wsHeld
 		s.wsHeld = s.wsHeld[:0]
-		kind, lang, file, start, end := parseInfo(s.fence.info)
+		ref, lang, file, start, end := parseInfo(s.fence.info)
 		var meta jsontext.Value
 		typ := documents.TypeCodeBlock
-		if kind == blockRef {
+		if ref {
 			typ = documents.TypeCodeReference
 			meta = marshal(documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang})
 		} else {
@@ -690,10 +691,6 @@ func (s *Segmenter) purpose(lang string) string {
 }
 
 func (s *Segmenter) closeFence() { s.closeDoc(&s.codeID, s.codeMeta) }
-
-func (s *Segmenter) endMessage() {
-	s.closeText()
-}
 
 func (s *Segmenter) closeText() { s.closeDoc(&s.textID, textMeta) }
 
