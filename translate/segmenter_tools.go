@@ -206,21 +206,16 @@ func errText(v jsontext.Value) string {
 		// The members are read in order, which no Go type keeps.
 		first, message := "", ""
 		dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts)
-		if _, err := dec.ReadToken(); err != nil {
-			break
-		}
-		for dec.PeekKind() == '"' {
-			tok, _ := dec.ReadToken()
-			name := tok.String()
+		eachMember(dec, func(name []byte) error {
 			val, err := dec.ReadValue()
-			if err != nil || val.Kind() != '"' || strings.TrimSpace(str(val)) == "" {
-				continue
+			if t := str(val); strings.TrimSpace(t) != "" {
+				first = cmp.Or(first, t)
+				if message == "" && strings.Contains(strings.ToLower(string(name)), "message") {
+					message = t
+				}
 			}
-			first = cmp.Or(first, str(val))
-			if message == "" && strings.Contains(strings.ToLower(name), "message") {
-				message = str(val)
-			}
-		}
+			return err
+		})
 		if t := cmp.Or(message, first); t != "" {
 			return t
 		}
