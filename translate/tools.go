@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -399,38 +398,19 @@ func patchTarget(p string) (path, op, newPath string) {
 	return path, cmp.Or(op, "edit"), newPath
 }
 
-// argFields maps the name of each argument member toolArgs reads to its
-// field.
-var argFields = func() map[string]int {
-	t := reflect.TypeFor[toolArgs]()
-	m := make(map[string]int, t.NumField())
-	for i := range t.NumField() {
-		m[t.Field(i).Tag.Get("json")] = i
-	}
-	return m
-}()
-
-// readArgs decodes a tool's arguments object into a in one pass with dec
-// (a member of an unexpected type is left out) and returns it as written,
-// but for its toolCallId member and repeated member names.
+// readArgs decodes a tool's arguments object into a (a member of an
+// unexpected type is left out) and returns it as written, but for its
+// toolCallId member and repeated member names; dec reads its members.
 func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
 	if raw.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
-	raw = dedupe(raw)
+	raw = unmarshalLast(raw, a)
 	out := append(make(jsontext.Value, 0, len(raw)), '{')
 	dec.Reset(bytes.NewBuffer(raw), decodeOpts)
-	fields := reflect.ValueOf(a).Elem()
 	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
 	err := eachMember(dec, func(name []byte) error {
-		v, err := dec.ReadValue()
-		if i, ok := argFields[string(name)]; ok && err == nil {
-			if f := fields.Field(i); f.Kind() == reflect.String && v.Kind() == '"' {
-				f.SetString(str(v))
-			} else {
-				unmarshal(v, f.Addr().Interface())
-			}
-		}
+		err := dec.SkipValue()
 		member := bytes.TrimLeft(raw[prev:dec.InputOffset()], " \t\r\n,")
 		prev = dec.InputOffset()
 		switch {
