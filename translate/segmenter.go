@@ -57,7 +57,7 @@ type Stats struct {
 // emitted through a callback in order. It is not safe for concurrent use.
 type Segmenter struct {
 	opts Options
-	emit func(documents.Event)
+	out  func(documents.Event)
 	lex  lexer
 
 	started bool
@@ -130,7 +130,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
-	s := &Segmenter{opts: opts, emit: emit}
+	s := &Segmenter{opts: opts, out: emit}
 	s.lex = lexer{sink: s, state: lexLineStart}
 	return s
 }
@@ -138,7 +138,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 // Start emits response_start at once when the conversation id is known.
 func (s *Segmenter) Start() {
 	if s.opts.ConversationID != "" {
-		s.startResponse(s.opts.ConversationID)
+		s.SetConversation(s.opts.ConversationID)
 	}
 }
 
@@ -160,9 +160,7 @@ func (s *Segmenter) SetCloud(c documents.CloudInfo) { s.cloud = &c }
 
 // SetConversation emits response_start with the given conversation id, if
 // it has not gone out yet.
-func (s *Segmenter) SetConversation(id string) { s.startResponse(id) }
-
-func (s *Segmenter) startResponse(conv string) {
+func (s *Segmenter) SetConversation(conv string) {
 	if s.started {
 		return
 	}
@@ -170,9 +168,15 @@ func (s *Segmenter) startResponse(conv string) {
 	s.conv = conv
 	var c *string
 	if conv != "" {
-		c = &conv
+		c = new(conv)
 	}
-	s.emit(documents.ResponseStart{ID: s.opts.ResponseID, ConversationID: c, Model: s.opts.Model, Mode: s.opts.Mode, Created: s.opts.Created})
+	s.out(documents.ResponseStart{ID: s.opts.ResponseID, ConversationID: c, Model: s.opts.Model, Mode: s.opts.Mode, Created: s.opts.Created})
+}
+
+// emit sends ev, after response_start.
+func (s *Segmenter) emit(ev documents.Event) {
+	s.SetConversation(s.opts.ConversationID)
+	s.out(ev)
 }
 
 // Feed takes one agent event.
@@ -183,9 +187,8 @@ func (s *Segmenter) Feed(ev Event) {
 	if s.opts.IncludeRaw {
 		// response_start goes first, with the session id when this is init.
 		if ev.Kind == KindInit && ev.Init != nil {
-			s.startResponse(ev.Init.SessionID)
+			s.SetConversation(ev.Init.SessionID)
 		}
-		s.ensureStarted()
 		s.rawEvent(ev)
 	}
 	if ev.ModelCallID != "" {
@@ -197,7 +200,7 @@ func (s *Segmenter) Feed(ev Event) {
 	switch ev.Kind {
 	case KindInit:
 		s.init = ev.Init
-		s.startResponse(ev.Init.SessionID)
+		s.SetConversation(ev.Init.SessionID)
 	case KindThinkingDelta:
 		if s.opts.Thinking {
 			s.thinking(s.thinkJoin.join(ev.Text, false))
@@ -209,7 +212,6 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindAssistant:
 		s.assistant(ev)
 	case KindToolStarted:
-		s.ensureStarted()
 		s.EndSegment()
 		// A call already open is started again when the agent resumes
 		// after a reconnect: it is still the one call, with one document.
@@ -217,7 +219,6 @@ func (s *Segmenter) Feed(ev Event) {
 			s.openTool(ev)
 		}
 	case KindToolCompleted:
-		s.ensureStarted()
 		st := s.tools[ev.CallID]
 		if st == nil || st.ended {
 			s.EndSegment()
@@ -229,7 +230,6 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindError:
 		// The text goes on around the error: its open document, a fence
 		// in it, and the segment that later snapshots repeat stay open.
-		s.ensureStarted()
 		msg := cmp.Or(pairSurrogates(ev.Text), "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, pairSurrogates(ev.Details))
 	case KindNotJSON:
@@ -240,7 +240,6 @@ func (s *Segmenter) Feed(ev Event) {
 		s.lastNoJSON = append(s.lastNoJSON, clip(string(ev.Raw), 1024))
 	case KindOversize:
 		s.stats.Oversize++
-		s.ensureStarted()
 		s.errorDoc(documents.CodeLineTooLong, "gateway", "an agent line was too long and was skipped",
 			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, s.opts.MaxLine))
 	case KindUnknown:
@@ -268,14 +267,7 @@ func (s *Segmenter) status(ev Event) {
 		s.reconnects++
 	}
 	s.reconnecting = state != documents.StateReconnected
-	s.ensureStarted()
 	s.emit(documents.StatusEvent{State: state, Attempt: s.reconnects})
-}
-
-func (s *Segmenter) ensureStarted() {
-	if !s.started {
-		s.startResponse(s.opts.ConversationID)
-	}
 }
 
 func (s *Segmenter) rawEvent(ev Event) {
@@ -514,7 +506,6 @@ func afterSameText(text, cur string) (string, bool) {
 // thinking emits a piece of thinking.
 func (s *Segmenter) thinking(t string) {
 	if t != "" {
-		s.ensureStarted()
 		s.emit(documents.ThinkingDelta{Delta: t})
 	}
 }
@@ -533,7 +524,6 @@ const lexPiece = 64 << 10
 
 // write adds t to the segment and gives it to the lexer.
 func (s *Segmenter) write(t string) {
-	s.ensureStarted()
 	switch {
 	case s.segText == "" && len(s.seg) == 0:
 		s.segText = t // a segment in one piece is not copied
@@ -708,7 +698,6 @@ func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
 
 // openDoc emits document_start and returns the new document's id.
 func (s *Segmenter) openDoc(t documents.Type, meta jsontext.Value) string {
-	s.ensureStarted()
 	s.seq++
 	id := documents.DocID(s.seq)
 	s.emit(documents.DocumentStart{ID: id, Type: t, Sequence: s.seq, Metadata: meta})
@@ -720,7 +709,6 @@ func (s *Segmenter) Error(code, source, message, details string) {
 	if s.done {
 		return
 	}
-	s.ensureStarted()
 	s.EndSegment()
 	s.errorDoc(code, source, message, details)
 }
@@ -735,7 +723,6 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 // closeAll ends what is open: held thinking, tool calls (as unfinished) and
 // the segment.
 func (s *Segmenter) closeAll() {
-	s.ensureStarted()
 	if s.opts.Thinking {
 		s.thinking(s.thinkJoin.flush())
 	}
@@ -800,8 +787,7 @@ func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u
 	}
 	var c *string
 	if s.conv != "" {
-		conv := s.conv
-		c = &conv
+		c = new(s.conv)
 	}
 	s.done = true
 	s.emit(documents.Done{ID: s.opts.ResponseID, ConversationID: c, Status: status, Usage: u, Metadata: md})
