@@ -70,8 +70,7 @@ type Segmenter struct {
 	said    []string // the text of the response's earlier segments
 	saidAll string   // said joined, once asked for
 	segText string   // the segment's text while it came in one piece (seg is empty)
-	segMCID bool
-	sealed  bool // a model_call_id flush ended the segment's model step
+	sealed  bool     // a model_call_id flush ended the segment's model step
 	sawText bool
 
 	join      joiner // a character split at the end of the last text piece
@@ -312,7 +311,7 @@ func (s *Segmenter) assistant(ev Event) {
 	}
 	s.complete(ev.Text, false)
 	if ev.ModelCallID != "" {
-		s.segMCID, s.sealed = true, true
+		s.sealed = true
 	}
 }
 
@@ -559,7 +558,7 @@ func (s *Segmenter) EndSegment() {
 		s.write(t)
 	}
 	if len(s.seg) > 0 || s.segText != "" {
-		s.lastFinal = !s.segMCID
+		s.lastFinal = !s.sealed
 		s.lex.End()
 		s.closeText()
 		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
@@ -568,7 +567,7 @@ func (s *Segmenter) EndSegment() {
 	if cap(s.seg) > lexPiece {
 		s.seg = nil // a long segment's buffer is not kept
 	}
-	s.segMCID, s.sealed = false, false
+	s.sealed = false
 }
 
 // lexerSink

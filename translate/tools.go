@@ -245,21 +245,11 @@ func classify(kind, name string) (toolClass, string) {
 	return classTool, snake(strings.TrimSuffix(key, "ToolCall"))
 }
 
-// docType returns the document type of a class.
-func (c toolClass) docType() documents.Type {
-	switch c {
-	case classShell:
-		return documents.TypeTerminalCommand
-	case classEdit, classWrite, classDelete, classPatch:
-		return documents.TypeFileEdit
-	case classPlan:
-		return documents.TypePlan
-	case classTodos:
-		return documents.TypeTodoUpdate
-	case classAsk:
-		return documents.TypeClarification
-	}
-	return documents.TypeToolCall
+// docTypes are the document types of the classes.
+var docTypes = [...]documents.Type{
+	classTool: documents.TypeToolCall, classShell: documents.TypeTerminalCommand, classEdit: documents.TypeFileEdit,
+	classWrite: documents.TypeFileEdit, classDelete: documents.TypeFileEdit, classPatch: documents.TypeFileEdit,
+	classPlan: documents.TypePlan, classTodos: documents.TypeTodoUpdate, classAsk: documents.TypeClarification,
 }
 
 // snake turns a camelCase or PascalCase name into snake_case.
