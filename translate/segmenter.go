@@ -183,11 +183,11 @@ func (s *Segmenter) Feed(ev Event) {
 	if s.done {
 		return
 	}
+	if ev.Kind == KindInit {
+		s.init = ev.Init
+		s.SetConversation(ev.Init.SessionID)
+	}
 	if s.opts.IncludeRaw {
-		// response_start goes first, with the session id when this is init.
-		if ev.Kind == KindInit && ev.Init != nil {
-			s.SetConversation(ev.Init.SessionID)
-		}
 		s.rawEvent(ev)
 	}
 	if ev.ModelCallID != "" {
@@ -197,9 +197,6 @@ func (s *Segmenter) Feed(ev Event) {
 		s.turns[ev.ModelCallID] = struct{}{}
 	}
 	switch ev.Kind {
-	case KindInit:
-		s.init = ev.Init
-		s.SetConversation(ev.Init.SessionID)
 	case KindThinkingDelta:
 		if s.opts.Thinking {
 			s.thinking(s.thinkJoin.join(ev.Text, false))
