@@ -746,13 +746,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		s.complete(r.Text, s.sawText)
 		s.EndSegment()
 	}
-	u := documents.Usage{}
-	if r.Usage != nil {
-		u = documents.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens,
-			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
-	s.finish(status, stop, u, cmp.Or(r.DurationMs, elapsed), r.RequestID, r.DurationAPIMs)
+	s.finish(status, stop, r, elapsed)
 }
 
 // Complete ends the response as completed without an agent result event
@@ -764,7 +758,14 @@ func (s *Segmenter) Complete(elapsed int64) {
 	s.result(&Result{}, elapsed)
 }
 
-func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
+// finish emits done with what r, the agent's result, reports.
+func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, r *Result, elapsed int64) {
+	u := documents.Usage{}
+	if r.Usage != nil {
+		u = documents.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens,
+			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
 	turns := len(s.turns)
 	if s.lastFinal {
 		turns++
@@ -772,9 +773,9 @@ func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u
 	if s.turnCount > 0 {
 		turns = s.turnCount
 	}
-	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: turns,
+	md := documents.ResponseMetadata{DurationMs: cmp.Or(r.DurationMs, elapsed), ToolCallCount: s.toolCount, TurnCount: turns,
 		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
-	a := documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
+	a := documents.AgentInfo{RequestID: r.RequestID, DurationAPIMs: r.DurationAPIMs}
 	if s.init != nil {
 		a.SessionID, a.Cwd, a.Model, a.PermissionMode = s.init.SessionID, s.init.Cwd, s.init.Model, s.init.PermissionMode
 	}
@@ -824,7 +825,7 @@ func (s *Segmenter) Close(end End) {
 	default:
 		s.errorDoc(documents.CodeNoResult, source, "cursor-agent ended without a result", details)
 	}
-	s.finish(documents.StatusError, stop, documents.Usage{}, end.Elapsed, "", 0)
+	s.finish(documents.StatusError, stop, &Result{}, end.Elapsed)
 }
 
 func clip(s string, n int) string {

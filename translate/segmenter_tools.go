@@ -135,18 +135,17 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
-	status, reason := "success", ""
+	reason := ""
 	switch out {
 	case outcomePending:
-		status, reason = "error", reasonUnfinished
+		reason = reasonUnfinished
 	case outcomeRejected:
-		status = "error"
 		reason = cmp.Or(b.Reason, b.Message, "the tool call was rejected")
 	case outcomeFailed:
-		status = "error"
 		reason = cmp.Or(b.Error, b.Message, b.Reason, errText(body))
 	}
-	if b.IsError && status == "success" {
+	status := "success"
+	if out != outcomeSuccess || b.IsError {
 		status = "error"
 	}
 	data := body
