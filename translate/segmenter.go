@@ -76,14 +76,13 @@ type Segmenter struct {
 	join      joiner // a character split at the end of the last text piece
 	thinkJoin joiner // the same for thinking
 
-	// the open text-like document
-	textID    string
+	// the open text or code document: one at a time
+	docID     string
+	docMeta   jsontext.Value // its start's metadata, which its end repeats
 	text      docText
 	ahead     int    // what of the text being written the lexer has yet to take
 	wsHeld    []byte // whitespace waiting for text to follow it
 	fence     fence
-	codeID    string
-	codeMeta  jsontext.Value
 	lastFinal bool
 
 	tools     map[string]*toolState
@@ -557,7 +556,7 @@ func (s *Segmenter) EndSegment() {
 	if len(s.seg) > 0 || s.segText != "" {
 		s.lastFinal = !s.sealed
 		s.lex.End()
-		s.closeText()
+		s.closeDoc()
 		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
 	}
 	s.seg, s.segText = s.seg[:0], ""
@@ -580,27 +579,26 @@ func (s *Segmenter) proseText(t string) {
 	}
 	held := s.wsHeld
 	s.wsHeld = s.wsHeld[:0]
-	if s.textID == "" {
+	if s.docID == "" {
 		if i := bytes.LastIndexByte(held, '\n'); i >= 0 {
 			held = held[i+1:]
 		}
-		s.textID = s.openDoc(documents.TypeText, textMeta)
-		s.text.reset()
+		s.docID, s.docMeta = s.openDoc(documents.TypeText, textMeta), textMeta
 	}
 	end := len(t)
 	for end > 0 && isSpace(t[end-1]) {
 		end--
 	}
 	s.sawText = true
-	s.emitDelta(s.textID, held, t[:end])
+	s.emitDelta(held, t[:end])
 	s.wsHeld = append(s.wsHeld, t[end:]...)
 }
 
 // emitDelta adds held and t to the open document's content and sends them
 // as one delta.
-func (s *Segmenter) emitDelta(id string, held []byte, t string) {
+func (s *Segmenter) emitDelta(held []byte, t string) {
 	delta, all := s.text.add(held, t, s.segText, s.ahead)
-	s.emit(documents.ContentDelta{DocumentID: id, Delta: delta, Content: all})
+	s.emit(documents.ContentDelta{DocumentID: s.docID, Delta: delta, Content: all})
 }
 
 // saidText returns the text of the response's earlier segments.
@@ -632,7 +630,7 @@ func isBlank(t string) bool {
 var textMeta = jsontext.Value(`{"format":"markdown"}`)
 
 func (s *Segmenter) openFence(f fence) {
-	s.closeText()
+	s.closeDoc()
 	s.fence = f
 }
 
@@ -642,7 +640,7 @@ func (s *Segmenter) openFence(f fence) {
 // are kept.
 func (s *Segmenter) fenceText(t string) {
 	var held []byte
-	if s.codeID == "" {
+	if s.docID == "" {
 		if isBlank(t) {
 			s.wsHeld = append(s.wsHeld, t...)
 			return
@@ -658,12 +656,10 @@ func (s *Segmenter) fenceText(t string) {
 		} else {
 			meta = marshal(documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
 		}
-		s.codeID = s.openDoc(typ, meta)
-		s.text.reset()
-		s.codeMeta = meta // the start's and the end's metadata are the same
+		s.docID, s.docMeta = s.openDoc(typ, meta), meta
 	}
 	s.sawText = true
-	s.emitDelta(s.codeID, held, t)
+	s.emitDelta(held, t)
 }
 
 func (s *Segmenter) purpose(lang string) string {
@@ -677,19 +673,16 @@ func (s *Segmenter) purpose(lang string) string {
 	return "new_code"
 }
 
-func (s *Segmenter) closeFence() { s.closeDoc(&s.codeID, s.codeMeta) }
+func (s *Segmenter) closeFence() { s.closeDoc() }
 
-func (s *Segmenter) closeText() { s.closeDoc(&s.textID, textMeta) }
-
-// closeDoc ends the open text-like document *id, if any.
-func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
+// closeDoc ends the open text or code document, if any.
+func (s *Segmenter) closeDoc() {
 	s.wsHeld = s.wsHeld[:0]
-	if *id == "" {
+	if s.docID == "" {
 		return
 	}
-	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: new(s.text.String()), Metadata: meta})
-	*id = ""
-	s.text.reset()
+	s.emit(documents.DocumentEnd{DocumentID: s.docID, FinalContent: new(s.text.String()), Metadata: s.docMeta})
+	s.docID, s.text = "", docText{}
 }
 
 // openDoc emits document_start and returns the new document's id.
@@ -851,8 +844,6 @@ type docText struct {
 	from, to int    // the view: src[from:to]
 	buf      strings.Builder
 }
-
-func (d *docText) reset() { *d = docText{} }
 
 // String returns the content so far.
 func (d *docText) String() string {
