@@ -88,7 +88,6 @@ type Segmenter struct {
 	tools     map[string]*toolState
 	argDec    jsontext.Decoder // reads tool arguments
 	toolOrder []*toolState
-	toolCount int
 	turns     map[string]struct{}
 	turnCount int // set by SetTurnCount when > 0: the done's turnCount
 
@@ -766,7 +765,7 @@ func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, r
 	if s.turnCount > 0 {
 		turns = s.turnCount
 	}
-	md := documents.ResponseMetadata{DurationMs: cmp.Or(r.DurationMs, elapsed), ToolCallCount: s.toolCount, TurnCount: turns,
+	md := documents.ResponseMetadata{DurationMs: cmp.Or(r.DurationMs, elapsed), ToolCallCount: len(s.toolOrder), TurnCount: turns,
 		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
 	a := documents.AgentInfo{RequestID: r.RequestID, DurationAPIMs: r.DurationAPIMs}
 	if s.init != nil {

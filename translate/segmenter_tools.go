@@ -31,7 +31,6 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	}
 	st.class, st.kind, st.name, st.toolName = class, tc.Kind, tc.Name, toolName
 	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
-	s.toolCount++
 	st.docID = s.openDoc(docTypes[class], marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {

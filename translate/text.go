@@ -33,13 +33,12 @@ type lexerSink interface {
 // one needs more; only a partial line that could open or close a fence is
 // held back.
 type lexer struct {
-	in      []byte
-	pos     int
-	eof     bool
-	state   stateFn
-	sink    lexerSink
-	fence   fence
-	inFence bool
+	in    []byte
+	pos   int
+	eof   bool
+	state stateFn
+	sink  lexerSink
+	fence fence // the open block; its char is 0 outside one
 	// nlPending is the line break ("\n" or "\r\n") inside a block that
 	// is sent only once the next line proves not to be the closing fence.
 	nlPending string
@@ -108,8 +107,7 @@ func (l *lexer) Write(s string) {
 func (l *lexer) End() {
 	l.eof = true
 	l.run()
-	if l.inFence {
-		l.inFence = false
+	if l.fence.char != 0 {
 		l.sink.closeFence()
 	}
 	if cap(l.in) > 2*lexPiece {
@@ -223,7 +221,6 @@ func lexLineStart(l *lexer) stateFn {
 	}
 	l.list = list.fenceOpened(indent)
 	l.fence = fence{char: char, length: run, indent: indent, list: l.list.top(), info: info}
-	l.inFence, l.nlPending = true, ""
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
 }
@@ -544,7 +541,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 }
 
 func (l *lexer) closeFence() stateFn {
-	l.inFence, l.nlPending = false, ""
+	l.fence, l.nlPending = fence{}, ""
 	l.sink.closeFence()
 	return lexLineStart
 }
