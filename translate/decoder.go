@@ -119,11 +119,8 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	src     io.Reader
-	br      *bufio.Reader // nil at the end
-	done    bool          // the input has ended
-	max     int
-	bufSize int
+	br  *bufio.Reader // nil once the input has ended
+	max int
 	// A line is decoded by dec, reading from in; last holds the ids of
 	// the line before.
 	last lineIDs
@@ -142,19 +139,19 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &Decoder{src: r, max: maxLine, bufSize: readBufSize}
+	return &Decoder{br: bufio.NewReaderSize(r, readBufSize), max: maxLine}
 }
 
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
 // are skipped. Other read errors are returned as they are.
 func (d *Decoder) Next() (Event, error) {
 	for {
-		if d.done {
+		if d.br == nil {
 			return Event{}, io.EOF
 		}
 		line, size, err := d.readLine()
 		if errors.Is(err, io.EOF) {
-			d.done, d.br = true, nil
+			d.br = nil
 		}
 		if err != nil {
 			return Event{}, err
@@ -167,7 +164,7 @@ func (d *Decoder) Next() (Event, error) {
 			continue
 		}
 		ev := d.decode(line)
-		if size > d.bufSize {
+		if size > d.br.Size() {
 			// A long line is let go of once decoded: only its event holds it.
 			d.in = bytes.Buffer{}
 			d.dec.Reset(&d.in, decodeOpts)
@@ -179,9 +176,6 @@ func (d *Decoder) Next() (Event, error) {
 // readLine returns the next line without its newline and its full length;
 // a line longer than the maximum is read but not kept.
 func (d *Decoder) readLine() ([]byte, int, error) {
-	if d.br == nil {
-		d.br = bufio.NewReaderSize(d.src, d.bufSize)
-	}
 	var parts [][]byte // the pieces of a line longer than the read buffer
 	size := 0
 	for {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"strconv"
@@ -13,7 +14,7 @@ import (
 // 16), so that tests can send short lines through the long-line path.
 func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
 	d := NewDecoder(r, maxLine)
-	d.bufSize = bufSize
+	d.br = bufio.NewReaderSize(r, bufSize)
 	return d
 }
 
