@@ -107,8 +107,7 @@ type toolState struct {
 	decoded   toolArgs       // rawArgs decoded
 	docID     string
 	class     toolClass
-	kind      string
-	name      string
+	rawKind   string // the agent's kind of tool, or the function's name
 	toolName  string
 	callID    string
 	args      jsontext.Value

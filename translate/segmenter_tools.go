@@ -29,7 +29,7 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	if tc.Kind == "mcpToolCall" {
 		toolName = mcpName(*args)
 	}
-	st.class, st.kind, st.name, st.toolName = class, tc.Kind, tc.Name, toolName
+	st.class, st.rawKind, st.toolName = class, cmp.Or(tc.Kind, tc.Name), toolName
 	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
 	st.docID = s.openDoc(docTypes[class], marshal(startMeta(st, args, s.workspaceDir())))
 	if st.callID != "" {
@@ -188,7 +188,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		content, meta = clarificationMeta(st, a, out, reason)
 	default:
 		meta = documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
-			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name),
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: st.rawKind,
 			Rejected: out == outcomeRejected, Reason: reason, Approval: st.approval}
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
