@@ -22,16 +22,14 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	if tc == nil {
 		tc = &ToolCall{}
 	}
-	class, toolName := classify(tc.Kind, tc.Name)
-	st := &toolState{rawArgs: tc.Args}
-	args := &st.decoded
-	st.args = readArgs(&s.argDec, tc.Args, args)
+	st := &toolState{rawArgs: tc.Args, rawKind: cmp.Or(tc.Kind, tc.Name), callID: ev.CallID,
+		startedAt: tc.StartedAtMs, startTS: ev.TimestampMs}
+	st.class, st.toolName = classify(tc.Kind, tc.Name)
+	st.args = readArgs(&s.argDec, tc.Args, &st.decoded)
 	if tc.Kind == "mcpToolCall" {
-		toolName = mcpName(*args)
+		st.toolName = mcpName(st.decoded)
 	}
-	st.class, st.rawKind, st.toolName = class, cmp.Or(tc.Kind, tc.Name), toolName
-	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
-	st.docID = s.openDoc(docTypes[class], marshal(startMeta(st, args, s.workspaceDir())))
+	st.docID = s.openDoc(docTypes[st.class], marshal(startMeta(st, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
@@ -39,7 +37,7 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 		s.tools[st.callID] = st
 	}
 	s.toolOrder = append(s.toolOrder, st)
-	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: toolName, ToolCallID: st.callID})
+	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: st.toolName, ToolCallID: st.callID})
 	s.emit(documents.ToolCallArguments{DocumentID: st.docID, Arguments: st.args})
 	return st
 }
@@ -47,7 +45,8 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 // startMeta is the metadata known when a tool call starts: what its
 // started event tells, in the field order of the full metadata. workspace
 // is the directory a command runs in when it names none.
-func startMeta(st *toolState, a *toolArgs, workspace string) any {
+func startMeta(st *toolState, workspace string) any {
+	a := &st.decoded
 	switch st.class {
 	case classShell:
 		return struct {
@@ -356,7 +355,7 @@ func (s *Segmenter) SetApproval(id string, a documents.Approval) {
 	}
 	st.approval = a
 	m := map[string]jsontext.Value{}
-	unmarshal(marshal(startMeta(st, &st.decoded, s.workspaceDir())), &m)
+	unmarshal(marshal(startMeta(st, s.workspaceDir())), &m)
 	unmarshal(marshal(a), &m)
 	m["toolCallId"] = marshal(st.callID)
 	if b, err := json.Marshal(m, json.Deterministic(true)); err == nil {
