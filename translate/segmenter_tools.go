@@ -166,11 +166,8 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	case classPlan:
 		todos := make([]documents.PlanTodo, 0, len(a.Todos))
 		for _, t := range a.Todos {
-			deps := t.Dependencies
-			if deps == nil {
-				deps = []string{}
-			}
-			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status), Dependencies: deps})
+			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status),
+				Dependencies: t.Dependencies})
 		}
 		if a.Plan != "" {
 			content = new(a.Plan)
