@@ -432,13 +432,8 @@ func eachSentence(text string, fn func(piece string, code bool)) {
 // sentenceKey is a sentence as compared: without whitespace, and without
 // the punctuation that ends it.
 func sentenceKey(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		if !isSpace(p[i]) {
-			b.WriteByte(p[i])
-		}
-	}
-	return strings.TrimRight(b.String(), ".!?:")
+	words := strings.FieldsFunc(p, func(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) })
+	return strings.TrimRight(strings.Join(words, ""), ".!?:")
 }
 
 // Snapshot takes the whole text of the current assistant segment so far and
