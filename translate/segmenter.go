@@ -199,9 +199,7 @@ func (s *Segmenter) Feed(ev Event) {
 			s.thinking(s.thinkJoin.join(ev.Text, false))
 		}
 	case KindThinkingDone:
-		if s.opts.Thinking {
-			s.thinking(s.thinkJoin.flush())
-		}
+		s.thinking(s.thinkJoin.flush()) // holds nothing unless thinking is on
 	case KindAssistant:
 		s.assistant(ev)
 	case KindToolStarted:
@@ -705,9 +703,7 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 // closeAll ends what is open: held thinking, tool calls (as unfinished) and
 // the segment.
 func (s *Segmenter) closeAll() {
-	if s.opts.Thinking {
-		s.thinking(s.thinkJoin.flush())
-	}
+	s.thinking(s.thinkJoin.flush())
 	for _, st := range s.toolOrder {
 		if !st.ended {
 			s.finishTool(st, nil, 0)
