@@ -595,7 +595,7 @@ var lineNames = func() map[string]string {
 // Invalid UTF-8 becomes U+FFFD.
 func str(v jsontext.Value) string {
 	switch {
-	case v.Kind() != '"':
+	case v.Kind() != '"' || len(v) < 2:
 		return ""
 	case bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
 		return string(v[1 : len(v)-1])
