@@ -548,7 +548,7 @@ func (s *Segmenter) EndSegment() {
 		s.lastFinal = !s.sealed
 		s.lex.End()
 		s.closeDoc()
-		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
+		s.said, s.saidAll = append(s.said, s.segment()), ""
 	}
 	s.seg, s.segText = s.seg[:0], ""
 	if cap(s.seg) > lexPiece {
@@ -594,9 +594,6 @@ func (s *Segmenter) emitDelta(held []byte, t string) {
 
 // saidText returns the text of the response's earlier segments.
 func (s *Segmenter) saidText() string {
-	if len(s.said) == 1 {
-		return s.said[0]
-	}
 	if s.saidAll == "" {
 		s.saidAll = strings.Join(s.said, "\n")
 	}
