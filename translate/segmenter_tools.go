@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -164,10 +165,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	case classEdit, classWrite, classDelete, classPatch:
 		content, meta = fileEditMeta(st, a, &b, out, reason, dur)
 	case classPlan:
-		todos := make([]documents.PlanTodo, 0, len(a.Todos))
-		for _, t := range a.Todos {
-			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status),
-				Dependencies: t.Dependencies})
+		todos := slices.Clone(a.Todos)
+		for i := range todos {
+			todos[i].Status = todoStatus(todos[i].Status)
 		}
 		if a.Plan != "" {
 			content = new(a.Plan)

@@ -15,49 +15,42 @@ import (
 // toolArgs is the union of the argument fields Docstream reads from any
 // tool in any dialect. readArgs fills it; the tags name the members.
 type toolArgs struct {
-	Path             string         `json:"path"`
-	FilePath         string         `json:"file_path"`
-	FilePathCamel    string         `json:"filePath"`
-	TargetFile       string         `json:"target_file"`
-	Command          string         `json:"command"`
-	WorkingDirectory string         `json:"workingDirectory"`
-	WorkingDirSnake  string         `json:"working_directory"`
-	Cwd              string         `json:"cwd"`
-	IsBackground     bool           `json:"isBackground"`
-	Sandbox          *sandboxPolicy `json:"requestedSandboxPolicy"`
-	StreamContent    string         `json:"streamContent"`
-	OldString        string         `json:"old_string"`
-	NewString        string         `json:"new_string"`
-	OldStringCamel   string         `json:"oldString"`
-	NewStringCamel   string         `json:"newString"`
-	Patch            string         `json:"patch"`
-	Input            string         `json:"input"`
-	FileText         string         `json:"fileText"`
-	Contents         string         `json:"contents"`
-	CodeEdit         string         `json:"code_edit"` // the spec's §7 edit_file: the edited region
-	Content          jsontext.Value `json:"content"`
-	Name             string         `json:"name"`
-	Title            string         `json:"title"`
-	Overview         string         `json:"overview"`
-	Plan             string         `json:"plan"`
-	Todos            []rawTodo      `json:"todos"`
-	Merge            bool           `json:"merge"`
-	Questions        []rawQuestion  `json:"questions"`
-	ToolName         string         `json:"toolName"`
-	Provider         string         `json:"providerIdentifier"`
-	Server           string         `json:"server"`
+	Path             string               `json:"path"`
+	FilePath         string               `json:"file_path"`
+	FilePathCamel    string               `json:"filePath"`
+	TargetFile       string               `json:"target_file"`
+	Command          string               `json:"command"`
+	WorkingDirectory string               `json:"workingDirectory"`
+	WorkingDirSnake  string               `json:"working_directory"`
+	Cwd              string               `json:"cwd"`
+	IsBackground     bool                 `json:"isBackground"`
+	Sandbox          *sandboxPolicy       `json:"requestedSandboxPolicy"`
+	StreamContent    string               `json:"streamContent"`
+	OldString        string               `json:"old_string"`
+	NewString        string               `json:"new_string"`
+	OldStringCamel   string               `json:"oldString"`
+	NewStringCamel   string               `json:"newString"`
+	Patch            string               `json:"patch"`
+	Input            string               `json:"input"`
+	FileText         string               `json:"fileText"`
+	Contents         string               `json:"contents"`
+	CodeEdit         string               `json:"code_edit"` // the spec's §7 edit_file: the edited region
+	Content          jsontext.Value       `json:"content"`
+	Name             string               `json:"name"`
+	Title            string               `json:"title"`
+	Overview         string               `json:"overview"`
+	Plan             string               `json:"plan"`
+	Todos            []documents.PlanTodo `json:"todos"`
+	Merge            bool                 `json:"merge"`
+	Questions        []rawQuestion        `json:"questions"`
+	ToolName         string               `json:"toolName"`
+	Provider         string               `json:"providerIdentifier"`
+	Server           string               `json:"server"`
 }
 
 type sandboxPolicy struct {
 	Type          string `json:"type"`
 	NetworkAccess bool   `json:"networkAccess"`
-}
-
-type rawTodo struct {
-	ID           string   `json:"id"`
-	Content      string   `json:"content"`
-	Status       string   `json:"status"`
-	Dependencies []string `json:"dependencies"`
 }
 
 type rawQuestion struct {
