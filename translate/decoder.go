@@ -119,15 +119,8 @@ type ToolCall struct {
 
 // Decoder reads NDJSON agent lines from a reader and normalizes them.
 type Decoder struct {
-	src  io.Reader
-	br   *bufio.Reader // nil at the end
-	done bool          // the input has ended
-	max  int
-	// parts holds the pieces of a line longer than the read buffer; size
-	// is that line's length so far.
-	parts   [][]byte
-	size    int
-	bufSize int
+	br  *bufio.Reader // nil once the input has ended
+	max int
 	// A line is decoded by dec, reading from in; last holds the ids of
 	// the line before.
 	last lineIDs
@@ -146,19 +139,19 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &Decoder{src: r, max: maxLine, bufSize: readBufSize}
+	return &Decoder{br: bufio.NewReaderSize(r, readBufSize), max: maxLine}
 }
 
 // Next returns the next event, or io.EOF at the end of the input. Empty lines
 // are skipped. Other read errors are returned as they are.
 func (d *Decoder) Next() (Event, error) {
 	for {
-		if d.done {
+		if d.br == nil {
 			return Event{}, io.EOF
 		}
 		line, size, err := d.readLine()
 		if errors.Is(err, io.EOF) {
-			d.done, d.br = true, nil
+			d.br = nil
 		}
 		if err != nil {
 			return Event{}, err
@@ -171,7 +164,7 @@ func (d *Decoder) Next() (Event, error) {
 			continue
 		}
 		ev := d.decode(line)
-		if size > d.bufSize {
+		if size > d.br.Size() {
 			// A long line is let go of once decoded: only its event holds it.
 			d.in = bytes.Buffer{}
 			d.dec.Reset(&d.in, decodeOpts)
@@ -183,35 +176,47 @@ func (d *Decoder) Next() (Event, error) {
 // readLine returns the next line without its newline and its full length;
 // a line longer than the maximum is read but not kept.
 func (d *Decoder) readLine() ([]byte, int, error) {
-	if d.br == nil {
-		d.br = bufio.NewReaderSize(d.src, d.bufSize)
-	}
+	var parts [][]byte // the pieces of a line longer than the read buffer
+	size := 0
 	for {
 		chunk, err := d.br.ReadSlice('\n')
-		if err == nil && d.parts == nil && d.size == 0 {
+		if err == nil && parts == nil && size == 0 {
 			return chunk[:len(chunk)-1], len(chunk) - 1, nil
 		}
 		if err == nil {
 			chunk = chunk[:len(chunk)-1]
 		}
-		d.size += len(chunk)
-		if d.size <= d.max {
-			d.parts = append(d.parts, bytes.Clone(chunk))
+		size += len(chunk)
+		if size <= d.max {
+			parts = append(parts, bytes.Clone(chunk))
 		} else {
-			d.parts = nil
+			parts = nil
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
-		case err == nil || errors.Is(err, io.EOF) && d.size > 0:
+		case err == nil || errors.Is(err, io.EOF) && size > 0:
 			// Copied as they came, the parts are joined once: a line of
 			// megabytes costs about twice its size, and no buffer is
 			// kept for the next line.
-			line, size := bytes.Join(d.parts, nil), d.size
-			d.parts, d.size = nil, 0
-			return line, size, nil
+			return bytes.Join(parts, nil), size, nil
 		default:
-			d.parts, d.size = nil, 0
 			return nil, 0, err
 		}
+	}
+}
+
+// Pump reads every event from dec and feeds it to seg until the input ends.
+// It returns nil at the end of the input and any other read error as is;
+// it does not close seg.
+func Pump(dec *Decoder, seg *Segmenter) error {
+	for {
+		ev, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		seg.Feed(ev)
 	}
 }

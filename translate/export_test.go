@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"strconv"
@@ -13,7 +14,7 @@ import (
 // 16), so that tests can send short lines through the long-line path.
 func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
 	d := NewDecoder(r, maxLine)
-	d.bufSize = bufSize
+	d.br = bufio.NewReaderSize(r, bufSize)
 	return d
 }
 
@@ -23,11 +24,12 @@ func NewDecoderSize(r io.Reader, maxLine, bufSize int) *Decoder {
 // code pieces are joined, since how text is split is not part of the result.
 func LexChunks(chunks []string) []string {
 	rec := &lexRecorder{}
-	l := newLexer(rec)
+	l := &lexer{sink: rec, state: lexLineStart}
 	for _, c := range chunks {
 		l.Write(c)
 	}
 	l.End()
+	rec.add("end", "")
 	return rec.calls
 }
 
@@ -47,7 +49,6 @@ func (r *lexRecorder) openFence(f fence) {
 }
 func (r *lexRecorder) fenceText(s string) { r.add("code:", s) }
 func (r *lexRecorder) closeFence()        { r.add("close", "") }
-func (r *lexRecorder) endMessage()        { r.add("end", "") }
 
 // ReadJSON runs the readers of tool calls and their arguments and results
 // over b, which may be anything: they must not panic.

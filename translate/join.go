@@ -145,9 +145,6 @@ func (j *joiner) complete(t string, repeat bool) string {
 // flush returns what is held, as it is (a lone surrogate as U+FFFD), when
 // no more text follows.
 func (j *joiner) flush() string {
-	if j.n == 0 {
-		return ""
-	}
 	h := string(j.held[:j.n])
 	j.n = 0
 	return pairSurrogates(h)

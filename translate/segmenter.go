@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,7 +57,7 @@ type Stats struct {
 // emitted through a callback in order. It is not safe for concurrent use.
 type Segmenter struct {
 	opts Options
-	emit func(documents.Event)
+	out  func(documents.Event)
 	lex  lexer
 
 	started bool
@@ -69,27 +70,24 @@ type Segmenter struct {
 	said    []string // the text of the response's earlier segments
 	saidAll string   // said joined, once asked for
 	segText string   // the segment's text while it came in one piece (seg is empty)
-	segMCID bool
-	sealed  bool // a model_call_id flush ended the segment's model step
+	sealed  bool     // a model_call_id flush ended the segment's model step
 	sawText bool
 
 	join      joiner // a character split at the end of the last text piece
 	thinkJoin joiner // the same for thinking
 
-	// the open text-like document
-	textID    string
+	// the open text or code document: one at a time
+	docID     string
+	docMeta   jsontext.Value // its start's metadata, which its end repeats
 	text      docText
 	ahead     int    // what of the text being written the lexer has yet to take
 	wsHeld    []byte // whitespace waiting for text to follow it
 	fence     fence
-	codeID    string
-	codeMeta  jsontext.Value
 	lastFinal bool
 
 	tools     map[string]*toolState
 	argDec    jsontext.Decoder // reads tool arguments
 	toolOrder []*toolState
-	toolCount int
 	turns     map[string]struct{}
 	turnCount int // set by SetTurnCount when > 0: the done's turnCount
 
@@ -109,8 +107,7 @@ type toolState struct {
 	decoded   toolArgs       // rawArgs decoded
 	docID     string
 	class     toolClass
-	kind      string
-	name      string
+	rawKind   string // the agent's kind of tool, or the function's name
 	toolName  string
 	callID    string
 	args      jsontext.Value
@@ -129,7 +126,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
-	s := &Segmenter{opts: opts, emit: emit}
+	s := &Segmenter{opts: opts, out: emit}
 	s.lex = lexer{sink: s, state: lexLineStart}
 	return s
 }
@@ -137,7 +134,7 @@ func NewSegmenter(opts Options, emit func(documents.Event)) *Segmenter {
 // Start emits response_start at once when the conversation id is known.
 func (s *Segmenter) Start() {
 	if s.opts.ConversationID != "" {
-		s.startResponse(s.opts.ConversationID)
+		s.SetConversation(s.opts.ConversationID)
 	}
 }
 
@@ -159,9 +156,7 @@ func (s *Segmenter) SetCloud(c documents.CloudInfo) { s.cloud = &c }
 
 // SetConversation emits response_start with the given conversation id, if
 // it has not gone out yet.
-func (s *Segmenter) SetConversation(id string) { s.startResponse(id) }
-
-func (s *Segmenter) startResponse(conv string) {
+func (s *Segmenter) SetConversation(conv string) {
 	if s.started {
 		return
 	}
@@ -169,9 +164,15 @@ func (s *Segmenter) startResponse(conv string) {
 	s.conv = conv
 	var c *string
 	if conv != "" {
-		c = &conv
+		c = new(conv)
 	}
-	s.emit(documents.ResponseStart{ID: s.opts.ResponseID, ConversationID: c, Model: s.opts.Model, Mode: s.opts.Mode, Created: s.opts.Created})
+	s.out(documents.ResponseStart{ID: s.opts.ResponseID, ConversationID: c, Model: s.opts.Model, Mode: s.opts.Mode, Created: s.opts.Created})
+}
+
+// emit sends ev, after response_start.
+func (s *Segmenter) emit(ev documents.Event) {
+	s.SetConversation(s.opts.ConversationID)
+	s.out(ev)
 }
 
 // Feed takes one agent event.
@@ -179,12 +180,11 @@ func (s *Segmenter) Feed(ev Event) {
 	if s.done {
 		return
 	}
+	if ev.Kind == KindInit {
+		s.init = ev.Init
+		s.SetConversation(ev.Init.SessionID)
+	}
 	if s.opts.IncludeRaw {
-		// response_start goes first, with the session id when this is init.
-		if ev.Kind == KindInit && ev.Init != nil {
-			s.startResponse(ev.Init.SessionID)
-		}
-		s.ensureStarted()
 		s.rawEvent(ev)
 	}
 	if ev.ModelCallID != "" {
@@ -194,21 +194,15 @@ func (s *Segmenter) Feed(ev Event) {
 		s.turns[ev.ModelCallID] = struct{}{}
 	}
 	switch ev.Kind {
-	case KindInit:
-		s.init = ev.Init
-		s.startResponse(ev.Init.SessionID)
 	case KindThinkingDelta:
 		if s.opts.Thinking {
 			s.thinking(s.thinkJoin.join(ev.Text, false))
 		}
 	case KindThinkingDone:
-		if s.opts.Thinking {
-			s.thinking(s.thinkJoin.flush())
-		}
+		s.thinking(s.thinkJoin.flush()) // holds nothing unless thinking is on
 	case KindAssistant:
 		s.assistant(ev)
 	case KindToolStarted:
-		s.ensureStarted()
 		s.EndSegment()
 		// A call already open is started again when the agent resumes
 		// after a reconnect: it is still the one call, with one document.
@@ -216,7 +210,6 @@ func (s *Segmenter) Feed(ev Event) {
 			s.openTool(ev)
 		}
 	case KindToolCompleted:
-		s.ensureStarted()
 		st := s.tools[ev.CallID]
 		if st == nil || st.ended {
 			s.EndSegment()
@@ -228,7 +221,6 @@ func (s *Segmenter) Feed(ev Event) {
 	case KindError:
 		// The text goes on around the error: its open document, a fence
 		// in it, and the segment that later snapshots repeat stay open.
-		s.ensureStarted()
 		msg := cmp.Or(pairSurrogates(ev.Text), "the agent reported an error")
 		s.errorDoc(documents.CodeAgentError, "cursor-agent", msg, pairSurrogates(ev.Details))
 	case KindNotJSON:
@@ -239,7 +231,6 @@ func (s *Segmenter) Feed(ev Event) {
 		s.lastNoJSON = append(s.lastNoJSON, clip(string(ev.Raw), 1024))
 	case KindOversize:
 		s.stats.Oversize++
-		s.ensureStarted()
 		s.errorDoc(documents.CodeLineTooLong, "gateway", "an agent line was too long and was skipped",
 			fmt.Sprintf("the line was %d bytes; the limit is %d bytes", ev.Size, s.opts.MaxLine))
 	case KindUnknown:
@@ -267,14 +258,7 @@ func (s *Segmenter) status(ev Event) {
 		s.reconnects++
 	}
 	s.reconnecting = state != documents.StateReconnected
-	s.ensureStarted()
 	s.emit(documents.StatusEvent{State: state, Attempt: s.reconnects})
-}
-
-func (s *Segmenter) ensureStarted() {
-	if !s.started {
-		s.startResponse(s.opts.ConversationID)
-	}
 }
 
 func (s *Segmenter) rawEvent(ev Event) {
@@ -319,7 +303,7 @@ func (s *Segmenter) assistant(ev Event) {
 	}
 	s.complete(ev.Text, false)
 	if ev.ModelCallID != "" {
-		s.segMCID, s.sealed = true, true
+		s.sealed = true
 	}
 }
 
@@ -446,13 +430,8 @@ func eachSentence(text string, fn func(piece string, code bool)) {
 // sentenceKey is a sentence as compared: without whitespace, and without
 // the punctuation that ends it.
 func sentenceKey(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		if !isSpace(p[i]) {
-			b.WriteByte(p[i])
-		}
-	}
-	return strings.TrimRight(b.String(), ".!?:")
+	words := strings.FieldsFunc(p, func(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) })
+	return strings.TrimRight(strings.Join(words, ""), ".!?:")
 }
 
 // Snapshot takes the whole text of the current assistant segment so far and
@@ -513,7 +492,6 @@ func afterSameText(text, cur string) (string, bool) {
 // thinking emits a piece of thinking.
 func (s *Segmenter) thinking(t string) {
 	if t != "" {
-		s.ensureStarted()
 		s.emit(documents.ThinkingDelta{Delta: t})
 	}
 }
@@ -532,7 +510,6 @@ const lexPiece = 64 << 10
 
 // write adds t to the segment and gives it to the lexer.
 func (s *Segmenter) write(t string) {
-	s.ensureStarted()
 	switch {
 	case s.segText == "" && len(s.seg) == 0:
 		s.segText = t // a segment in one piece is not copied
@@ -568,15 +545,16 @@ func (s *Segmenter) EndSegment() {
 		s.write(t)
 	}
 	if len(s.seg) > 0 || s.segText != "" {
-		s.lastFinal = !s.segMCID
+		s.lastFinal = !s.sealed
 		s.lex.End()
-		s.said, s.saidAll = append(s.said, cmp.Or(s.segText, string(s.seg))), ""
+		s.closeDoc()
+		s.said, s.saidAll = append(s.said, s.segment()), ""
 	}
 	s.seg, s.segText = s.seg[:0], ""
 	if cap(s.seg) > lexPiece {
 		s.seg = nil // a long segment's buffer is not kept
 	}
-	s.segMCID, s.sealed = false, false
+	s.sealed = false
 }
 
 // lexerSink
@@ -592,34 +570,30 @@ func (s *Segmenter) proseText(t string) {
 	}
 	held := s.wsHeld
 	s.wsHeld = s.wsHeld[:0]
-	if s.textID == "" {
+	if s.docID == "" {
 		if i := bytes.LastIndexByte(held, '\n'); i >= 0 {
 			held = held[i+1:]
 		}
-		s.textID = s.openDoc(documents.TypeText, textMeta)
-		s.text.reset()
+		s.docID, s.docMeta = s.openDoc(documents.TypeText, textMeta), textMeta
 	}
 	end := len(t)
 	for end > 0 && isSpace(t[end-1]) {
 		end--
 	}
 	s.sawText = true
-	s.emitDelta(s.textID, held, t[:end])
+	s.emitDelta(held, t[:end])
 	s.wsHeld = append(s.wsHeld, t[end:]...)
 }
 
 // emitDelta adds held and t to the open document's content and sends them
 // as one delta.
-func (s *Segmenter) emitDelta(id string, held []byte, t string) {
+func (s *Segmenter) emitDelta(held []byte, t string) {
 	delta, all := s.text.add(held, t, s.segText, s.ahead)
-	s.emit(documents.ContentDelta{DocumentID: id, Delta: delta, Content: all})
+	s.emit(documents.ContentDelta{DocumentID: s.docID, Delta: delta, Content: all})
 }
 
 // saidText returns the text of the response's earlier segments.
 func (s *Segmenter) saidText() string {
-	if len(s.said) == 1 {
-		return s.said[0]
-	}
 	if s.saidAll == "" {
 		s.saidAll = strings.Join(s.said, "\n")
 	}
@@ -644,7 +618,7 @@ func isBlank(t string) bool {
 var textMeta = jsontext.Value(`{"format":"markdown"}`)
 
 func (s *Segmenter) openFence(f fence) {
-	s.closeText()
+	s.closeDoc()
 	s.fence = f
 }
 
@@ -654,28 +628,26 @@ func (s *Segmenter) openFence(f fence) {
 // are kept.
 func (s *Segmenter) fenceText(t string) {
 	var held []byte
-	if s.codeID == "" {
+	if s.docID == "" {
 		if isBlank(t) {
 			s.wsHeld = append(s.wsHeld, t...)
 			return
 		}
 		held = s.wsHeld
 		s.wsHeld = s.wsHeld[:0]
-		kind, lang, file, start, end := parseInfo(s.fence.info)
+		ref, lang, file, start, end := parseInfo(s.fence.info)
 		var meta jsontext.Value
 		typ := documents.TypeCodeBlock
-		if kind == blockRef {
+		if ref {
 			typ = documents.TypeCodeReference
 			meta = marshal(documents.CodeReferenceMeta{FilePath: file, StartLine: start, EndLine: end, Language: lang})
 		} else {
 			meta = marshal(documents.CodeBlockMeta{Language: lang, Purpose: s.purpose(lang)})
 		}
-		s.codeID = s.openDoc(typ, meta)
-		s.text.reset()
-		s.codeMeta = meta // the start's and the end's metadata are the same
+		s.docID, s.docMeta = s.openDoc(typ, meta), meta
 	}
 	s.sawText = true
-	s.emitDelta(s.codeID, held, t)
+	s.emitDelta(held, t)
 }
 
 func (s *Segmenter) purpose(lang string) string {
@@ -689,28 +661,20 @@ func (s *Segmenter) purpose(lang string) string {
 	return "new_code"
 }
 
-func (s *Segmenter) closeFence() { s.closeDoc(&s.codeID, s.codeMeta) }
+func (s *Segmenter) closeFence() { s.closeDoc() }
 
-func (s *Segmenter) endMessage() {
-	s.closeText()
-}
-
-func (s *Segmenter) closeText() { s.closeDoc(&s.textID, textMeta) }
-
-// closeDoc ends the open text-like document *id, if any.
-func (s *Segmenter) closeDoc(id *string, meta jsontext.Value) {
+// closeDoc ends the open text or code document, if any.
+func (s *Segmenter) closeDoc() {
 	s.wsHeld = s.wsHeld[:0]
-	if *id == "" {
+	if s.docID == "" {
 		return
 	}
-	s.emit(documents.DocumentEnd{DocumentID: *id, FinalContent: new(s.text.String()), Metadata: meta})
-	*id = ""
-	s.text.reset()
+	s.emit(documents.DocumentEnd{DocumentID: s.docID, FinalContent: new(s.text.String()), Metadata: s.docMeta})
+	s.docID, s.text = "", docText{}
 }
 
 // openDoc emits document_start and returns the new document's id.
 func (s *Segmenter) openDoc(t documents.Type, meta jsontext.Value) string {
-	s.ensureStarted()
 	s.seq++
 	id := documents.DocID(s.seq)
 	s.emit(documents.DocumentStart{ID: id, Type: t, Sequence: s.seq, Metadata: meta})
@@ -722,7 +686,6 @@ func (s *Segmenter) Error(code, source, message, details string) {
 	if s.done {
 		return
 	}
-	s.ensureStarted()
 	s.EndSegment()
 	s.errorDoc(code, source, message, details)
 }
@@ -737,10 +700,7 @@ func (s *Segmenter) errorDoc(code, source, message, details string) {
 // closeAll ends what is open: held thinking, tool calls (as unfinished) and
 // the segment.
 func (s *Segmenter) closeAll() {
-	s.ensureStarted()
-	if s.opts.Thinking {
-		s.thinking(s.thinkJoin.flush())
-	}
+	s.thinking(s.thinkJoin.flush())
 	for _, st := range s.toolOrder {
 		if !st.ended {
 			s.finishTool(st, nil, 0)
@@ -765,13 +725,7 @@ func (s *Segmenter) result(r *Result, elapsed int64) {
 		s.complete(r.Text, s.sawText)
 		s.EndSegment()
 	}
-	u := documents.Usage{}
-	if r.Usage != nil {
-		u = documents.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens,
-			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	}
-	s.finish(status, stop, u, cmp.Or(r.DurationMs, elapsed), r.RequestID, r.DurationAPIMs)
+	s.finish(status, stop, r, elapsed)
 }
 
 // Complete ends the response as completed without an agent result event
@@ -783,7 +737,14 @@ func (s *Segmenter) Complete(elapsed int64) {
 	s.result(&Result{}, elapsed)
 }
 
-func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u documents.Usage, durationMs int64, requestID string, apiMs int64) {
+// finish emits done with what r, the agent's result, reports.
+func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, r *Result, elapsed int64) {
+	u := documents.Usage{}
+	if r.Usage != nil {
+		u = documents.Usage{PromptTokens: r.Usage.InputTokens, CompletionTokens: r.Usage.OutputTokens,
+			CacheReadTokens: r.Usage.CacheReadTokens, CacheWriteTokens: r.Usage.CacheWriteTokens, Reported: true}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
 	turns := len(s.turns)
 	if s.lastFinal {
 		turns++
@@ -791,9 +752,9 @@ func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u
 	if s.turnCount > 0 {
 		turns = s.turnCount
 	}
-	md := documents.ResponseMetadata{DurationMs: durationMs, ToolCallCount: s.toolCount, TurnCount: turns,
+	md := documents.ResponseMetadata{DurationMs: cmp.Or(r.DurationMs, elapsed), ToolCallCount: len(s.toolOrder), TurnCount: turns,
 		StopReason: stop, SkippedLines: s.stats.NotJSON + s.stats.Unknown + s.stats.Oversize, Cloud: s.cloud}
-	a := documents.AgentInfo{RequestID: requestID, DurationAPIMs: apiMs}
+	a := documents.AgentInfo{RequestID: r.RequestID, DurationAPIMs: r.DurationAPIMs}
 	if s.init != nil {
 		a.SessionID, a.Cwd, a.Model, a.PermissionMode = s.init.SessionID, s.init.Cwd, s.init.Model, s.init.PermissionMode
 	}
@@ -802,8 +763,7 @@ func (s *Segmenter) finish(status documents.Status, stop documents.StopReason, u
 	}
 	var c *string
 	if s.conv != "" {
-		conv := s.conv
-		c = &conv
+		c = new(s.conv)
 	}
 	s.done = true
 	s.emit(documents.Done{ID: s.opts.ResponseID, ConversationID: c, Status: status, Usage: u, Metadata: md})
@@ -844,7 +804,7 @@ func (s *Segmenter) Close(end End) {
 	default:
 		s.errorDoc(documents.CodeNoResult, source, "cursor-agent ended without a result", details)
 	}
-	s.finish(documents.StatusError, stop, documents.Usage{}, end.Elapsed, "", 0)
+	s.finish(documents.StatusError, stop, &Result{}, end.Elapsed)
 }
 
 func clip(s string, n int) string {
@@ -861,4 +821,62 @@ func marshal(v any) jsontext.Value {
 		b, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
 	return b
+}
+
+// docText is the open document's content: a view of the segment's text
+// while its deltas lie there one after another, else a copy of them.
+type docText struct {
+	src      string // the text the view is cut from
+	from, to int    // the view: src[from:to]
+	buf      strings.Builder
+}
+
+// String returns the content so far.
+func (d *docText) String() string {
+	if d.buf.Len() == 0 {
+		return d.src[d.from:d.to]
+	}
+	return d.buf.String()
+}
+
+// add appends held and t, which may lie in src, and returns them as one
+// delta and the content so far; ahead is what is known to follow them.
+func (d *docText) add(held []byte, t, src string, ahead int) (delta, all string) {
+	if d.buf.Len() == 0 {
+		if at, ok := offset(src, t); ok && at >= len(held) && src[at-len(held):at] == string(held) &&
+			(d.src == "" || d.src == src && d.to == at-len(held)) {
+			if d.src == "" {
+				d.src, d.from = src, at-len(held)
+			}
+			d.to = at + len(t)
+			return src[at-len(held) : d.to], src[d.from:d.to]
+		}
+		if d.src != "" {
+			d.buf.WriteString(d.src[d.from:d.to])
+			d.src = ""
+		}
+	}
+	mark, n := d.buf.Len(), len(held)+len(t)
+	if d.buf.Cap()-mark < n {
+		// Room for what of a long text is still to come, up to a few times
+		// the content so far: a long document grows its buffer a few times.
+		d.buf.Grow(n + min(ahead, 4*(mark+n)))
+	}
+	d.buf.Write(held)
+	d.buf.WriteString(t)
+	all = d.buf.String()
+	return all[mark:], all
+}
+
+// offset returns where t lies in s, when it is a part of s's bytes rather
+// than a copy (a view is kept of a long text instead of a second copy).
+func offset(s, t string) (int, bool) {
+	if len(s) == 0 || len(t) == 0 {
+		return 0, false
+	}
+	base, p := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(t)))
+	if p < base || p-base > uintptr(len(s)-len(t)) {
+		return 0, false
+	}
+	return int(p - base), true
 }

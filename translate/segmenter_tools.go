@@ -3,8 +3,11 @@ package translate
 import (
 	"bytes"
 	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/docstream/docstream/documents"
@@ -20,17 +23,14 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 	if tc == nil {
 		tc = &ToolCall{}
 	}
-	class, toolName := classify(tc.Kind, tc.Name)
-	st := &toolState{rawArgs: tc.Args}
-	args := &st.decoded
-	st.args = readArgs(&s.argDec, tc.Args, args)
+	st := &toolState{rawArgs: tc.Args, rawKind: cmp.Or(tc.Kind, tc.Name), callID: ev.CallID,
+		startedAt: tc.StartedAtMs, startTS: ev.TimestampMs}
+	st.class, st.toolName = classify(tc.Kind, tc.Name)
+	st.args = readArgs(&s.argDec, tc.Args, &st.decoded)
 	if tc.Kind == "mcpToolCall" {
-		toolName = mcpName(*args)
+		st.toolName = mcpName(st.decoded)
 	}
-	st.class, st.kind, st.name, st.toolName = class, tc.Kind, tc.Name, toolName
-	st.callID, st.startedAt, st.startTS = ev.CallID, tc.StartedAtMs, ev.TimestampMs
-	s.toolCount++
-	st.docID = s.openDoc(class.docType(), marshal(startMeta(st, args, s.workspaceDir())))
+	st.docID = s.openDoc(docTypes[st.class], marshal(startMeta(st, s.workspaceDir())))
 	if st.callID != "" {
 		if s.tools == nil {
 			s.tools = map[string]*toolState{}
@@ -38,7 +38,7 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 		s.tools[st.callID] = st
 	}
 	s.toolOrder = append(s.toolOrder, st)
-	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: toolName, ToolCallID: st.callID})
+	s.emit(documents.ToolCallStart{DocumentID: st.docID, ToolName: st.toolName, ToolCallID: st.callID})
 	s.emit(documents.ToolCallArguments{DocumentID: st.docID, Arguments: st.args})
 	return st
 }
@@ -46,7 +46,8 @@ func (s *Segmenter) openTool(ev Event) *toolState {
 // startMeta is the metadata known when a tool call starts: what its
 // started event tells, in the field order of the full metadata. workspace
 // is the directory a command runs in when it names none.
-func startMeta(st *toolState, a *toolArgs, workspace string) any {
+func startMeta(st *toolState, workspace string) any {
+	a := &st.decoded
 	switch st.class {
 	case classShell:
 		return struct {
@@ -133,18 +134,17 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	} else if body.Kind() == '"' && st.class == classShell {
 		b.Output = str(body) // a function call's result: the command's output
 	}
-	status, reason := "success", ""
+	reason := ""
 	switch out {
 	case outcomePending:
-		status, reason = "error", reasonUnfinished
+		reason = reasonUnfinished
 	case outcomeRejected:
-		status = "error"
 		reason = cmp.Or(b.Reason, b.Message, "the tool call was rejected")
 	case outcomeFailed:
-		status = "error"
 		reason = cmp.Or(b.Error, b.Message, b.Reason, errText(body))
 	}
-	if b.IsError && status == "success" {
+	status := "success"
+	if out != outcomeSuccess || b.IsError {
 		status = "error"
 	}
 	data := body
@@ -165,13 +165,9 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 	case classEdit, classWrite, classDelete, classPatch:
 		content, meta = fileEditMeta(st, a, &b, out, reason, dur)
 	case classPlan:
-		todos := make([]documents.PlanTodo, 0, len(a.Todos))
-		for _, t := range a.Todos {
-			deps := t.Dependencies
-			if deps == nil {
-				deps = []string{}
-			}
-			todos = append(todos, documents.PlanTodo{ID: t.ID, Content: t.Content, Status: todoStatus(t.Status), Dependencies: deps})
+		todos := slices.Clone(a.Todos)
+		for i := range todos {
+			todos[i].Status = todoStatus(todos[i].Status)
 		}
 		if a.Plan != "" {
 			content = new(a.Plan)
@@ -188,7 +184,7 @@ func (s *Segmenter) finishTool(st *toolState, tc *ToolCall, ts int64) {
 		content, meta = clarificationMeta(st, a, out, reason)
 	default:
 		meta = documents.ToolCallMeta{ToolName: st.toolName, ToolCallID: st.callID, Arguments: args,
-			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: cmp.Or(st.kind, st.name),
+			Result: &documents.ToolResult{Status: status, Data: data}, DurationMs: dur, RawKind: st.rawKind,
 			Rejected: out == outcomeRejected, Reason: reason, Approval: st.approval}
 	}
 	s.emit(documents.DocumentEnd{DocumentID: st.docID, FinalContent: content, Metadata: marshal(meta)})
@@ -206,21 +202,16 @@ func errText(v jsontext.Value) string {
 		// The members are read in order, which no Go type keeps.
 		first, message := "", ""
 		dec := jsontext.NewDecoder(bytes.NewBuffer(v), decodeOpts)
-		if _, err := dec.ReadToken(); err != nil {
-			break
-		}
-		for dec.PeekKind() == '"' {
-			tok, _ := dec.ReadToken()
-			name := tok.String()
+		eachMember(dec, func(name []byte) error {
 			val, err := dec.ReadValue()
-			if err != nil || val.Kind() != '"' || strings.TrimSpace(str(val)) == "" {
-				continue
+			if t := str(val); strings.TrimSpace(t) != "" {
+				first = cmp.Or(first, t)
+				if message == "" && strings.Contains(strings.ToLower(string(name)), "message") {
+					message = t
+				}
 			}
-			first = cmp.Or(first, str(val))
-			if message == "" && strings.Contains(strings.ToLower(name), "message") {
-				message = str(val)
-			}
-		}
+			return err
+		})
 		if t := cmp.Or(message, first); t != "" {
 			return t
 		}
@@ -349,4 +340,56 @@ func lineRange(before, old string) (int, int) {
 	}
 	start := strings.Count(before[:i], "\n") + 1
 	return start, start + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
+}
+
+// SetApproval records the approval state of tool call id's open document,
+// which its final metadata keeps, and emits document_update with its
+// metadata so far.
+func (s *Segmenter) SetApproval(id string, a documents.Approval) {
+	st := s.tools[id]
+	if s.done || st == nil || st.ended {
+		return
+	}
+	st.approval = a
+	m := map[string]jsontext.Value{}
+	unmarshal(marshal(startMeta(st, s.workspaceDir())), &m)
+	unmarshal(marshal(a), &m)
+	m["toolCallId"] = marshal(st.callID)
+	if b, err := json.Marshal(m, json.Deterministic(true)); err == nil {
+		s.emit(documents.DocumentUpdate{DocumentID: st.docID, Metadata: b})
+	}
+}
+
+// SetAnswers records the state of clarification id's open document: still
+// awaiting answers, or the answers given; its final metadata keeps them.
+func (s *Segmenter) SetAnswers(id string, awaiting bool, answers []documents.QuestionAnswer) {
+	st := s.tools[id]
+	if s.done || st == nil || st.ended {
+		return
+	}
+	st.awaiting, st.answers = awaiting, answers
+	_, meta := clarificationMeta(st, &st.decoded, outcomePending, "")
+	s.emit(documents.DocumentUpdate{DocumentID: st.docID, Metadata: marshal(meta)})
+}
+
+// clarificationMeta builds a clarification document's content and
+// metadata.
+func clarificationMeta(st *toolState, a *toolArgs, out outcome, reason string) (*string, documents.ClarificationMeta) {
+	qs := make([]documents.Question, 0, len(a.Questions))
+	for i, q := range a.Questions {
+		opts := make([]documents.Option, 0, len(q.Options))
+		for j, o := range q.Options {
+			opts = append(opts, documents.Option{ID: cmp.Or(o.ID, strconv.Itoa(j+1)), Label: cmp.Or(o.Label, o.Text, o.ID)})
+		}
+		qs = append(qs, documents.Question{ID: cmp.Or(q.ID, "q"+strconv.Itoa(i+1)), Text: cmp.Or(q.Prompt, q.Text, q.Question), Options: opts, AllowMultiple: q.Multiple})
+	}
+	var content *string
+	if a.Title != "" {
+		content = new(a.Title)
+	}
+	m := documents.ClarificationMeta{Questions: qs, ToolCallID: st.callID, Awaiting: st.awaiting, Answers: st.answers}
+	if out == outcomeRejected {
+		m.Rejected, m.Reason = true, reason
+	}
+	return content, m
 }

@@ -11,15 +11,6 @@ import (
 // when it needs more input.
 type stateFn func(*lexer) stateFn
 
-// block is what the lexer reports: a piece of prose or of a fenced block.
-type blockKind uint8
-
-const (
-	blockText blockKind = iota
-	blockCode
-	blockRef
-)
-
 // fence describes an open fenced block.
 type fence struct {
 	char   byte
@@ -35,7 +26,6 @@ type lexerSink interface {
 	openFence(f fence)  // a fence line opened a block
 	fenceText(s string) // content of the open block
 	closeFence()        // the block ended (closing fence or end of message)
-	endMessage()        // the message ended; close whatever is open
 }
 
 // lexer splits one assistant message into prose and fenced blocks, in the
@@ -43,17 +33,15 @@ type lexerSink interface {
 // one needs more; only a partial line that could open or close a fence is
 // held back.
 type lexer struct {
-	in      []byte
-	pos     int
-	eof     bool
-	state   stateFn
-	sink    lexerSink
-	fence   fence
-	inFence bool
+	in    []byte
+	pos   int
+	eof   bool
+	state stateFn
+	sink  lexerSink
+	fence fence // the open block; its char is 0 outside one
 	// nlPending is the line break ("\n" or "\r\n") inside a block that
 	// is sent only once the next line proves not to be the closing fence.
 	nlPending string
-	firstLine bool
 	// wake says which input can change the decision of a state that is
 	// waiting for more, so that Write does not scan a held line again for
 	// every small piece (which would make long held lines quadratic).
@@ -102,10 +90,6 @@ func (l *lexer) woken(s string) bool {
 	return true
 }
 
-func newLexer(sink lexerSink) *lexer {
-	return &lexer{sink: sink, state: lexLineStart}
-}
-
 // Write feeds message text to the lexer.
 func (l *lexer) Write(s string) {
 	if l.pos > 0 {
@@ -118,15 +102,14 @@ func (l *lexer) Write(s string) {
 	}
 }
 
-// End flushes the message: held-back text is decided and open blocks close.
+// End flushes the message: held-back text is decided and an open block
+// closes.
 func (l *lexer) End() {
 	l.eof = true
 	l.run()
-	if l.inFence {
-		l.inFence = false
+	if l.fence.char != 0 {
 		l.sink.closeFence()
 	}
-	l.sink.endMessage()
 	if cap(l.in) > 2*lexPiece {
 		l.in = nil // a long held line's buffer is not kept
 	}
@@ -238,7 +221,6 @@ func lexLineStart(l *lexer) stateFn {
 	}
 	l.list = list.fenceOpened(indent)
 	l.fence = fence{char: char, length: run, indent: indent, list: l.list.top(), info: info}
-	l.inFence, l.nlPending, l.firstLine = true, "", true
 	l.sink.openFence(l.fence)
 	return lexFenceLineStart
 }
@@ -559,7 +541,7 @@ func lexFenceLineStart(l *lexer) stateFn {
 }
 
 func (l *lexer) closeFence() stateFn {
-	l.inFence, l.nlPending = false, ""
+	l.fence, l.nlPending = fence{}, ""
 	l.sink.closeFence()
 	return lexLineStart
 }
@@ -598,15 +580,15 @@ func lexFenceLine(l *lexer) stateFn {
 }
 
 // parseInfo reads a fence's info string: `start:end:path` is a code
-// reference, anything else names a language by its first word.
-func parseInfo(info string) (kind blockKind, lang, file string, start, end int) {
+// reference (ref), anything else names a language by its first word.
+func parseInfo(info string) (ref bool, lang, file string, start, end int) {
 	if a, rest, ok := strings.Cut(info, ":"); ok {
 		if b, p, ok := strings.Cut(rest, ":"); ok && p != "" {
 			s, err1 := strconv.Atoi(a)
 			e, err2 := strconv.Atoi(b)
 			if err1 == nil && err2 == nil && s >= 0 && e >= s {
 				p = strings.TrimSpace(p)
-				return blockRef, LanguageOf(p), p, s, e
+				return true, LanguageOf(p), p, s, e
 			}
 		}
 	}
@@ -614,7 +596,7 @@ func parseInfo(info string) (kind blockKind, lang, file string, start, end int) 
 	if i := strings.IndexAny(lang, " \t{"); i >= 0 {
 		lang = lang[:i]
 	}
-	return blockCode, strings.ToLower(lang), "", 0, 0
+	return false, strings.ToLower(lang), "", 0, 0
 }
 
 // languages maps file extensions to language names.

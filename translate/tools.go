@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"cmp"
-	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,49 +15,42 @@ import (
 // toolArgs is the union of the argument fields Docstream reads from any
 // tool in any dialect. readArgs fills it; the tags name the members.
 type toolArgs struct {
-	Path             string         `json:"path"`
-	FilePath         string         `json:"file_path"`
-	FilePathCamel    string         `json:"filePath"`
-	TargetFile       string         `json:"target_file"`
-	Command          string         `json:"command"`
-	WorkingDirectory string         `json:"workingDirectory"`
-	WorkingDirSnake  string         `json:"working_directory"`
-	Cwd              string         `json:"cwd"`
-	IsBackground     bool           `json:"isBackground"`
-	Sandbox          *sandboxPolicy `json:"requestedSandboxPolicy"`
-	StreamContent    string         `json:"streamContent"`
-	OldString        string         `json:"old_string"`
-	NewString        string         `json:"new_string"`
-	OldStringCamel   string         `json:"oldString"`
-	NewStringCamel   string         `json:"newString"`
-	Patch            string         `json:"patch"`
-	Input            string         `json:"input"`
-	FileText         string         `json:"fileText"`
-	Contents         string         `json:"contents"`
-	CodeEdit         string         `json:"code_edit"` // the spec's §7 edit_file: the edited region
-	Content          jsontext.Value `json:"content"`
-	Name             string         `json:"name"`
-	Title            string         `json:"title"`
-	Overview         string         `json:"overview"`
-	Plan             string         `json:"plan"`
-	Todos            []rawTodo      `json:"todos"`
-	Merge            bool           `json:"merge"`
-	Questions        []rawQuestion  `json:"questions"`
-	ToolName         string         `json:"toolName"`
-	Provider         string         `json:"providerIdentifier"`
-	Server           string         `json:"server"`
+	Path             string               `json:"path"`
+	FilePath         string               `json:"file_path"`
+	FilePathCamel    string               `json:"filePath"`
+	TargetFile       string               `json:"target_file"`
+	Command          string               `json:"command"`
+	WorkingDirectory string               `json:"workingDirectory"`
+	WorkingDirSnake  string               `json:"working_directory"`
+	Cwd              string               `json:"cwd"`
+	IsBackground     bool                 `json:"isBackground"`
+	Sandbox          *sandboxPolicy       `json:"requestedSandboxPolicy"`
+	StreamContent    string               `json:"streamContent"`
+	OldString        string               `json:"old_string"`
+	NewString        string               `json:"new_string"`
+	OldStringCamel   string               `json:"oldString"`
+	NewStringCamel   string               `json:"newString"`
+	Patch            string               `json:"patch"`
+	Input            string               `json:"input"`
+	FileText         string               `json:"fileText"`
+	Contents         string               `json:"contents"`
+	CodeEdit         string               `json:"code_edit"` // the spec's §7 edit_file: the edited region
+	Content          jsontext.Value       `json:"content"`
+	Name             string               `json:"name"`
+	Title            string               `json:"title"`
+	Overview         string               `json:"overview"`
+	Plan             string               `json:"plan"`
+	Todos            []documents.PlanTodo `json:"todos"`
+	Merge            bool                 `json:"merge"`
+	Questions        []rawQuestion        `json:"questions"`
+	ToolName         string               `json:"toolName"`
+	Provider         string               `json:"providerIdentifier"`
+	Server           string               `json:"server"`
 }
 
 type sandboxPolicy struct {
 	Type          string `json:"type"`
 	NetworkAccess bool   `json:"networkAccess"`
-}
-
-type rawTodo struct {
-	ID           string   `json:"id"`
-	Content      string   `json:"content"`
-	Status       string   `json:"status"`
-	Dependencies []string `json:"dependencies"`
 }
 
 type rawQuestion struct {
@@ -246,21 +238,11 @@ func classify(kind, name string) (toolClass, string) {
 	return classTool, snake(strings.TrimSuffix(key, "ToolCall"))
 }
 
-// docType returns the document type of a class.
-func (c toolClass) docType() documents.Type {
-	switch c {
-	case classShell:
-		return documents.TypeTerminalCommand
-	case classEdit, classWrite, classDelete, classPatch:
-		return documents.TypeFileEdit
-	case classPlan:
-		return documents.TypePlan
-	case classTodos:
-		return documents.TypeTodoUpdate
-	case classAsk:
-		return documents.TypeClarification
-	}
-	return documents.TypeToolCall
+// docTypes are the document types of the classes.
+var docTypes = [...]documents.Type{
+	classTool: documents.TypeToolCall, classShell: documents.TypeTerminalCommand, classEdit: documents.TypeFileEdit,
+	classWrite: documents.TypeFileEdit, classDelete: documents.TypeFileEdit, classPatch: documents.TypeFileEdit,
+	classPlan: documents.TypePlan, classTodos: documents.TypeTodoUpdate, classAsk: documents.TypeClarification,
 }
 
 // snake turns a camelCase or PascalCase name into snake_case.
@@ -399,38 +381,19 @@ func patchTarget(p string) (path, op, newPath string) {
 	return path, cmp.Or(op, "edit"), newPath
 }
 
-// argFields maps the name of each argument member toolArgs reads to its
-// field.
-var argFields = func() map[string]int {
-	t := reflect.TypeFor[toolArgs]()
-	m := make(map[string]int, t.NumField())
-	for i := range t.NumField() {
-		m[t.Field(i).Tag.Get("json")] = i
-	}
-	return m
-}()
-
-// readArgs decodes a tool's arguments object into a in one pass with dec
-// (a member of an unexpected type is left out) and returns it as written,
-// but for its toolCallId member and repeated member names.
+// readArgs decodes a tool's arguments object into a (a member of an
+// unexpected type is left out) and returns it as written, but for its
+// toolCallId member and repeated member names; dec reads its members.
 func readArgs(dec *jsontext.Decoder, raw jsontext.Value, a *toolArgs) jsontext.Value {
 	if raw.Kind() != '{' {
 		return jsontext.Value("{}")
 	}
-	raw = dedupe(raw)
+	raw = unmarshalLast(raw, a)
 	out := append(make(jsontext.Value, 0, len(raw)), '{')
 	dec.Reset(bytes.NewBuffer(raw), decodeOpts)
-	fields := reflect.ValueOf(a).Elem()
 	prev, found := int64(bytes.IndexByte(raw, '{')+1), false
 	err := eachMember(dec, func(name []byte) error {
-		v, err := dec.ReadValue()
-		if i, ok := argFields[string(name)]; ok && err == nil {
-			if f := fields.Field(i); f.Kind() == reflect.String && v.Kind() == '"' {
-				f.SetString(str(v))
-			} else {
-				unmarshal(v, f.Addr().Interface())
-			}
-		}
+		err := dec.SkipValue()
 		member := bytes.TrimLeft(raw[prev:dec.InputOffset()], " \t\r\n,")
 		prev = dec.InputOffset()
 		switch {

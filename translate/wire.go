@@ -345,39 +345,28 @@ func (d *Decoder) decode(line []byte) Event {
 	d.last = w.lineIDs
 	ev.Type, ev.Subtype, ev.SessionID, ev.ModelCallID = w.Type, w.Subtype, w.SessionID, w.ModelCallID
 	ev.TimestampMs, ev.HasTimestamp = w.TimestampMs.n, w.TimestampMs.set
-	switch w.Type {
-	case "system":
-		if w.Subtype == "init" {
-			ev.Kind = KindInit
-			ev.Init = &Init{SessionID: w.SessionID, Cwd: cmp.Or(w.Cwd, w.Workspace), Model: w.Model,
-				PermissionMode: w.PermissionMode, APIKeySource: w.APIKeySource}
-		} else {
-			ev.Kind = KindInfo
-		}
-	case "user":
-		ev.Kind = KindUser
-	case "thinking":
-		if w.Subtype == "completed" {
-			ev.Kind = KindThinkingDone
-		} else {
-			ev.Kind = KindThinkingDelta
-			ev.Text = w.Text.s
-		}
-	case "assistant":
-		ev.Kind = KindAssistant
+	ev.Kind = kinds[lineType{w.Type, w.Subtype}]
+	if ev.Kind == KindUnknown {
+		ev.Kind = kinds[lineType{w.Type, ""}]
+	}
+	switch ev.Kind {
+	case KindInit:
+		ev.Init = &Init{SessionID: w.SessionID, Cwd: cmp.Or(w.Cwd, w.Workspace), Model: w.Model,
+			PermissionMode: w.PermissionMode, APIKeySource: w.APIKeySource}
+	case KindThinkingDelta:
+		ev.Text = w.Text.s
+	case KindAssistant:
 		ev.Text = w.Message.s
 		if w.Text.set {
 			ev.Text = w.Text.s
 		}
-	case "tool_call", "tool-call-started", "tool-call-completed":
+	case KindToolStarted, KindToolCompleted:
 		toolEvent(&ev, w)
-	case "result":
-		ev.Kind = KindResult
+	case KindResult:
 		ev.Result = &Result{Subtype: w.Subtype, IsError: w.IsError || w.Subtype == "error", DurationMs: w.DurationMs.n,
 			DurationAPIMs: w.DurationAPIMs.n, Text: str(w.Result), Error: str(w.Error), RequestID: w.RequestID,
 			Usage: w.Usage.counts()}
-	case "error":
-		ev.Kind = KindError
+	case KindError:
 		msg, details := errorText(w.Error)
 		ev.Details = cmp.Or(scalarText(w.Details), details)
 		switch {
@@ -388,19 +377,23 @@ func (d *Decoder) decode(line []byte) Event {
 		default:
 			ev.Text = w.Text.s
 		}
-	case "connection":
-		ev.Kind = KindInfo
-		if w.Subtype == "reconnecting" || w.Subtype == "reconnected" {
-			ev.Kind = KindStatus
-		}
-	case "retry":
-		ev.Kind = KindStatus
-	case "interaction_query":
-		ev.Kind = KindInfo
-	default:
-		ev.Kind = KindUnknown
 	}
 	return ev
+}
+
+// lineType is a line's type and subtype, or its type alone.
+type lineType struct{ typ, subtype string }
+
+// kinds are the kinds of the agent's line types, by type and subtype when
+// the subtype decides, else by type; others are KindUnknown.
+var kinds = map[lineType]Kind{
+	{"system", "init"}: KindInit, {"system", ""}: KindInfo, {"user", ""}: KindUser,
+	{"thinking", "completed"}: KindThinkingDone, {"thinking", ""}: KindThinkingDelta, {"assistant", ""}: KindAssistant,
+	{"tool_call", "started"}: KindToolStarted, {"tool-call-started", ""}: KindToolStarted,
+	{"tool_call", "completed"}: KindToolCompleted, {"tool-call-completed", ""}: KindToolCompleted,
+	{"result", ""}: KindResult, {"error", ""}: KindError, {"interaction_query", ""}: KindInfo,
+	{"connection", "reconnecting"}: KindStatus, {"connection", "reconnected"}: KindStatus, {"connection", ""}: KindInfo,
+	{"retry", ""}: KindStatus,
 }
 
 // read decodes w's line into w, token by token, and reports an error when
@@ -421,15 +414,6 @@ func (d *Decoder) read(w *agentLine) error {
 // toolEvent fills in a tool_call event (or a hyphenated tool-call-started
 // or -completed one).
 func toolEvent(ev *Event, w *agentLine) {
-	switch {
-	case w.Type == "tool-call-started" || (w.Type == "tool_call" && w.Subtype == "started"):
-		ev.Kind = KindToolStarted
-	case w.Type == "tool-call-completed" || (w.Type == "tool_call" && w.Subtype == "completed"):
-		ev.Kind = KindToolCompleted
-	default:
-		ev.Kind = KindUnknown
-		return
-	}
 	var result jsontext.Value
 	if w.Result.Kind() == '{' {
 		result = w.Result
@@ -611,7 +595,7 @@ var lineNames = func() map[string]string {
 // Invalid UTF-8 becomes U+FFFD.
 func str(v jsontext.Value) string {
 	switch {
-	case v.Kind() != '"':
+	case v.Kind() != '"' || len(v) < 2:
 		return ""
 	case bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
 		return string(v[1 : len(v)-1])
