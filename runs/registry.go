@@ -106,14 +106,6 @@ func (g *Registry) save(r *Run, want saveWant) {
 	}
 }
 
-// saveNow writes what r wants before it returns, or within storeWait.
-func (g *Registry) saveNow(r *Run, want saveWant) {
-	g.save(r, want|saveUrgent)
-	if !g.saver.await(r, want, storeWait) {
-		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
-	}
-}
-
 // Admit refuses a new run when the queue is full or the gateway drains.
 func (g *Registry) Admit() error {
 	if g.closing.Load() {
@@ -153,8 +145,9 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	}
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, runCtx: ctx, cancel: cancel, backend: backend, done: make(chan struct{}), kill: make(chan struct{}),
-		conv: conv, redacting: redacting{r: g.redactor}}
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: conv, redacting: redacting{r: g.redactor}}
+	r.killed, r.kill = context.WithCancel(context.Background())
+	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
 	spec.Kill = r
 	g.runs[r.ID] = r
 	if conv != "" {

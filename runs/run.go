@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -32,11 +31,9 @@ type Run struct {
 	finished bool
 	final    *documents.ChatResponse // until the store holds it and no client is attached
 	saved    bool                    // the store holds the final response
-	launched atomic.Bool
-	runCtx   context.Context // for Launch, from Prepare
-	backend  Backend
-	kill     chan struct{} // closed by Kill
-	killOnce sync.Once
+	launch   func()                  // starts the run, once
+	killed   context.Context         // done once Kill is called
+	kill     context.CancelFunc
 	observe  []func(documents.Event)
 
 	redacting redacting   // used by emit only
@@ -136,10 +133,10 @@ func (r *Run) Cancel(kill bool) {
 }
 
 // Kill has the run's agent killed without the SIGTERM grace.
-func (r *Run) Kill() { r.killOnce.Do(func() { close(r.kill) }) }
+func (r *Run) Kill() { r.kill() }
 
 // KillNow returns a channel that is closed once Kill is called.
-func (r *Run) KillNow() <-chan struct{} { return r.kill }
+func (r *Run) KillNow() <-chan struct{} { return r.killed.Done() }
 
 // Attach registers a subscriber and returns its detach. A running run left by
 // its last subscriber is cancelled after the detach grace.
@@ -182,11 +179,7 @@ func (r *Run) Attach() (detach func()) {
 }
 
 // Launch starts a prepared run; later calls do nothing.
-func (r *Run) Launch() {
-	if r.launched.CompareAndSwap(false, true) {
-		go r.reg.execute(r.runCtx, r, r.backend)
-	}
-}
+func (r *Run) Launch() { r.launch() }
 
 // openSnapshotEvery is how often a response is saved while a document is open.
 const openSnapshotEvery = 5 * time.Second
@@ -199,7 +192,13 @@ func (r *Run) emit(ev documents.Event) {
 // step passes one event through the run's steps.
 func (r *Run) step(ev documents.Event) {
 	want := r.fold(ev)
-	r.count(ev)
+	if e, ok := ev.(documents.DocumentStart); ok {
+		if !r.firstDoc {
+			r.firstDoc = true
+			r.reg.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		r.reg.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
+	}
 	r.save(ev, want)
 	r.Log.Append(ev)
 	for _, fn := range r.observe {
@@ -247,33 +246,22 @@ func (r *Run) fold(ev documents.Event) saveWant {
 	return want
 }
 
-// count records ev in the metrics.
-func (r *Run) count(ev documents.Event) {
-	m := r.reg.metrics
-	if e, ok := ev.(documents.DocumentStart); ok {
-		if !r.firstDoc {
-			r.firstDoc = true
-			m.FirstDocument.Observe(time.Since(r.started).Seconds())
-		}
-		m.Documents.WithLabelValues(string(e.Type)).Inc()
-	}
-}
-
 // save has the store take what want asks for, urgent writes before ev goes out.
 func (r *Run) save(ev documents.Event, want saveWant) {
 	g := r.reg
-	switch {
-	case want == 0:
-	case want&saveUrgent == 0:
-		g.save(r, want)
-	default:
-		if want&saveConversation != 0 {
-			g.claimTurn(r)
-		}
-		g.saveNow(r, want&^saveUrgent)
-		if _, done := ev.(documents.Done); done {
-			g.endTurn(r)
-		}
+	if want == 0 {
+		return
+	}
+	if want&saveConversation != 0 {
+		g.claimTurn(r)
+	}
+	g.save(r, want)
+	if want&saveUrgent != 0 && !g.saver.await(r, want&^saveUrgent, storeWait) {
+		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).
+			Msg("the store has not taken the run's writes; the run goes on without them")
+	}
+	if _, done := ev.(documents.Done); done {
+		g.endTurn(r)
 	}
 }
 
