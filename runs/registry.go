@@ -141,7 +141,7 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	// Two agents resuming one session at once would both write to it.
 	conv := spec.ConversationID
 	if running, busy := g.turns[conv]; conv != "" && busy {
-		return nil, busyError(running)
+		return nil, &BusyError{ID: running.id()}
 	}
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
@@ -164,19 +164,16 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, busy := g.turns[conv]
-	if r != nil {
-		id = r.ID
-	}
-	return id, busy
+	return r.id(), busy
 }
 
-// busyError refuses a turn while running, a turn of the same conversation,
-// runs; running is nil while the conversation is being deleted.
-func busyError(running *Run) *BusyError {
-	if running == nil {
-		return &BusyError{}
+// id returns the run's id; a nil run, which holds a conversation being
+// deleted, has none.
+func (r *Run) id() string {
+	if r == nil {
+		return ""
 	}
-	return &BusyError{ID: running.ID}
+	return r.ID
 }
 
 // DeleteConversation has del delete the conversation conv while none of its
@@ -186,7 +183,7 @@ func (g *Registry) DeleteConversation(conv string, del func() error) error {
 	g.mu.Lock()
 	if running, busy := g.turns[conv]; busy {
 		g.mu.Unlock()
-		return busyError(running)
+		return &BusyError{ID: running.id()}
 	}
 	g.turns[conv] = nil // held until del returns
 	var ended []*Run
@@ -325,12 +322,10 @@ func (g *Registry) letGo(r *Run) {
 	if g.runs[r.ID] == r {
 		delete(g.runs, r.ID)
 	}
-	n := 0
-	for n < len(g.kept) && g.kept[n].keptBytes == 0 {
-		g.kept[n] = nil
-		n++
+	for len(g.kept) > 0 && g.kept[0].keptBytes == 0 {
+		g.kept[0] = nil
+		g.kept = g.kept[1:]
 	}
-	g.kept = g.kept[n:]
 }
 
 // acquire takes the run off the queue into a run slot and waits for the
@@ -340,30 +335,27 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	if g.limits.QueueTimeout > 0 {
 		timeout = time.After(g.limits.QueueTimeout)
 	}
+	slot, timedOut := false, false
 	select {
 	case g.slots <- struct{}{}:
-		g.dequeue()
+		slot = true
 	case <-timeout:
-		g.dequeue()
-		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
-			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+		timedOut = true
 	case <-ctx.Done():
-		g.dequeue()
-		r, msg, _ := StopCause(ctx)
-		return translate.End{Reason: r, Message: msg}, false
 	}
-	if err := g.spawn.Wait(ctx); err != nil {
-		<-g.slots
-		r, msg, _ := StopCause(ctx)
-		return translate.End{Reason: r, Message: msg}, false
-	}
-	return translate.End{}, true
-}
-
-// dequeue takes a run off the queue count.
-func (g *Registry) dequeue() {
 	g.queued.Add(-1)
 	g.metrics.QueueLength.Dec()
+	switch {
+	case timedOut:
+		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
+			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+	case slot && g.spawn.Wait(ctx) == nil:
+		return translate.End{}, true
+	case slot:
+		<-g.slots
+	}
+	r, msg, _ := StopCause(ctx)
+	return translate.End{Reason: r, Message: msg}, false
 }
 
 // conversationOf returns r's conversation row, once the agent has named it.
