@@ -163,21 +163,19 @@ func (s *saver) loop() {
 			delete(s.busy, j.r)
 		}
 		clear(jobs)
-		retry := len(refused) > 0 && !s.closed
-		if retry {
-			for r, want := range refused {
-				s.enqueue(r, want)
-			}
-		}
 		s.cond.Broadcast()
-		if retry {
-			s.mu.Unlock()
-			select {
-			case <-time.After(retryGap):
-			case <-s.closing:
-			}
-			s.mu.Lock()
+		if len(refused) == 0 || s.closed {
+			continue
 		}
+		for r, want := range refused {
+			s.enqueue(r, want)
+		}
+		s.mu.Unlock()
+		select {
+		case <-time.After(retryGap):
+		case <-s.closing:
+		}
+		s.mu.Lock()
 	}
 }
 
