@@ -44,8 +44,7 @@ type Metrics struct {
 	// Connections counts the client connections open now.
 	Connections atomic.Int64
 
-	mu     sync.Mutex
-	models map[string]bool // the models that get a label of their own
+	models sync.Map // the names of the models that get a label of their own
 }
 
 // CountSkipped counts n agent lines skipped for reason, when there are any.
@@ -69,11 +68,9 @@ const OtherModel = "other"
 
 // KnowModels gives the models names a label of their own.
 func (m *Metrics) KnowModels(names ...string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, n := range names {
 		if n != "" {
-			m.models[n] = true
+			m.models.Store(n, nil)
 		}
 	}
 }
@@ -81,12 +78,8 @@ func (m *Metrics) KnowModels(names ...string) {
 // ModelLabel returns a run's model label: the model when it is known (see
 // KnowModels), else OtherModel, so that the label's values stay bounded.
 func (m *Metrics) ModelLabel(model string) string {
-	if model == "" {
-		model = "auto"
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.models[model] {
+	model = cmp.Or(model, "auto")
+	if _, known := m.models.Load(model); known {
 		return model
 	}
 	return OtherModel
@@ -102,7 +95,6 @@ func New() *Metrics {
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	m := &Metrics{
 		Registry: r,
-		models:   map[string]bool{},
 		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
 			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"}),
 		RequestDuration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
