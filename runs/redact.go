@@ -121,9 +121,8 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 		ev = e
 	case documents.Done:
 		if c := e.Metadata.Cloud; c != nil {
-			cc := *c
-			cc.Summary = r.String(cc.Summary)
-			e.Metadata.Cloud = &cc
+			e.Metadata.Cloud = new(*c)
+			e.Metadata.Cloud.Summary = r.String(c.Summary)
 		}
 		rd.flush("", step)
 		ev = e

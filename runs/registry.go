@@ -358,13 +358,6 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	return translate.End{Reason: r, Message: msg}, false
 }
 
-// conversationOf returns r's conversation row, once the agent has named it.
-func (g *Registry) conversationOf(r *Run) (store.Conversation, bool) {
-	conv := r.ConversationID()
-	s := r.Spec
-	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner}, conv != ""
-}
-
 // turnOf encodes r's turn as it is now and says whether it is final; ok is
 // false when the store has the final one already or it does not encode.
 func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
@@ -392,7 +385,7 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
 // then ends the rest.
 func (g *Registry) Shutdown(ctx context.Context) {
-	defer g.closeSaver(ctx)
+	defer g.saver.close(ctx)
 	g.mu.Lock() // orders this against Prepare's admission
 	g.closing.Store(true)
 	g.mu.Unlock()
@@ -417,20 +410,5 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		g.log.Error().Msg("runs did not end within 30s of the shutdown")
-	}
-}
-
-// closeSaver writes the pending saves and stops the saver, waiting until
-// ctx's deadline but at least 5 s.
-func (g *Registry) closeSaver(ctx context.Context) {
-	if g.saver == nil {
-		return
-	}
-	wait := 5 * time.Second
-	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
-		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
-	}
-	if !g.saver.close(wait) {
-		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
 }

@@ -179,9 +179,17 @@ func (s *saver) loop() {
 	}
 }
 
-// close writes what is pending and stops the saver, waiting at most wait;
-// saves asked for after it are written by the caller.
-func (s *saver) close(wait time.Duration) bool {
+// close writes what is pending and stops the saver, waiting until ctx's
+// deadline but at least 5 s; saves asked for after it are written by the
+// caller. A nil saver has nothing to close.
+func (s *saver) close(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
+		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
+	}
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -191,9 +199,8 @@ func (s *saver) close(wait time.Duration) bool {
 	s.mu.Unlock()
 	select {
 	case <-s.stopped:
-		return true
 	case <-time.After(wait):
-		return false
+		s.g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
 }
 
@@ -203,8 +210,10 @@ func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var turns []store.Turn
 	var finals []*Run // the runs whose final response is among turns
 	for _, j := range jobs {
-		if c, ok := g.conversationOf(j.r); ok && j.want&saveConversation != 0 {
-			convs = append(convs, c)
+		if conv := j.r.ConversationID(); conv != "" && j.want&saveConversation != 0 {
+			s := j.r.Spec
+			convs = append(convs, store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend,
+				Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner})
 		}
 		if j.want&saveTurn == 0 {
 			continue
