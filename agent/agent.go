@@ -210,9 +210,7 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
 	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMark(), tail: newTail(b.cfg.StderrTailBytes),
 		exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
-	if spec.Kill != nil {
-		p.killNow = spec.Kill.KillNow()
-	}
+	p.killNow = spec.Killed
 	cmd.Dir = spec.Workspace
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
 	if b.Home != "" {
@@ -347,7 +345,7 @@ func (p *proc) watch() {
 }
 
 // cancel is the command's Cancel: it signals the process group, then kills
-// it once the leader exited, after the grace, or on KillNow.
+// it once the leader exited, after the grace, or once spec.Killed is closed.
 func (p *proc) cancel() error {
 	sig := syscall.SIGTERM
 	if _, _, kill := runs.StopCause(p.ctx); kill {

@@ -146,9 +146,10 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
 		reg: g, cancel: cancel, done: make(chan struct{}), conv: conv, redacting: redacting{r: g.redactor}}
-	r.killed, r.kill = context.WithCancel(context.Background())
+	killed := make(chan struct{})
+	r.kill = sync.OnceFunc(func() { close(killed) })
 	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
-	spec.Kill = r
+	spec.Killed = killed
 	g.runs[r.ID] = r
 	if conv != "" {
 		g.turns[conv] = r
@@ -403,7 +404,7 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	g.stopAll(&Stop{Reason: documents.StopShutdown, Msg: "the gateway is shutting down", Kill: true})
 	g.mu.Lock()
 	for _, r := range g.runs {
-		r.Kill() // also those a client had cancelled with SIGTERM
+		r.kill() // also those a client had cancelled with SIGTERM
 	}
 	g.mu.Unlock()
 	select {

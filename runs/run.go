@@ -32,8 +32,7 @@ type Run struct {
 	final    *documents.ChatResponse // until the store holds it and no client is attached
 	saved    bool                    // the store holds the final response
 	launch   func()                  // starts the run, once
-	killed   context.Context         // done once Kill is called
-	kill     context.CancelFunc
+	kill     func()                  // closes Spec.Killed, once: the agent is killed without the SIGTERM grace
 	observe  []func(documents.Event)
 
 	redacting redacting   // used by emit only
@@ -128,15 +127,9 @@ func fillResponse(resp *documents.ChatResponse, spec *Spec) {
 func (r *Run) Cancel(kill bool) {
 	r.cancel(&Stop{Reason: documents.StopCancelled, Msg: "the run was cancelled", Kill: kill})
 	if kill {
-		r.Kill()
+		r.kill()
 	}
 }
-
-// Kill has the run's agent killed without the SIGTERM grace.
-func (r *Run) Kill() { r.kill() }
-
-// KillNow returns a channel that is closed once Kill is called.
-func (r *Run) KillNow() <-chan struct{} { return r.killed.Done() }
 
 // Attach registers a subscriber and returns its detach. A running run left by
 // its last subscriber is cancelled after the detach grace.
