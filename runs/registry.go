@@ -45,11 +45,9 @@ type Registry struct {
 
 // StoreWrote records how a store write went.
 func (g *Registry) StoreWrote(err error) {
-	if err == nil {
-		g.storeErr.Store(nil)
-		return
+	if err != nil {
+		g.metrics.StoreErrors.Inc()
 	}
-	g.metrics.StoreErrors.Inc()
 	g.storeErr.Store(&err)
 }
 
