@@ -103,6 +103,9 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	case documents.DocumentStart:
 		e.Metadata = r.value(e.Metadata)
 		ev = e
+	case documents.DocumentUpdate:
+		e.Metadata = r.value(e.Metadata)
+		ev = e
 	case documents.ToolCallArguments:
 		e.Arguments = r.value(e.Arguments)
 		ev = e
