@@ -360,13 +360,9 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 // turnOf encodes r's turn as it is now and says whether it is final; ok is
 // false when the store has the final one already or it does not encode.
 func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
-	r.mu.Lock()
-	if r.finished && r.final == nil {
-		r.mu.Unlock()
+	if r.Released() {
 		return t, false, false
 	}
-	final = r.final != nil
-	r.mu.Unlock()
 	resp := r.Response()
 	b, err := documents.EncodeResponse(&resp)
 	if err != nil {
@@ -378,7 +374,7 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 		conv = *resp.ConversationID
 	}
 	return store.Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
-		Created: r.started, Response: b, Owner: r.Spec.Owner}, final, true
+		Created: r.started, Response: b, Owner: r.Spec.Owner}, resp.Status != documents.StatusStreaming, true
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,

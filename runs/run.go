@@ -138,7 +138,6 @@ func (r *Run) Attach() (detach func()) {
 	r.subs++
 	if r.grace != nil {
 		r.grace.Stop()
-		r.grace = nil
 	}
 	r.mu.Unlock()
 	r.reg.metrics.Subscribers.Inc()
@@ -162,9 +161,8 @@ func (r *Run) Attach() (detach func()) {
 		}
 		r.grace = time.AfterFunc(g, func() {
 			r.mu.Lock()
-			n := r.subs
-			r.mu.Unlock()
-			if n == 0 {
+			defer r.mu.Unlock()
+			if r.subs == 0 {
 				r.cancel(stop)
 			}
 		})
