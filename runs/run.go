@@ -26,13 +26,13 @@ type Run struct {
 	subs     int
 	grace    *time.Timer
 	conv     string
-	firstDoc bool
+	docs     int // the documents started, counted by step
 	lastSave time.Time
 	finished bool
-	final    *documents.ChatResponse // until the store holds it and no client is attached
-	saved    bool                    // the store holds the final response
-	launch   func()                  // starts the run, once
-	kill     func()                  // closes Spec.Killed, once: the agent is killed without the SIGTERM grace
+	saved    bool   // the store holds the final response
+	released bool   // only the store holds it: the builder is let go of
+	launch   func() // starts the run, once
+	kill     func() // closes Spec.Killed, once: the agent is killed without the SIGTERM grace
 	observe  []func(documents.Event)
 
 	redacting redacting   // used by emit only
@@ -59,14 +59,11 @@ func (r *Run) ConversationID() string {
 // Response returns the response so far, or the finished one.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
-	if r.finished && r.final == nil {
+	if r.released {
 		r.mu.Unlock()
 		return r.stored()
 	}
 	defer r.mu.Unlock()
-	if r.final != nil {
-		return *r.final
-	}
 	resp := r.builder.Response()
 	fillResponse(&resp, r.Spec)
 	return resp
@@ -76,14 +73,14 @@ func (r *Run) Response() documents.ChatResponse {
 func (r *Run) Released() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.finished && r.final == nil
+	return r.released
 }
 
 // release lets go of the finished response once the store holds it and no
 // client is attached; r.mu is held.
 func (r *Run) release() {
 	if r.finished && r.saved && r.subs == 0 {
-		r.final = nil
+		r.released = true
 		r.builder = documents.Builder{}
 	}
 }
@@ -184,8 +181,8 @@ func (r *Run) emit(ev documents.Event) {
 func (r *Run) step(ev documents.Event) {
 	want := r.fold(ev)
 	if e, ok := ev.(documents.DocumentStart); ok {
-		if !r.firstDoc {
-			r.firstDoc = true
+		r.docs++
+		if r.docs == 1 {
 			r.reg.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
 		}
 		r.reg.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
@@ -218,9 +215,6 @@ func (r *Run) fold(ev documents.Event) saveWant {
 		r.lastSave = time.Now()
 	case documents.Done:
 		// The store has the final response before done goes out.
-		resp := r.builder.Response()
-		fillResponse(&resp, r.Spec)
-		r.final = &resp
 		want = saveTurn | saveUrgent
 	case documents.DocumentEnd:
 		if time.Since(r.lastSave) > time.Second {
@@ -260,7 +254,6 @@ func (r *Run) save(ev documents.Event, want saveWant) {
 func (r *Run) finish(d documents.Done) {
 	g := r.reg
 	r.mu.Lock()
-	docs := len(r.final.Documents) // set by fold before done went out
 	r.finished = true
 	if r.grace != nil {
 		r.grace.Stop()
@@ -282,5 +275,5 @@ func (r *Run) finish(d documents.Done) {
 	}
 	close(r.done)
 	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
-		Int("documents", docs).Dur("duration", time.Since(r.started)).Msg("run finished")
+		Int("documents", r.docs).Dur("duration", time.Since(r.started)).Msg("run finished")
 }
