@@ -85,9 +85,6 @@ func (m *Metrics) ModelLabel(model string) string {
 	return OtherModel
 }
 
-// Outcomes are the values of docstream_runs_total's outcome label.
-var Outcomes = []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
-
 // New creates the metrics on a registry of their own.
 func New() *Metrics {
 	r := prometheus.NewRegistry()
@@ -131,7 +128,8 @@ func New() *Metrics {
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
 		func() float64 { return float64(m.Connections.Load()) })
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, o := range Outcomes {
+	outcomes := []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
+	for _, o := range outcomes {
 		m.Runs.WithLabelValues(o, "auto")
 	}
 	for _, t := range documents.Types {
