@@ -38,9 +38,7 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	for _, v := range r.forms {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Redacted)
-		}
+		s = strings.ReplaceAll(s, v, Redacted) // s itself when it holds none
 	}
 	return s
 }
