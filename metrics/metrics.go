@@ -47,13 +47,6 @@ type Metrics struct {
 	models sync.Map // the names of the models that get a label of their own
 }
 
-// CountSkipped counts n agent lines skipped for reason, when there are any.
-func (m *Metrics) CountSkipped(reason string, n int) {
-	if n > 0 {
-		m.LinesSkipped.WithLabelValues(reason).Add(float64(n))
-	}
-}
-
 // CountTokens counts n tokens of a kind, when there are any: a counter panics
 // on a negative Add (translate never reports one).
 func (m *Metrics) CountTokens(kind, model string, n int64) {

@@ -277,9 +277,9 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	}
 	seg.Close(end)
 	st := seg.Stats()
-	g.metrics.CountSkipped("not_json", st.NotJSON)
-	g.metrics.CountSkipped("unknown_type", st.Unknown)
-	g.metrics.CountSkipped("oversize", st.Oversize)
+	g.metrics.LinesSkipped.WithLabelValues("not_json").Add(float64(st.NotJSON))
+	g.metrics.LinesSkipped.WithLabelValues("unknown_type").Add(float64(st.Unknown))
+	g.metrics.LinesSkipped.WithLabelValues("oversize").Add(float64(st.Oversize))
 	r.cancel(nil)
 	g.keep(r)
 }
