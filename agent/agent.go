@@ -210,10 +210,8 @@ func (b *Backend) spawn(ctx context.Context, spec *runs.Spec, start time.Time) (
 	ctx, stop := context.WithCancelCause(ctx)
 	cmd := exec.CommandContext(ctx, b.binary, b.Args(spec)...)
 	p := &proc{b: b, ctx: ctx, stop: stop, start: start, cmd: cmd, mark: groupMarkName + "=" + rand.Text(),
-		tail: newTail(b.cfg.StderrTailBytes), exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{})}
-	if spec.Kill != nil {
-		p.killNow = spec.Kill.KillNow()
-	}
+		tail: newTail(b.cfg.StderrTailBytes), exited: make(chan struct{}), readDone: make(chan struct{}), errDone: make(chan struct{}),
+		killNow: spec.Killed}
 	cmd.Dir = spec.Workspace
 	cmd.Env = append(b.env[:len(b.env):len(b.env)], p.mark)
 	if b.Home != "" {
@@ -367,7 +365,7 @@ func (p *proc) watch() {
 }
 
 // cancel is the command's Cancel: it signals the process group, then kills
-// it once the leader exited, after the grace, or on KillNow.
+// it once the leader exited, after the grace, or once spec.Killed is closed.
 func (p *proc) cancel() error {
 	sig := syscall.SIGTERM
 	if _, _, kill := runs.StopCause(p.ctx); kill {

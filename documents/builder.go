@@ -19,10 +19,11 @@ type Builder struct {
 type building struct {
 	doc Document
 	// The content so far is shared, the producer's own (ContentDelta's
-	// Content), until a delta comes without it; from then on it is copied.
+	// Content, or DocumentEnd's FinalContent), until a delta comes without
+	// it; from then on it is copied.
 	shared  string
 	content strings.Builder
-	final   *string
+	final   bool // the content is DocumentEnd's FinalContent
 }
 
 // add appends a delta to the content.
@@ -71,12 +72,9 @@ func (b *Builder) Add(ev Event) {
 	case DocumentEnd:
 		if d := b.doc(e.DocumentID); d != nil {
 			if e.FinalContent != nil {
-				d.final = new(*e.FinalContent)
-				if *d.final == d.text() {
-					// The usual case: the final content repeats the deltas,
-					// and a finished run keeps one copy of it, not two.
-					d.content, d.shared = strings.Builder{}, ""
-				}
+				// The final content replaces the deltas': a finished run
+				// keeps one copy of its text, not two.
+				d.shared, d.content, d.final = *e.FinalContent, strings.Builder{}, true
 			}
 			if len(e.Metadata) > 0 {
 				d.doc.Metadata = e.Metadata
@@ -124,10 +122,7 @@ func (b *Builder) Response() ChatResponse {
 	r.Documents = make([]Document, 0, len(b.order))
 	for _, d := range b.order {
 		doc := d.doc
-		switch {
-		case d.final != nil:
-			doc.Content = new(*d.final)
-		case d.doc.Type.IsText() || d.content.Len() > 0 || d.shared != "":
+		if d.final || d.doc.Type.IsText() || d.text() != "" {
 			doc.Content = new(d.text())
 		}
 		if len(doc.Metadata) == 0 {

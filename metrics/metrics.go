@@ -44,15 +44,7 @@ type Metrics struct {
 	// Connections counts the client connections open now.
 	Connections atomic.Int64
 
-	mu     sync.Mutex
-	models map[string]bool // the models that get a label of their own
-}
-
-// CountSkipped counts n agent lines skipped for reason, when there are any.
-func (m *Metrics) CountSkipped(reason string, n int) {
-	if n > 0 {
-		m.LinesSkipped.WithLabelValues(reason).Add(float64(n))
-	}
+	models sync.Map // the names of the models that get a label of their own
 }
 
 // CountTokens counts n tokens of a kind, when there are any: a counter panics
@@ -69,11 +61,9 @@ const OtherModel = "other"
 
 // KnowModels gives the models names a label of their own.
 func (m *Metrics) KnowModels(names ...string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, n := range names {
 		if n != "" {
-			m.models[n] = true
+			m.models.Store(n, nil)
 		}
 	}
 }
@@ -81,19 +71,12 @@ func (m *Metrics) KnowModels(names ...string) {
 // ModelLabel returns a run's model label: the model when it is known (see
 // KnowModels), else OtherModel, so that the label's values stay bounded.
 func (m *Metrics) ModelLabel(model string) string {
-	if model == "" {
-		model = "auto"
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.models[model] {
+	model = cmp.Or(model, "auto")
+	if _, known := m.models.Load(model); known {
 		return model
 	}
 	return OtherModel
 }
-
-// Outcomes are the values of docstream_runs_total's outcome label.
-var Outcomes = []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
 
 // New creates the metrics on a registry of their own.
 func New() *Metrics {
@@ -102,7 +85,6 @@ func New() *Metrics {
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	m := &Metrics{
 		Registry: r,
-		models:   map[string]bool{},
 		Requests: f.NewCounterVec(prometheus.CounterOpts{Name: "docstream_http_requests_total",
 			Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"}),
 		RequestDuration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "docstream_http_request_duration_seconds",
@@ -139,7 +121,8 @@ func New() *Metrics {
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "docstream_connections_open", Help: "Client connections open now."},
 		func() float64 { return float64(m.Connections.Load()) })
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, o := range Outcomes {
+	outcomes := []string{"completed", "error", "cancelled", "timeout", "interrupted", "shutdown", "agent_exit", "agent_error"}
+	for _, o := range outcomes {
 		m.Runs.WithLabelValues(o, "auto")
 	}
 	for _, t := range documents.Types {

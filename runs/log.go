@@ -130,9 +130,8 @@ func (l *Log) Watch() (wake <-chan struct{}, stop func()) {
 
 // Keeps reports whether the log still holds every event after the given id.
 func (l *Log) Keeps(after int) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return max(after, 0)+1 >= l.first
+	_, _, ok := l.Next(after)
+	return ok
 }
 
 // Size returns the bytes the log holds.

@@ -1,8 +1,9 @@
 package runs
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -37,18 +38,13 @@ func (r *Redactor) String(s string) string {
 		return s
 	}
 	for _, v := range r.forms {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Redacted)
-		}
+		s = strings.ReplaceAll(s, v, Redacted) // s itself when it holds none
 	}
 	return s
 }
 
 // value masks every secret in a raw JSON value.
 func (r *Redactor) value(v jsontext.Value) jsontext.Value {
-	if r == nil || len(v) == 0 {
-		return v
-	}
 	if s := r.String(string(v)); s != string(v) {
 		return jsontext.Value(s)
 	}
@@ -105,6 +101,9 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 	case documents.DocumentStart:
 		e.Metadata = r.value(e.Metadata)
 		ev = e
+	case documents.DocumentUpdate:
+		e.Metadata = r.value(e.Metadata)
+		ev = e
 	case documents.ToolCallArguments:
 		e.Arguments = r.value(e.Arguments)
 		ev = e
@@ -123,9 +122,8 @@ func (rd *redacting) each(ev documents.Event, step func(documents.Event)) {
 		ev = e
 	case documents.Done:
 		if c := e.Metadata.Cloud; c != nil {
-			cc := *c
-			cc.Summary = r.String(cc.Summary)
-			e.Metadata.Cloud = &cc
+			e.Metadata.Cloud = new(*c)
+			e.Metadata.Cloud.Summary = r.String(c.Summary)
 		}
 		rd.flush("", step)
 		ev = e
@@ -165,11 +163,9 @@ func (rd *redacting) flush(doc string, step func(documents.Event)) {
 // secretForms are the forms in which output may carry secret values: each
 // value and its words, raw and as JSON may escape them, longest first.
 func secretForms(values []string) []string {
-	seen := map[string]bool{}
 	var out []string
 	add := func(v string) {
-		if v = strings.TrimSpace(v); len(v) >= 4 && !seen[v] {
-			seen[v] = true
+		if v = strings.TrimSpace(v); len(v) >= 4 {
 			out = append(out, v)
 		}
 	}
@@ -192,8 +188,8 @@ func secretForms(values []string) []string {
 			add(jsonEscaped(f, true))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(out)
 }
 
 // jsonEscaped writes s as a JSON string's inside with everything beyond ASCII
@@ -206,11 +202,8 @@ func jsonEscaped(s string, html bool) string {
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		case r < 0x20 || r > 0x7e || html && (r == '<' || r == '>' || r == '&'):
-			if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
-			} else {
-				fmt.Fprintf(&b, "\\u%04x", r)
+			for _, u := range utf16.AppendRune(nil, r) {
+				fmt.Fprintf(&b, "\\u%04x", u)
 			}
 		default:
 			b.WriteRune(r)

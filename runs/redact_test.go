@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/docstream/docstream/documents"
 )
 
@@ -78,5 +80,24 @@ func TestRedactSplitDeltas(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRedactMetadata: the metadata of every event that carries one is
+// masked, a tool call's update while it waits for approval included.
+func TestRedactMetadata(t *testing.T) {
+	t.Parallel()
+	rd := redacting{r: NewRedactor("sk-live-0123456789")}
+	meta := []byte(`{"command":"curl -H 'Authorization: sk-live-0123456789'"}`)
+	for _, ev := range []documents.Event{
+		documents.DocumentStart{ID: "d", Metadata: meta},
+		documents.DocumentUpdate{DocumentID: "d", Metadata: meta},
+		documents.DocumentEnd{DocumentID: "d", Metadata: meta},
+	} {
+		rd.each(ev, func(out documents.Event) {
+			if b, err := json.Marshal(out); err != nil || strings.Contains(string(b), "sk-live") {
+				t.Errorf("%s: %s (%v)", out.Name(), b, err)
+			}
+		})
 	}
 }

@@ -45,11 +45,9 @@ type Registry struct {
 
 // StoreWrote records how a store write went.
 func (g *Registry) StoreWrote(err error) {
-	if err == nil {
-		g.storeErr.Store(nil)
-		return
+	if err != nil {
+		g.metrics.StoreErrors.Inc()
 	}
-	g.metrics.StoreErrors.Inc()
 	g.storeErr.Store(&err)
 }
 
@@ -106,14 +104,6 @@ func (g *Registry) save(r *Run, want saveWant) {
 	}
 }
 
-// saveNow writes what r wants before it returns, or within storeWait.
-func (g *Registry) saveNow(r *Run, want saveWant) {
-	g.save(r, want|saveUrgent)
-	if !g.saver.await(r, want, storeWait) {
-		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).Msg("the store has not taken the run's writes; the run goes on without them")
-	}
-}
-
 // Admit refuses a new run when the queue is full or the gateway drains.
 func (g *Registry) Admit() error {
 	if g.closing.Load() {
@@ -149,13 +139,15 @@ func (g *Registry) Prepare(spec *Spec) (*Run, error) {
 	// Two agents resuming one session at once would both write to it.
 	conv := spec.ConversationID
 	if running, busy := g.turns[conv]; conv != "" && busy {
-		return nil, busyError(running)
+		return nil, &BusyError{ID: running.id()}
 	}
 	ctx, cancel := context.WithCancelCause(g.baseCtx)
 	r := &Run{ID: spec.ResponseID, Spec: spec, Log: NewLog(g.cfg.LogMaxEvents, g.cfg.LogMaxBytes), started: time.Now(),
-		reg: g, runCtx: ctx, cancel: cancel, backend: backend, done: make(chan struct{}), kill: make(chan struct{}),
-		conv: conv, redacting: redacting{r: g.redactor}}
-	spec.Kill = r
+		reg: g, cancel: cancel, done: make(chan struct{}), conv: conv, redacting: redacting{r: g.redactor}}
+	killed := make(chan struct{})
+	r.kill = sync.OnceFunc(func() { close(killed) })
+	r.launch = sync.OnceFunc(func() { go g.execute(ctx, r, backend) })
+	spec.Killed = killed
 	g.runs[r.ID] = r
 	if conv != "" {
 		g.turns[conv] = r
@@ -171,19 +163,16 @@ func (g *Registry) RunningTurn(conv string) (id string, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, busy := g.turns[conv]
-	if r != nil {
-		id = r.ID
-	}
-	return id, busy
+	return r.id(), busy
 }
 
-// busyError refuses a turn while running, a turn of the same conversation,
-// runs; running is nil while the conversation is being deleted.
-func busyError(running *Run) *BusyError {
-	if running == nil {
-		return &BusyError{}
+// id returns the run's id; a nil run, which holds a conversation being
+// deleted, has none.
+func (r *Run) id() string {
+	if r == nil {
+		return ""
 	}
-	return &BusyError{ID: running.ID}
+	return r.ID
 }
 
 // DeleteConversation has del delete the conversation conv while none of its
@@ -193,7 +182,7 @@ func (g *Registry) DeleteConversation(conv string, del func() error) error {
 	g.mu.Lock()
 	if running, busy := g.turns[conv]; busy {
 		g.mu.Unlock()
-		return busyError(running)
+		return &BusyError{ID: running.id()}
 	}
 	g.turns[conv] = nil // held until del returns
 	var ended []*Run
@@ -288,9 +277,9 @@ func (g *Registry) execute(ctx context.Context, r *Run, backend Backend) {
 	}
 	seg.Close(end)
 	st := seg.Stats()
-	g.metrics.CountSkipped("not_json", st.NotJSON)
-	g.metrics.CountSkipped("unknown_type", st.Unknown)
-	g.metrics.CountSkipped("oversize", st.Oversize)
+	g.metrics.LinesSkipped.WithLabelValues("not_json").Add(float64(st.NotJSON))
+	g.metrics.LinesSkipped.WithLabelValues("unknown_type").Add(float64(st.Unknown))
+	g.metrics.LinesSkipped.WithLabelValues("oversize").Add(float64(st.Oversize))
 	r.cancel(nil)
 	g.keep(r)
 }
@@ -332,12 +321,10 @@ func (g *Registry) letGo(r *Run) {
 	if g.runs[r.ID] == r {
 		delete(g.runs, r.ID)
 	}
-	n := 0
-	for n < len(g.kept) && g.kept[n].keptBytes == 0 {
-		g.kept[n] = nil
-		n++
+	for len(g.kept) > 0 && g.kept[0].keptBytes == 0 {
+		g.kept[0] = nil
+		g.kept = g.kept[1:]
 	}
-	g.kept = g.kept[n:]
 }
 
 // acquire takes the run off the queue into a run slot and waits for the
@@ -347,49 +334,35 @@ func (g *Registry) acquire(ctx context.Context) (translate.End, bool) {
 	if g.limits.QueueTimeout > 0 {
 		timeout = time.After(g.limits.QueueTimeout)
 	}
+	slot, timedOut := false, false
 	select {
 	case g.slots <- struct{}{}:
-		g.dequeue()
+		slot = true
 	case <-timeout:
-		g.dequeue()
-		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
-			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+		timedOut = true
 	case <-ctx.Done():
-		g.dequeue()
-		r, msg, _ := StopCause(ctx)
-		return translate.End{Reason: r, Message: msg}, false
 	}
-	if err := g.spawn.Wait(ctx); err != nil {
-		<-g.slots
-		r, msg, _ := StopCause(ctx)
-		return translate.End{Reason: r, Message: msg}, false
-	}
-	return translate.End{}, true
-}
-
-// dequeue takes a run off the queue count.
-func (g *Registry) dequeue() {
 	g.queued.Add(-1)
 	g.metrics.QueueLength.Dec()
-}
-
-// conversationOf returns r's conversation row, once the agent has named it.
-func (g *Registry) conversationOf(r *Run) (store.Conversation, bool) {
-	conv := r.ConversationID()
-	s := r.Spec
-	return store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend, Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner}, conv != ""
+	switch {
+	case timedOut:
+		return translate.End{Reason: documents.StopTimeout, Source: "gateway",
+			Message: fmt.Sprintf("no run slot became free within %s", g.limits.QueueTimeout)}, false
+	case slot && g.spawn.Wait(ctx) == nil:
+		return translate.End{}, true
+	case slot:
+		<-g.slots
+	}
+	r, msg, _ := StopCause(ctx)
+	return translate.End{Reason: r, Message: msg}, false
 }
 
 // turnOf encodes r's turn as it is now and says whether it is final; ok is
 // false when the store has the final one already or it does not encode.
 func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
-	r.mu.Lock()
-	if r.finished && r.final == nil {
-		r.mu.Unlock()
+	if r.Released() {
 		return t, false, false
 	}
-	final = r.final != nil
-	r.mu.Unlock()
 	resp := r.Response()
 	b, err := documents.EncodeResponse(&resp)
 	if err != nil {
@@ -401,13 +374,13 @@ func (g *Registry) turnOf(r *Run) (t store.Turn, final, ok bool) {
 		conv = *resp.ConversationID
 	}
 	return store.Turn{ResponseID: r.ID, ConversationID: conv, Prompt: r.Spec.UserPrompt, Status: string(resp.Status),
-		Created: r.started, Response: b, Owner: r.Spec.Owner}, final, true
+		Created: r.started, Response: b, Owner: r.Spec.Owner}, resp.Status != documents.StatusStreaming, true
 }
 
 // Shutdown stops admitting runs, lets running ones finish until ctx ends,
 // then ends the rest.
 func (g *Registry) Shutdown(ctx context.Context) {
-	defer g.closeSaver(ctx)
+	defer g.saver.close(ctx)
 	g.mu.Lock() // orders this against Prepare's admission
 	g.closing.Store(true)
 	g.mu.Unlock()
@@ -425,27 +398,12 @@ func (g *Registry) Shutdown(ctx context.Context) {
 	g.stopAll(&Stop{Reason: documents.StopShutdown, Msg: "the gateway is shutting down", Kill: true})
 	g.mu.Lock()
 	for _, r := range g.runs {
-		r.Kill() // also those a client had cancelled with SIGTERM
+		r.kill() // also those a client had cancelled with SIGTERM
 	}
 	g.mu.Unlock()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		g.log.Error().Msg("runs did not end within 30s of the shutdown")
-	}
-}
-
-// closeSaver writes the pending saves and stops the saver, waiting until
-// ctx's deadline but at least 5 s.
-func (g *Registry) closeSaver(ctx context.Context) {
-	if g.saver == nil {
-		return
-	}
-	wait := 5 * time.Second
-	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
-		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
-	}
-	if !g.saver.close(wait) {
-		g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -27,16 +26,13 @@ type Run struct {
 	subs     int
 	grace    *time.Timer
 	conv     string
-	firstDoc bool
+	docs     int // the documents started, counted by step
 	lastSave time.Time
 	finished bool
-	final    *documents.ChatResponse // until the store holds it and no client is attached
-	saved    bool                    // the store holds the final response
-	launched atomic.Bool
-	runCtx   context.Context // for Launch, from Prepare
-	backend  Backend
-	kill     chan struct{} // closed by Kill
-	killOnce sync.Once
+	saved    bool   // the store holds the final response
+	released bool   // only the store holds it: the builder is let go of
+	launch   func() // starts the run, once
+	kill     func() // closes Spec.Killed, once: the agent is killed without the SIGTERM grace
 	observe  []func(documents.Event)
 
 	redacting redacting   // used by emit only
@@ -63,14 +59,11 @@ func (r *Run) ConversationID() string {
 // Response returns the response so far, or the finished one.
 func (r *Run) Response() documents.ChatResponse {
 	r.mu.Lock()
-	if r.finished && r.final == nil {
+	if r.released {
 		r.mu.Unlock()
 		return r.stored()
 	}
 	defer r.mu.Unlock()
-	if r.final != nil {
-		return *r.final
-	}
 	resp := r.builder.Response()
 	fillResponse(&resp, r.Spec)
 	return resp
@@ -80,14 +73,14 @@ func (r *Run) Response() documents.ChatResponse {
 func (r *Run) Released() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.finished && r.final == nil
+	return r.released
 }
 
 // release lets go of the finished response once the store holds it and no
 // client is attached; r.mu is held.
 func (r *Run) release() {
 	if r.finished && r.saved && r.subs == 0 {
-		r.final = nil
+		r.released = true
 		r.builder = documents.Builder{}
 	}
 }
@@ -131,15 +124,9 @@ func fillResponse(resp *documents.ChatResponse, spec *Spec) {
 func (r *Run) Cancel(kill bool) {
 	r.cancel(&Stop{Reason: documents.StopCancelled, Msg: "the run was cancelled", Kill: kill})
 	if kill {
-		r.Kill()
+		r.kill()
 	}
 }
-
-// Kill has the run's agent killed without the SIGTERM grace.
-func (r *Run) Kill() { r.killOnce.Do(func() { close(r.kill) }) }
-
-// KillNow returns a channel that is closed once Kill is called.
-func (r *Run) KillNow() <-chan struct{} { return r.kill }
 
 // Attach registers a subscriber and returns its detach. A running run left by
 // its last subscriber is cancelled after the detach grace.
@@ -148,7 +135,6 @@ func (r *Run) Attach() (detach func()) {
 	r.subs++
 	if r.grace != nil {
 		r.grace.Stop()
-		r.grace = nil
 	}
 	r.mu.Unlock()
 	r.reg.metrics.Subscribers.Inc()
@@ -172,9 +158,8 @@ func (r *Run) Attach() (detach func()) {
 		}
 		r.grace = time.AfterFunc(g, func() {
 			r.mu.Lock()
-			n := r.subs
-			r.mu.Unlock()
-			if n == 0 {
+			defer r.mu.Unlock()
+			if r.subs == 0 {
 				r.cancel(stop)
 			}
 		})
@@ -182,11 +167,7 @@ func (r *Run) Attach() (detach func()) {
 }
 
 // Launch starts a prepared run; later calls do nothing.
-func (r *Run) Launch() {
-	if r.launched.CompareAndSwap(false, true) {
-		go r.reg.execute(r.runCtx, r, r.backend)
-	}
-}
+func (r *Run) Launch() { r.launch() }
 
 // openSnapshotEvery is how often a response is saved while a document is open.
 const openSnapshotEvery = 5 * time.Second
@@ -199,7 +180,13 @@ func (r *Run) emit(ev documents.Event) {
 // step passes one event through the run's steps.
 func (r *Run) step(ev documents.Event) {
 	want := r.fold(ev)
-	r.count(ev)
+	if e, ok := ev.(documents.DocumentStart); ok {
+		r.docs++
+		if r.docs == 1 {
+			r.reg.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		r.reg.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
+	}
 	r.save(ev, want)
 	r.Log.Append(ev)
 	for _, fn := range r.observe {
@@ -228,9 +215,6 @@ func (r *Run) fold(ev documents.Event) saveWant {
 		r.lastSave = time.Now()
 	case documents.Done:
 		// The store has the final response before done goes out.
-		resp := r.builder.Response()
-		fillResponse(&resp, r.Spec)
-		r.final = &resp
 		want = saveTurn | saveUrgent
 	case documents.DocumentEnd:
 		if time.Since(r.lastSave) > time.Second {
@@ -247,33 +231,22 @@ func (r *Run) fold(ev documents.Event) saveWant {
 	return want
 }
 
-// count records ev in the metrics.
-func (r *Run) count(ev documents.Event) {
-	m := r.reg.metrics
-	if e, ok := ev.(documents.DocumentStart); ok {
-		if !r.firstDoc {
-			r.firstDoc = true
-			m.FirstDocument.Observe(time.Since(r.started).Seconds())
-		}
-		m.Documents.WithLabelValues(string(e.Type)).Inc()
-	}
-}
-
 // save has the store take what want asks for, urgent writes before ev goes out.
 func (r *Run) save(ev documents.Event, want saveWant) {
 	g := r.reg
-	switch {
-	case want == 0:
-	case want&saveUrgent == 0:
-		g.save(r, want)
-	default:
-		if want&saveConversation != 0 {
-			g.claimTurn(r)
-		}
-		g.saveNow(r, want&^saveUrgent)
-		if _, done := ev.(documents.Done); done {
-			g.endTurn(r)
-		}
+	if want == 0 {
+		return
+	}
+	if want&saveConversation != 0 {
+		g.claimTurn(r)
+	}
+	g.save(r, want)
+	if want&saveUrgent != 0 && !g.saver.await(r, want&^saveUrgent, storeWait) {
+		g.log.Warn().Str("response_id", r.ID).Dur("waited", storeWait).
+			Msg("the store has not taken the run's writes; the run goes on without them")
+	}
+	if _, done := ev.(documents.Done); done {
+		g.endTurn(r)
 	}
 }
 
@@ -281,7 +254,6 @@ func (r *Run) save(ev documents.Event, want saveWant) {
 func (r *Run) finish(d documents.Done) {
 	g := r.reg
 	r.mu.Lock()
-	docs := len(r.final.Documents) // set by fold before done went out
 	r.finished = true
 	if r.grace != nil {
 		r.grace.Stop()
@@ -303,5 +275,5 @@ func (r *Run) finish(d documents.Done) {
 	}
 	close(r.done)
 	g.log.Info().Str("response_id", r.ID).Str("status", string(d.Status)).Str("outcome", outcome).
-		Int("documents", docs).Dur("duration", time.Since(r.started)).Msg("run finished")
+		Int("documents", r.docs).Dur("duration", time.Since(r.started)).Msg("run finished")
 }

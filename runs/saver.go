@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -162,27 +163,33 @@ func (s *saver) loop() {
 			delete(s.busy, j.r)
 		}
 		clear(jobs)
-		retry := len(refused) > 0 && !s.closed
-		if retry {
-			for r, want := range refused {
-				s.enqueue(r, want)
-			}
-		}
 		s.cond.Broadcast()
-		if retry {
-			s.mu.Unlock()
-			select {
-			case <-time.After(retryGap):
-			case <-s.closing:
-			}
-			s.mu.Lock()
+		if len(refused) == 0 || s.closed {
+			continue
 		}
+		for r, want := range refused {
+			s.enqueue(r, want)
+		}
+		s.mu.Unlock()
+		select {
+		case <-time.After(retryGap):
+		case <-s.closing:
+		}
+		s.mu.Lock()
 	}
 }
 
-// close writes what is pending and stops the saver, waiting at most wait;
-// saves asked for after it are written by the caller.
-func (s *saver) close(wait time.Duration) bool {
+// close writes what is pending and stops the saver, waiting until ctx's
+// deadline but at least 5 s; saves asked for after it are written by the
+// caller. A nil saver has nothing to close.
+func (s *saver) close(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Until(d) > wait {
+		wait = time.Until(d) // a drain cut short (a second signal) does not wait for it
+	}
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -192,69 +199,64 @@ func (s *saver) close(wait time.Duration) bool {
 	s.mu.Unlock()
 	select {
 	case <-s.stopped:
-		return true
 	case <-time.After(wait):
-		return false
+		s.g.log.Error().Dur("waited", wait).Msg("the store did not take the pending saves during the shutdown")
 	}
 }
 
-// writeSaves writes the jobs, conversations first, and returns what was refused.
+// writeSaves writes the jobs and returns what the store refused.
 func (g *Registry) writeSaves(jobs []saveJob) (refused map[*Run]saveWant) {
 	var convs []store.Conversation
 	var turns []store.Turn
-	var convRuns, turnRuns, finals []*Run // finals: the runs whose final response is among turns
+	var finals []*Run // the runs whose final response is among turns
 	for _, j := range jobs {
-		if j.want&saveConversation != 0 {
-			if c, ok := g.conversationOf(j.r); ok {
-				convs, convRuns = append(convs, c), append(convRuns, j.r)
-			}
+		if conv := j.r.ConversationID(); conv != "" && j.want&saveConversation != 0 {
+			s := j.r.Spec
+			convs = append(convs, store.Conversation{ID: conv, SessionID: conv, Backend: s.Backend,
+				Workspace: s.WorkspaceName, Model: s.Model, Owner: s.Owner})
 		}
 		if j.want&saveTurn == 0 {
 			continue
 		}
 		if t, final, ok := g.turnOf(j.r); ok {
-			turns, turnRuns = append(turns, t), append(turnRuns, j.r)
+			turns = append(turns, t)
 			if final {
 				finals = append(finals, j.r)
 			}
 		}
 	}
-	refuse := func(want saveWant, runs ...*Run) {
-		for _, r := range runs {
-			if refused == nil {
-				refused = map[*Run]saveWant{}
-			}
-			refused[r] |= want
-		}
+	if len(convs)+len(turns) == 0 {
+		return nil
 	}
-	ctx := context.Background()
-	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
-		err := b.PutBatch(ctx, convs, turns)
-		g.StoreWrote(err)
-		if err != nil {
-			g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
-			refuse(saveConversation, convRuns...)
-			refuse(saveTurn, turnRuns...)
+	err := g.put(convs, turns)
+	g.StoreWrote(err)
+	if err != nil {
+		g.log.Warn().Err(err).Int("turns", len(turns)).Int("conversations", len(convs)).Msg("saving responses")
+		refused = map[*Run]saveWant{}
+		for _, j := range jobs {
+			refused[j.r] |= j.want &^ saveUrgent
 		}
-	} else {
-		wrote := func(err error, r *Run, want saveWant, what string) {
-			g.StoreWrote(err)
-			if err != nil {
-				g.log.Warn().Err(err).Msg(what)
-				refuse(want, r)
-			}
-		}
-		for i, c := range convs {
-			wrote(g.store.PutConversation(ctx, c), convRuns[i], saveConversation, "saving the conversation")
-		}
-		for i, t := range turns {
-			wrote(g.store.PutTurn(ctx, t), turnRuns[i], saveTurn, "saving the response")
-		}
+		return refused
 	}
 	for _, r := range finals {
-		if refused[r]&saveTurn == 0 {
-			r.markSaved()
-		}
+		r.markSaved()
 	}
-	return refused
+	return nil
+}
+
+// put writes the conversations, then the turns, in one transaction when
+// the store takes batches.
+func (g *Registry) put(convs []store.Conversation, turns []store.Turn) error {
+	ctx := context.Background()
+	if b, ok := g.store.(batcher); ok && len(convs)+len(turns) > 1 {
+		return b.PutBatch(ctx, convs, turns)
+	}
+	var errs []error
+	for _, c := range convs {
+		errs = append(errs, g.store.PutConversation(ctx, c))
+	}
+	for _, t := range turns {
+		errs = append(errs, g.store.PutTurn(ctx, t))
+	}
+	return errors.Join(errs...)
 }

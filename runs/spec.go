@@ -27,15 +27,12 @@ type Spec struct {
 	Backend        string // the backend's name: "cli" or "cloud"
 	Thinking       bool
 	IncludeRaw     bool
-	Interactive    bool   // the client answers the agent's questions and permission requests (ACP mode)
-	Owner          string // the id of the API key that asked ("" when auth is off)
-	Cloud          any    // a *cloud.RunSpec for the cloud backend
-	Surface        any    // what the API that asked keeps with the run; the run does not read it
-	Kill           Killer // set by the registry
+	Interactive    bool            // the client answers the agent's questions and permission requests (ACP mode)
+	Owner          string          // the id of the API key that asked ("" when auth is off)
+	Cloud          any             // a *cloud.RunSpec for the cloud backend
+	Surface        any             // what the API that asked keeps with the run; the run does not read it
+	Killed         <-chan struct{} // closed when the agent is to be killed at once; set by the registry
 }
-
-// Killer gives a channel that is closed when a run is to be killed at once.
-type Killer interface{ KillNow() <-chan struct{} }
 
 // Backend runs agents.
 type Backend interface {

@@ -87,24 +87,15 @@ func (f Frame) append(b []byte) []byte {
 // appendEvent appends an event's name and data and the blank line that ends it.
 func appendEvent(b []byte, name string, data []byte) []byte {
 	b = append(b, "event: "...)
-	b = appendLine(b, name)
+	b = append(b, noBreaks.Replace(name)...)
 	b = append(b, eol...)
 	b = appendData(b, data)
 	return append(b, eol...)
 }
 
-// appendLine appends s without its line breaks: a field cannot hold one,
-// and a name or comment with one would inject fields into the stream.
-func appendLine(b []byte, s string) []byte {
-	for {
-		i := strings.IndexAny(s, "\r\n")
-		if i < 0 {
-			return append(b, s...)
-		}
-		b = append(b, s[:i]...)
-		s = s[i+1:]
-	}
-}
+// noBreaks drops line breaks: a field cannot hold one, and a name or
+// comment with one would inject fields into the stream.
+var noBreaks = strings.NewReplacer("\r", "", "\n", "")
 
 // appendData appends data as "data:" lines, one per line of data.
 func appendData(b, data []byte) []byte {
@@ -143,6 +134,6 @@ func WriteEvent(w io.Writer, name string, data []byte) error {
 
 // WriteComment writes an SSE comment line, used as a heartbeat: ": ping".
 func WriteComment(w io.Writer, text string) error {
-	_, err := io.WriteString(w, ": "+string(appendLine(nil, text))+eol+eol)
+	_, err := io.WriteString(w, ": "+noBreaks.Replace(text)+eol+eol)
 	return err
 }
