@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,7 +49,7 @@ func (s *Server) handleChat(c echo.Context) error {
 		return err
 	}
 	if stream {
-		return s.streamRun(c, run, 0) // launches the run once the stream's headers are out
+		return s.streamReply(c, run, 0, true, &docStream{id: run.ID}) // launches the run once the stream's headers are out
 	}
 	return await(c, run, func() error { return answerRun(c, run) })
 }
@@ -316,7 +318,7 @@ type streamer struct {
 	// lost is set when the stream fell so far behind that its run's log
 	// dropped events it had not sent: it cannot go on.
 	lost bool
-	// ping, when set, is the heartbeat written in place of a comment.
+	// ping is the heartbeat written on idle intervals.
 	ping []byte
 }
 
@@ -340,7 +342,7 @@ func (s *Server) startStream(c echo.Context, run *runs.Run) *streamer {
 		h.Set("X-Docstream-Conversation-Id", conv)
 	}
 	c.Response().WriteHeader(http.StatusOK)
-	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
+	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer), ping: keepaliveComment}
 	st.deadline()
 	return st
 }
@@ -376,11 +378,11 @@ func (st *streamer) deadline() {
 	}
 }
 
-// follow sends the run's events after the given id as they come, flushing
-// once nothing more is waiting and writing a heartbeat comment on idle
-// intervals, until send says the stream is complete, the log closes, ctx
-// ends or a write fails.
-func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
+// follow sends the run's frames after the given id as they come, flushing
+// once nothing more is waiting and writing the heartbeat on idle intervals,
+// until send says the stream is complete, the log closes, ctx ends or a
+// write fails.
+func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error)) {
 	ticker := time.NewTicker(st.s.heartbeat())
 	defer ticker.Stop()
 	wake, stop := run.Log.Watch()
@@ -418,7 +420,7 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		select {
 		case <-wake:
 		case <-ticker.C:
-			if st.heartbeat(beat) != nil || st.rc.Flush() != nil {
+			if _, err := st.Write(st.ping); err != nil || st.rc.Flush() != nil {
 				return
 			}
 		case <-ctx.Done():
@@ -427,59 +429,72 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 	}
 }
 
-// heartbeat writes the stream's ping, or else the comment beat.
-func (st *streamer) heartbeat(beat string) error {
-	if st.ping != nil {
-		_, err := st.Write(st.ping)
-		return err
-	}
-	return sse.WriteComment(st, beat)
+// replyStream writes a run's stream in the shape of one API.
+type replyStream interface {
+	// start writes what comes before the run's events.
+	start(st *streamer) error
+	// send writes what one frame of the run's log becomes, reporting whether
+	// the stream is complete.
+	send(f sse.Frame) (complete bool, err error)
+	// lost ends a stream that fell behind its run's log with he.
+	lost(he *HTTPError) error
 }
 
-// streamRun serves a run's events after the given id as SSE, live until done.
-func (s *Server) streamRun(c echo.Context, run *runs.Run, after int) error {
-	detach := run.Attach()
-	defer detach()
+// streamReply streams a run's events after the given id as rs writes them,
+// live until the stream is complete. A run the stream does not attach to
+// goes on when the client leaves.
+func (s *Server) streamReply(c echo.Context, run *runs.Run, after int, attach bool, rs replyStream) error {
+	if attach {
+		detach := run.Attach()
+		defer detach()
+	}
 	defer run.Launch() // a prepared run starts in any case
-	st := s.openStream(c, run)
-	if st == nil {
+	st := s.startStream(c, run)
+	if rs.start(st) != nil || st.rc.Flush() != nil {
 		return nil
 	}
 	run.Launch()
-	st.follow(c.Request().Context(), run, after, st.sendFrame, "ping")
-	if st.lost {
-		st.sayLost(run)
+	st.follow(c.Request().Context(), run, after, rs.send)
+	if st.lost && rs.lost(errEventsDropped(run)) == nil {
+		_ = st.rc.Flush()
 	}
 	return nil
 }
 
-// openStream writes the stream's headers and its first comment, or returns
-// nil when the client is gone.
-func (s *Server) openStream(c echo.Context, run *runs.Run) *streamer {
-	st := s.startStream(c, run)
-	if sse.WriteComment(st, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	return st
+// docStream writes a run's document stream: its frames as they are logged.
+type docStream struct {
+	id string // the run's
+	st *streamer
 }
 
-// sendFrame writes one frame of the document stream.
-func (st *streamer) sendFrame(f sse.Frame) (bool, error) {
-	_, err := f.WriteTo(st)
+func (ds *docStream) start(st *streamer) error {
+	ds.st, st.ping = st, pingComment
+	return sse.WriteComment(st, "docstream "+ds.id)
+}
+
+func (ds *docStream) send(f sse.Frame) (bool, error) {
+	_, err := f.WriteTo(ds.st)
 	return false, err
 }
 
-// sayLost ends a stream that fell behind its run's log with an error event
-// that says why, in place of done.
-func (st *streamer) sayLost(run *runs.Run) {
-	he := errEventsDropped(run)
+// lost ends the stream with an error event that says why, in place of done.
+func (ds *docStream) lost(he *HTTPError) error {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}{he.Code, he.Message})
-	if sse.WriteEvent(st, "error", b) == nil {
-		_ = st.rc.Flush()
-	}
+	return sse.WriteEvent(ds.st, "error", b)
+}
+
+// The heartbeats of the document stream and of the OpenAI streams.
+var pingComment, keepaliveComment = written(func(w io.Writer) error { return sse.WriteComment(w, "ping") }),
+	written(func(w io.Writer) error { return sse.WriteComment(w, "keepalive") })
+
+// written returns what write writes.
+func written(write func(w io.Writer) error) []byte {
+	var b bytes.Buffer
+	_ = write(&b)
+	return b.Bytes()
 }
 
 func (s *Server) heartbeat() time.Duration {
@@ -596,7 +611,7 @@ func (s *Server) handleStream(c echo.Context) error {
 	if !run.Log.Keeps(after) {
 		return errEventsDropped(run)
 	}
-	return s.streamRun(c, run, after)
+	return s.streamReply(c, run, after, true, &docStream{id: run.ID})
 }
 
 // handleCancel serves POST /v1/chat/{id}/cancel.

@@ -127,7 +127,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		remember: s.rememberReply(ctx, thread, model, render), id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
 		created: time.Now().Unix(), model: model, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	if req.Stream {
-		return s.streamReply(c, run, true, &completionStream{cr: cr})
+		return s.streamReply(c, run, 0, true, &completionStream{cr: cr})
 	}
 	return waitCompletion(c, cr)
 }
@@ -264,42 +264,6 @@ func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, mod
 	}
 }
 
-// replyStream writes a run's stream in the shape of one API.
-type replyStream interface {
-	// start writes what comes before the run's events.
-	start(st *streamer) error
-	// send writes what one event becomes, reporting whether the stream is complete.
-	send(ev documents.Event) (complete bool, err error)
-	// lost ends a stream that fell behind its run's log with he.
-	lost(he *HTTPError) error
-}
-
-// streamReply streams a run as rs writes it, live until it is complete. A
-// run the stream does not attach to goes on when the client leaves.
-func (s *Server) streamReply(c echo.Context, run *runs.Run, attach bool, rs replyStream) error {
-	if attach {
-		detach := run.Attach()
-		defer detach()
-	}
-	defer run.Launch() // a prepared run starts in any case
-	st := s.startStream(c, run)
-	if rs.start(st) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	run.Launch()
-	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
-		ev, err := sse.DecodeFrame(f)
-		if err != nil {
-			return false, nil
-		}
-		return rs.send(ev)
-	}, "keepalive")
-	if st.lost && rs.lost(errEventsDropped(run)) == nil {
-		_ = st.rc.Flush()
-	}
-	return nil
-}
-
 // waitCompletion answers a run as one chat.completion once it is done.
 func waitCompletion(c echo.Context, cr *completionRun) error {
 	msg := completionMessage{Role: "assistant"}
@@ -392,7 +356,11 @@ func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
 }
 
 // send writes the chunks one event of the run becomes.
-func (cs *completionStream) send(ev documents.Event) (bool, error) {
+func (cs *completionStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
 	cr := cs.cr
 	cr.remember(ev)
 	for _, p := range cr.renderer.Event(ev) {
