@@ -294,43 +294,37 @@ type streamTail struct {
 // read takes one line of the stream and returns the event it ends, if any.
 func (t *streamTail) read(line []byte) *sse.Frame {
 	line = bytes.TrimRight(line, "\r\n")
-	if len(line) == 0 {
-		if t.ev.Name == "" {
-			return nil // a comment's end
+	if len(line) > 0 {
+		k, v, _ := bytes.Cut(line, []byte(":"))
+		v = bytes.TrimPrefix(v, []byte(" "))
+		switch string(k) {
+		case "id":
+			t.ev.ID, _ = strconv.Atoi(string(v))
+		case "event":
+			t.ev.Name = string(v)
+		case "data":
+			t.ev.Data = append(t.ev.Data, v...)
 		}
-		ev := t.ev
-		t.ev = sse.Frame{ID: ev.ID}
+		return nil
+	}
+	if t.ev.Name == "" {
+		return nil // a comment's end
+	}
+	ev := t.ev
+	t.ev = sse.Frame{ID: ev.ID}
+	if ev.Name != documents.EventResponseStart && ev.Name != documents.EventDocumentStart && ev.Name != documents.EventDocumentEnd {
 		return &ev
 	}
-	k, v, _ := bytes.Cut(line, []byte(":"))
-	v = bytes.TrimPrefix(v, []byte(" "))
-	switch string(k) {
-	case "id":
-		t.ev.ID, _ = strconv.Atoi(string(v))
-	case "event":
-		t.ev.Name = string(v)
-	case "data":
-		t.ev.Data = append(t.ev.Data, v...)
-		switch t.ev.Name {
-		case documents.EventResponseStart:
-			var e documents.ResponseStart
-			if json.Unmarshal(v, &e) == nil {
-				t.conv = e.ConversationID
-			}
-		case documents.EventDocumentStart:
-			var e documents.DocumentStart
-			if json.Unmarshal(v, &e) == nil {
-				t.seq = max(t.seq, e.Sequence)
-				t.open = append(t.open, e.ID)
-			}
-		case documents.EventDocumentEnd:
-			var e documents.DocumentEnd
-			if json.Unmarshal(v, &e) == nil {
-				t.open = slices.DeleteFunc(t.open, func(id string) bool { return id == e.DocumentID })
-			}
-		}
+	switch e, _ := sse.DecodeFrame(ev); e := e.(type) {
+	case documents.ResponseStart:
+		t.conv = e.ConversationID
+	case documents.DocumentStart:
+		t.seq = max(t.seq, e.Sequence)
+		t.open = append(t.open, e.ID)
+	case documents.DocumentEnd:
+		t.open = slices.DeleteFunc(t.open, func(id string) bool { return id == e.DocumentID })
 	}
-	return nil
+	return &ev
 }
 
 // tailFrames are the frames that end a relayed stream whose replica
