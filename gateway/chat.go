@@ -616,12 +616,9 @@ func (s *Server) handleStream(c echo.Context) error {
 
 // handleCancel serves POST /v1/chat/{id}/cancel.
 func (s *Server) handleCancel(c echo.Context) error {
-	run := s.visibleRun(c.Request().Context(), c.Param("id"))
-	if run == nil {
-		if err := s.runElsewhere(c.Request().Context(), c.Param("id")); err != nil {
-			return err
-		}
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	run, err := s.liveRun(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
 	}
 	body, err := readBody(c, 4096)
 	if err != nil {

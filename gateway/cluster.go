@@ -66,6 +66,18 @@ func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	return &forwardError{to: to}
 }
 
+// liveRun returns the visible run of id, else a forwardError for another
+// live replica's, else a 404.
+func (s *Server) liveRun(ctx context.Context, id string) (*runs.Run, error) {
+	if run := s.visibleRun(ctx, id); run != nil {
+		return run, nil
+	}
+	if err := s.runElsewhere(ctx, id); err != nil {
+		return nil, err
+	}
+	return nil, &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+}
+
 // runningElsewhere refuses, as busy, what cannot be done while another
 // replica runs a turn of the conversation.
 func (s *Server) runningElsewhere(ctx context.Context, conv string) error {
