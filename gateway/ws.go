@@ -33,13 +33,7 @@ type wsMessage struct {
 // chat is answered with {"type":"accepted","data":{"id","conversationId"}},
 // then the run's events; chats after the first count in the rate limit.
 func (s *Server) handleWS(c echo.Context) error {
-	if err := checkUpgrade(c.Request()); err != nil {
-		if err.Status == http.StatusUpgradeRequired {
-			c.Response().Header().Set("Upgrade", "websocket")
-		}
-		if err.Code == "bad_websocket_version" {
-			c.Response().Header().Set("Sec-WebSocket-Version", "13")
-		}
+	if err := checkUpgrade(c.Request(), c.Response().Header()); err != nil {
 		return err
 	}
 	client := s.clientOf(c)
@@ -240,14 +234,17 @@ func (s *Server) handleWS(c echo.Context) error {
 	}
 }
 
-// checkUpgrade answers, in the gateway's error shape, a request that is
-// not a WebSocket handshake the server can accept.
-func checkUpgrade(r *http.Request) *HTTPError {
+// checkUpgrade answers, in the gateway's error shape and with the headers
+// that say what to send, a request that is not a WebSocket handshake the
+// server can accept.
+func checkUpgrade(r *http.Request, h http.Header) *HTTPError {
 	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		h.Set("Upgrade", "websocket")
 		return &HTTPError{Status: http.StatusUpgradeRequired, Code: "upgrade_required",
 			Message: "this route speaks WebSocket: send Connection: Upgrade and Upgrade: websocket"}
 	}
 	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		h.Set("Sec-WebSocket-Version", "13")
 		return &HTTPError{Status: http.StatusBadRequest, Code: "bad_websocket_version", Message: "Sec-WebSocket-Version must be 13"}
 	}
 	if r.Header.Get("Sec-WebSocket-Key") == "" {
