@@ -182,11 +182,14 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 		alias = openai.ModelAlias{Repository: "https://github.com/" + repo}
 	}
 	// Resume the session that produced this history, when it is known.
-	history := t.msgs[:idx]
+	history, historyKey := t.msgs[:idx], ""
+	if t.conv == "" && hasAssistant(history) && s.store != nil {
+		historyKey = s.historyKey(ctx, openai.Fingerprint(history, "", t.model))
+	}
 	conv := t.conv
-	if conv == "" && hasAssistant(history) && s.store != nil {
+	if historyKey != "" {
 		// A history sent twice at once gets a session of its own the second time.
-		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model))); err == nil {
+		if id, err := s.store.Fingerprint(ctx, historyKey); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
 			}
@@ -230,8 +233,8 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 		if t.workspace == "" && s.store != nil {
 			// A session, resumed or new for a history of it, runs where it ran.
 			from := conv
-			if from == "" && hasAssistant(history) {
-				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model)))
+			if from == "" && historyKey != "" {
+				from, _ = s.store.HistoryConversation(ctx, historyKey)
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
