@@ -372,8 +372,7 @@ func unreadBody(req *http.Request) bool {
 // methodLabel is a request method as a metrics label: the methods the
 // routes know, and "other", so that made-up methods make no new series.
 func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	if slices.Contains(routeMethods, m) {
 		return m
 	}
 	return "other"

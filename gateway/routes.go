@@ -81,11 +81,6 @@ func (s *Server) routes() *echo.Echo {
 		slices.Sort(methods)
 		refuse[path] = onlyMethods(methods...)
 		e.Match(methodsBut(methods...), path, refuse[path], s.requireAuth)
-		allow := strings.Join(append(methods, http.MethodOptions), ", ")
-		e.OPTIONS(path, func(c echo.Context) error {
-			c.Response().Header().Set("Allow", allow)
-			return c.NoContent(http.StatusNoContent)
-		}, s.requireAuth)
 	}
 	// A method no route names reaches its group's catch-all: a 405 when its
 	// path is one of the above, else a 404.
@@ -118,20 +113,26 @@ func isOpenAIRoute(path string) bool {
 		path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/")
 }
 
-// routeMethods are the methods routes serve or refuse with a 405 (OPTIONS
-// is the CORS preflight's).
-var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodTrace}
+// routeMethods are the methods routes serve or refuse with a 405 (OPTIONS,
+// but a CORS preflight, with a 204).
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodTrace, http.MethodOptions}
 
 // methodsBut lists the methods a route does not serve.
 func methodsBut(allowed ...string) []string {
 	return slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(allowed, m) })
 }
 
-// onlyMethods answers 405 for a path that serves only the given methods.
+// onlyMethods answers 405 for a path that serves only the given methods,
+// and OPTIONS with a 204 naming them.
 func onlyMethods(methods ...string) echo.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
-		if c.IsWebSocket() {
+		switch {
+		case c.Request().Method == http.MethodOptions:
+			c.Response().Header().Set("Allow", allow+", OPTIONS")
+			return c.NoContent(http.StatusNoContent)
+		case c.IsWebSocket():
 			// A client that tries a WebSocket first takes this as "use HTTP".
 			return &HTTPError{Status: http.StatusUpgradeRequired, Code: "websocket_unsupported",
 				Message: fmt.Sprintf("%s is not served over a WebSocket; use %s", c.Request().URL.Path, allow)}
