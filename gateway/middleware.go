@@ -131,20 +131,17 @@ func presentedKey(r *http.Request) string {
 // per-client rate limit. With no keys configured any bearer token passes.
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		id := "ip:" + c.RealIP()
 		if s.auth.enabled() {
 			kid, err := s.checkKey(c)
 			if err != nil {
 				return err
 			}
-			id = "key:" + kid
 			// Handlers, and what runs on the request's context, know the key by its id.
-			c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
+			c.SetRequest(c.Request().WithContext(withOwner(c.Request().Context(), kid)))
 		}
 		// A request another replica forwarded was taken from the limit there.
 		if !s.admitHop(c) {
-			if err := s.rateLimit(id, "too many requests"); err != nil {
+			if err := s.rateLimit(s.clientOf(c), "too many requests"); err != nil {
 				return err
 			}
 		}
