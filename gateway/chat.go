@@ -187,35 +187,47 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if len(req.Images) > 0 || req.Source != nil || req.Target != nil {
 		return nil, errBadRequest("cloud_only", "images, source and target are for backend \"cloud\"")
 	}
-	if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
-		return nil, err
-	}
-	if !isAlias {
-		if err := s.checkModel(ctx, spec.Model); err != nil {
-			return nil, err
-		}
-	}
-	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
-		return nil, errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
-	}
+	var conv store.Conversation
 	if req.ConversationID != "" && s.store != nil {
-		conv, err := s.store.ConversationInfo(ctx, req.ConversationID)
-		if errors.Is(err, store.ErrNotFound) {
+		c, err := s.store.ConversationInfo(ctx, req.ConversationID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return nil, errUnknownConversation(req.ConversationID)
-		}
-		if err == nil {
-			if conv.Backend == "cloud" {
-				return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
-			}
-			if req.Workspace == "" {
-				s.conversationWorkspace(spec, conv)
-			}
+		case err == nil && c.Backend == "cloud":
+			return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
+		case err == nil:
+			conv = c
 		}
 	}
-	if err := s.needWorkspace(spec); err != nil {
+	if err := s.placeRun(ctx, spec, req.Workspace, conv, isAlias); err != nil {
 		return nil, err
 	}
 	return spec, nil
+}
+
+// placeRun gives a cli run its workspace (the one named, else its
+// conversation's, else the default) and checks its model, which an alias
+// leaves to the operator, and its mode.
+func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string, conv store.Conversation, alias bool) error {
+	if err := s.resolveWorkspace(spec, workspace); err != nil {
+		return err
+	}
+	if dir, ok := s.workspaces[conv.Workspace]; ok && workspace == "" && conv.Workspace != "" {
+		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
+	}
+	if spec.Workspace == "" {
+		return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
+			strings.Join(s.workspaceNames(), ", "))
+	}
+	if !alias {
+		if err := s.checkModel(ctx, spec.Model); err != nil {
+			return err
+		}
+	}
+	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
+		return errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
+	}
+	return nil
 }
 
 // resolveWorkspace sets the run's directory from a workspace name.
@@ -233,22 +245,6 @@ func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
 	}
 	spec.Workspace, spec.WorkspaceName = dir, name
 	return nil
-}
-
-// conversationWorkspace runs spec in its conversation's workspace, if configured.
-func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation) {
-	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
-		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
-	}
-}
-
-// needWorkspace refuses a run without a workspace where there is no default.
-func (s *Server) needWorkspace(spec *runs.Spec) error {
-	if spec.Workspace != "" {
-		return nil
-	}
-	return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
-		strings.Join(s.workspaceNames(), ", "))
 }
 
 // answerPrompt turns clarification answers into a follow-up prompt.

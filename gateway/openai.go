@@ -227,9 +227,7 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			return nil, nil, err
 		}
 	} else {
-		if err := s.resolveWorkspace(spec, t.workspace); err != nil {
-			return nil, nil, err
-		}
+		var prior store.Conversation
 		if t.workspace == "" && s.store != nil {
 			// A session, resumed or new for a history of it, runs where it ran.
 			from := conv
@@ -238,17 +236,12 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
-					s.conversationWorkspace(spec, c)
+					prior = c
 				}
 			}
 		}
-		if err := s.needWorkspace(spec); err != nil {
+		if err := s.placeRun(ctx, spec, t.workspace, prior, isAlias); err != nil {
 			return nil, nil, err
-		}
-		if !isAlias {
-			if err := s.checkModel(ctx, spec.Model); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	return spec, slices.Clone(t.msgs[:idx+1]), nil
