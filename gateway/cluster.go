@@ -379,6 +379,8 @@ type peerTurn struct {
 	to     cluster.Replica
 	id     string
 	header http.Header
+	resp   *http.Response     // the replica's stream
+	stop   context.CancelFunc // ends the relay
 }
 
 // Cancel asks the replica to cancel the turn.
@@ -395,12 +397,12 @@ func (p *peerTurn) Cancel(kill bool) {
 }
 
 // startPeerTurn starts a WebSocket chat turn on its conversation's replica.
-func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, *http.Response, context.CancelFunc, error) {
+func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, error) {
 	h := header.Clone()
 	h.Set("Content-Type", "application/json")
 	resp, stop, err := s.toPeer(ctx, to, http.MethodPost, "/v1/chat?stream=true", h, body)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer stop()
@@ -408,16 +410,16 @@ func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header h
 		he := &HTTPError{Status: resp.StatusCode, Code: "replica_error", Message: "the replica of this conversation refused the turn"}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		_ = json.Unmarshal(b, &errorBody{Error: he})
-		return nil, nil, nil, he
+		return nil, he
 	}
-	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h}, resp, stop, nil
+	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h, resp: resp, stop: stop}, nil
 }
 
 // relayWS sends a relayed turn's events to the socket, ending with an error
 // document and done when its replica stops answering; release precedes done.
-func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, stop context.CancelFunc, send func(wsMessage) error, release func()) {
-	defer stop()
-	defer resp.Body.Close()
+func (s *Server) relayWS(ctx context.Context, p *peerTurn, send func(wsMessage) error, release func()) {
+	defer p.stop()
+	defer p.resp.Body.Close()
 	var tail streamTail
 	sent := true
 	relay := func(f sse.Frame) bool {
@@ -427,7 +429,7 @@ func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, 
 		sent = send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) == nil
 		return sent
 	}
-	complete := s.readPeerStream(resp.Body, stop, func(_ []byte, ev *sse.Frame) bool { return ev == nil || relay(*ev) }, &tail)
+	complete := s.readPeerStream(p.resp.Body, p.stop, func(_ []byte, ev *sse.Frame) bool { return ev == nil || relay(*ev) }, &tail)
 	if complete || !sent || ctx.Err() != nil {
 		return
 	}
