@@ -116,10 +116,7 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 // presentedKey returns the key a request carries in its headers.
 func presentedKey(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {
-		if k, ok := strings.CutPrefix(h, "Bearer "); ok {
-			return strings.TrimSpace(k)
-		}
-		if k, ok := strings.CutPrefix(h, "bearer "); ok {
+		if scheme, k, _ := strings.Cut(h, " "); scheme == "Bearer" || scheme == "bearer" {
 			return strings.TrimSpace(k)
 		}
 		return ""
