@@ -144,21 +144,21 @@ func cloudHTTPError(err error) error {
 	return he
 }
 
-// cloudCall runs a pass-through call and answers its result as JSON.
-func (s *Server) cloudCall(c echo.Context, f func(ctx context.Context) (any, error)) error {
-	if s.cloud == nil {
-		return errNoCloud
+// cloudCall answers a pass-through call about the path's id, if any, with
+// its result as JSON.
+func cloudCall[T any](s *Server, call func(ctx context.Context, id string) (T, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cloud == nil {
+			return errNoCloud
+		}
+		ctx, cancel := s.cloudContext(c.Request().Context())
+		defer cancel()
+		v, err := call(ctx, c.Param("id"))
+		if err != nil {
+			return cloudFailure(ctx, err, "")
+		}
+		return writeJSON(c, http.StatusOK, v)
 	}
-	ctx, cancel := s.cloudContext(c.Request().Context())
-	defer cancel()
-	v, err := f(ctx)
-	if err != nil {
-		return cloudFailure(ctx, err, "")
-	}
-	if v == nil {
-		return c.NoContent(http.StatusNoContent)
-	}
-	return writeJSON(c, http.StatusOK, v)
 }
 
 func (s *Server) handleCloudList(c echo.Context) error {
@@ -170,46 +170,30 @@ func (s *Server) handleCloudList(c echo.Context) error {
 		}
 		limit = n
 	}
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
+	return cloudCall(s, func(ctx context.Context, _ string) (*cloud.AgentList, error) {
 		l, err := s.cloud.ListAgents(ctx, cloud.ListOptions{Limit: limit, Cursor: c.QueryParam("cursor"), PRURL: c.QueryParam("prUrl")})
 		return s.ownCloudAgents(ctx, l), err
-	})
+	})(c)
 }
 
-func (s *Server) handleCloudAgent(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Agent(ctx, c.Param("id")) })
+func (s *Server) cloudStop(ctx context.Context, id string) (map[string]string, error) {
+	return map[string]string{"id": id, "status": "stopping"}, s.cloud.Stop(ctx, id)
 }
 
-func (s *Server) handleCloudConversation(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Conversation(ctx, c.Param("id")) })
+func (s *Server) cloudDelete(ctx context.Context, id string) (map[string]string, error) {
+	return map[string]string{"id": id, "status": "deleted"}, s.cloud.Delete(ctx, id)
 }
 
-func (s *Server) handleCloudStop(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		return map[string]string{"id": c.Param("id"), "status": "stopping"}, s.cloud.Stop(ctx, c.Param("id"))
-	})
+func (s *Server) cloudMe(ctx context.Context, _ string) (*cloud.APIKeyInfo, error) {
+	return s.cloud.Me(ctx)
 }
 
-func (s *Server) handleCloudDelete(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		return map[string]string{"id": c.Param("id"), "status": "deleted"}, s.cloud.Delete(ctx, c.Param("id"))
-	})
+func (s *Server) cloudModels(ctx context.Context, _ string) (map[string]any, error) {
+	m, err := s.cloud.Models(ctx)
+	return map[string]any{"models": m}, err
 }
 
-func (s *Server) handleCloudMe(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Me(ctx) })
-}
-
-func (s *Server) handleCloudModels(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		m, err := s.cloud.Models(ctx)
-		return map[string]any{"models": m}, err
-	})
-}
-
-func (s *Server) handleCloudRepositories(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		r, err := s.cloud.Repositories(ctx)
-		return map[string]any{"repositories": r}, err
-	})
+func (s *Server) cloudRepositories(ctx context.Context, _ string) (map[string]any, error) {
+	r, err := s.cloud.Repositories(ctx)
+	return map[string]any{"repositories": r}, err
 }

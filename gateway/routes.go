@@ -60,13 +60,13 @@ func (s *Server) routes() *echo.Echo {
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
 	cl.GET("/agents", s.handleCloudList)
-	cl.GET("/agents/:id", s.handleCloudAgent, s.ownCloudAgent)
-	cl.GET("/agents/:id/conversation", s.handleCloudConversation, s.ownCloudAgent)
-	cl.POST("/agents/:id/stop", s.handleCloudStop, s.ownCloudAgent)
-	cl.DELETE("/agents/:id", s.handleCloudDelete, s.ownCloudAgent)
-	cl.GET("/me", s.handleCloudMe)
-	cl.GET("/models", s.handleCloudModels)
-	cl.GET("/repositories", s.handleCloudRepositories)
+	cl.GET("/agents/:id", cloudCall(s, s.cloud.Agent), s.ownCloudAgent)
+	cl.GET("/agents/:id/conversation", cloudCall(s, s.cloud.Conversation), s.ownCloudAgent)
+	cl.POST("/agents/:id/stop", cloudCall(s, s.cloudStop), s.ownCloudAgent)
+	cl.DELETE("/agents/:id", cloudCall(s, s.cloudDelete), s.ownCloudAgent)
+	cl.GET("/me", cloudCall(s, s.cloudMe))
+	cl.GET("/models", cloudCall(s, s.cloudModels))
+	cl.GET("/repositories", cloudCall(s, s.cloudRepositories))
 
 	// The other methods on each /v1 path are a 405 naming the ones it
 	// serves; OPTIONS (but a CORS preflight) names them with a 204.
