@@ -51,7 +51,11 @@ func (s *Server) handleChat(c echo.Context) error {
 	if stream {
 		return s.streamReply(c, run, 0, true, &docStream{id: run.ID}) // launches the run once the stream's headers are out
 	}
-	return await(c, run, func() error { return answerRun(c, run) })
+	return await(c, run, func() error {
+		resp := run.Response()
+		setRunHeaders(c, run.ID, resp.ConversationID)
+		return writeResponse(c, &resp)
+	})
 }
 
 // prepare admits and registers a run, or answers a forwardError for a turn
@@ -172,8 +176,12 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	default:
 		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
 	}
-	if err := s.checkInteractive(req, backend); err != nil {
-		return nil, err
+	// What ACP mode cannot do, and what only it can.
+	switch acp := s.cfg.Agent.Protocol == "acp"; {
+	case req.Interactive && (backend != "cli" || !acp):
+		return nil, errBadRequest("not_interactive", "interactive runs need the cli backend with agent.protocol: acp")
+	case req.IncludeRaw && acp && backend == "cli":
+		return nil, errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
 	}
 	spec := &runs.Spec{
 		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
@@ -520,13 +528,6 @@ func waitDone(ctx context.Context, run *runs.Run) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// answerRun answers a finished run's ChatResponse as JSON.
-func answerRun(c echo.Context, run *runs.Run) error {
-	resp := run.Response()
-	setRunHeaders(c, run.ID, resp.ConversationID)
-	return writeResponse(c, &resp)
 }
 
 // setRunHeaders names a finished run's response and conversation.

@@ -103,19 +103,14 @@ func (s *Server) cloudContext(ctx context.Context) (context.Context, context.Can
 	return context.WithCancel(ctx)
 }
 
-// cloudFailure maps an upstream call's error: a 504 cloud_timeout (with
-// note) when ctx ran out, else as cloudHTTPError does.
+// cloudFailure maps an upstream call's error to the gateway's answer: a 504
+// cloud_timeout (with note) when ctx ran out. An upstream 401/403 is never
+// shown as the gateway's own auth failure.
 func cloudFailure(ctx context.Context, err error, note string) error {
 	var t cloudTimeout
 	if errors.Is(err, context.DeadlineExceeded) && errors.As(context.Cause(ctx), &t) {
 		return &HTTPError{Status: http.StatusGatewayTimeout, Code: "cloud_timeout", Message: t.Error() + note, Err: err}
 	}
-	return cloudHTTPError(err)
-}
-
-// cloudHTTPError maps an upstream error to the gateway's answer. An upstream
-// 401/403 is never shown as the gateway's own auth failure.
-func cloudHTTPError(err error) error {
 	var ce *cloud.Error
 	if !errors.As(err, &ce) {
 		return &HTTPError{Status: http.StatusBadGateway, Code: "cloud_unavailable", Message: "the Cloud Agents API could not be reached", Err: err}

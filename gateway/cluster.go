@@ -238,7 +238,7 @@ func (s *Server) forward(c echo.Context, to cluster.Replica) {
 		_, err := st.Write(line)
 		return err == nil && (len(bytes.TrimSpace(line)) > 0 || st.rc.Flush() == nil)
 	}, &tail)
-	if complete || r.Context().Err() != nil || !isDocumentStream(c.Path()) {
+	if complete || r.Context().Err() != nil || c.Path() != "/v1/chat" && c.Path() != "/v1/chat/:id/stream" {
 		return
 	}
 	for _, f := range s.tailFrames(r.Context(), &tail, cmp.Or(resp.Header.Get("X-Docstream-Response-Id"), c.Param("id"))) {
@@ -287,11 +287,6 @@ func (s *Server) readPeerStream(body io.Reader, stop context.CancelFunc, take fu
 			return false
 		}
 	}
-}
-
-// isDocumentStream reports whether a route streams document events.
-func isDocumentStream(route string) bool {
-	return route == "/v1/chat" || route == "/v1/chat/:id/stream"
 }
 
 // streamTail follows a relayed document stream, to end it when its

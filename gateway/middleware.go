@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -134,7 +135,7 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			// Handlers, and what runs on the request's context, know the key by its id.
-			c.SetRequest(c.Request().WithContext(withOwner(c.Request().Context(), kid)))
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), ownerCtxKey{}, kid)))
 		}
 		// A request another replica forwarded was taken from the limit there.
 		if !s.admitHop(c) {
@@ -355,12 +356,6 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 		b.done = true
 	}
 	return n, err
-}
-
-// unreadBody reports whether the request's body was not read to its end.
-func unreadBody(req *http.Request) bool {
-	b, ok := req.Body.(*trackedBody)
-	return ok && !b.done
 }
 
 // methodLabel is a request method as a metrics label: the methods the

@@ -183,7 +183,8 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 	}
 	// Resume the session that produced this history, when it is known.
 	history, historyKey := t.msgs[:idx], ""
-	if t.conv == "" && hasAssistant(history) && s.store != nil {
+	replied := slices.ContainsFunc(history, func(m openai.Message) bool { return m.Role == "assistant" })
+	if t.conv == "" && replied && s.store != nil {
 		historyKey = s.historyKey(ctx, openai.Fingerprint(history, "", t.model))
 	}
 	conv := t.conv
@@ -316,10 +317,6 @@ func oneChoice(n jsontext.Value) error {
 	_ = n.Compact()
 	return &HTTPError{Status: http.StatusBadRequest, Code: "unsupported_value", Param: "n",
 		Message: fmt.Sprintf("n is %s: a completion has one choice here, so n must be 1 or left out", openai.Clip(string(n), 40))}
-}
-
-func hasAssistant(msgs []openai.Message) bool {
-	return slices.ContainsFunc(msgs, func(m openai.Message) bool { return m.Role == "assistant" })
 }
 
 // completionStream writes a run as chat.completion.chunk events.

@@ -88,18 +88,6 @@ func (s *Server) respond(ctx context.Context, id string, req *RespondRequest) (*
 	return &respondAnswer{ID: id, QuestionID: req.QuestionID, ToolCallID: req.ToolCallID, Status: status}, nil
 }
 
-// checkInteractive refuses what ACP mode cannot do and what only it can.
-func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
-	acpMode := s.cfg.Agent.Protocol == "acp"
-	switch {
-	case req.Interactive && (backend != "cli" || !acpMode):
-		return errBadRequest("not_interactive", "interactive runs need the cli backend with agent.protocol: acp")
-	case req.IncludeRaw && acpMode && backend == "cli":
-		return errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
-	}
-	return nil
-}
-
 // wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
 // WebSocket (the run is id, else the socket's turn) as "responded".
 func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, header http.Header) (wsMessage, *HTTPError) {

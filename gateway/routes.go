@@ -80,7 +80,8 @@ func (s *Server) routes() *echo.Echo {
 	for path, methods := range served {
 		slices.Sort(methods)
 		refuse[path] = onlyMethods(methods...)
-		e.Match(methodsBut(methods...), path, refuse[path], s.requireAuth)
+		others := slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(methods, m) })
+		e.Match(others, path, refuse[path], s.requireAuth)
 	}
 	// A method no route names reaches its group's catch-all: a 405 when its
 	// path is one of the above, else a 404.
@@ -117,11 +118,6 @@ func isOpenAIRoute(path string) bool {
 // but a CORS preflight, with a 204).
 var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 	http.MethodDelete, http.MethodTrace, http.MethodOptions}
-
-// methodsBut lists the methods a route does not serve.
-func methodsBut(allowed ...string) []string {
-	return slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(allowed, m) })
-}
 
 // onlyMethods answers 405 for a path that serves only the given methods,
 // and OPTIONS with a 204 naming them.
