@@ -451,13 +451,6 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	if !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
-	// Without the client's cancellation, which would be cached for everyone.
-	m.models, m.err = m.fetch(context.WithoutCancel(ctx))
-	m.at = time.Now()
-	return m.models, m.err
-}
-
-func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	owner := "cursor"
 	if m.demo {
 		owner = "docstream-simulator"
@@ -470,7 +463,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	}
 	var err error
 	if m.cli.Ready() == nil {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		// Without the client's cancellation, which would be cached for everyone.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		var b []byte
 		b, err = m.cli.Output(ctx, "models")
@@ -491,10 +485,11 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	for _, mi := range out {
 		m.metrics.KnowModels(mi.ID)
 	}
-	if len(out) <= 1+len(names) && err != nil {
-		return out, err
+	if len(out) > 1+len(names) {
+		err = nil // the agent listed its models
 	}
-	return out, nil
+	m.models, m.err, m.at = out, err, time.Now()
+	return out, err
 }
 
 // endsWithUser refuses a reply after the last user message: the agent
