@@ -371,11 +371,40 @@ func methodLabel(m string) string {
 // deadline, CORS, a panic as a 500, metrics and the log line (no body or key).
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		start, rid := time.Now(), requestID(c)
-		if s.cluster != nil {
-			c.Response().Header().Set(cluster.ReplicaHeader, s.cluster.ID)
+		start, req, h := time.Now(), c.Request(), c.Response().Header()
+		// The request's id is the client's X-Request-Id when it is a fit one.
+		rid := req.Header.Get("X-Request-Id")
+		if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
+			rid = runs.NewRequestID()
 		}
-		s.requestDone(c, start, rid, s.guard(c, next))
+		h.Set("X-Request-Id", rid)
+		if s.cluster != nil {
+			h.Set(cluster.ReplicaHeader, s.cluster.ID)
+		}
+		err := s.guard(c, next)
+		if err != nil {
+			c.Error(err)
+		}
+		route, status, d := cmp.Or(c.Path(), "unmatched"), c.Response().Status, time.Since(start)
+		method := methodLabel(req.Method)
+		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
+		ev := s.log.Info()
+		switch {
+		case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
+			ev = s.log.Warn() // load shed on purpose
+		case status >= 500:
+			ev = s.log.Error()
+		}
+		ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
+			Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
+		if id := h.Get("X-Docstream-Response-Id"); id != "" {
+			ev = ev.Str("response_id", id)
+		}
+		if err != nil && status >= 400 {
+			ev = ev.Str("error", asHTTPError(err).Code)
+		}
+		ev.Msg("request")
 		return nil
 	}
 }
@@ -397,45 +426,4 @@ func (s *Server) guard(c echo.Context, next echo.HandlerFunc) (err error) {
 		return err
 	}
 	return next(c)
-}
-
-// requestID gives the request its id, the client's X-Request-Id when it is
-// a fit one, and answers it in the header of that name.
-func requestID(c echo.Context) string {
-	rid := c.Request().Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
-		rid = runs.NewRequestID()
-	}
-	c.Response().Header().Set("X-Request-Id", rid)
-	return rid
-}
-
-// requestDone answers the handler's error, if any, and counts and logs the request.
-func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err error) {
-	req := c.Request()
-	if err != nil {
-		c.Error(err)
-	}
-	route := cmp.Or(c.Path(), "unmatched")
-	status := c.Response().Status
-	d := time.Since(start)
-	method := methodLabel(req.Method)
-	s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
-	ev := s.log.Info()
-	switch {
-	case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
-		ev = s.log.Warn() // load shed on purpose
-	case status >= 500:
-		ev = s.log.Error()
-	}
-	ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
-		Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
-	if id := c.Response().Header().Get("X-Docstream-Response-Id"); id != "" {
-		ev = ev.Str("response_id", id)
-	}
-	if err != nil && status >= 400 {
-		ev = ev.Str("error", asHTTPError(err).Code)
-	}
-	ev.Msg("request")
 }
