@@ -217,15 +217,21 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 // conversation's, else the default) and checks its model, which an alias
 // leaves to the operator, and its mode.
 func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string, conv store.Conversation, alias bool) error {
-	if err := s.resolveWorkspace(spec, workspace); err != nil {
-		return err
+	name := workspace
+	if _, ok := s.workspaces[conv.Workspace]; name == "" && ok {
+		name = conv.Workspace
 	}
-	if dir, ok := s.workspaces[conv.Workspace]; ok && workspace == "" && conv.Workspace != "" {
-		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
-	}
-	if spec.Workspace == "" {
+	name = cmp.Or(name, s.defaultWorkspace)
+	switch dir, ok := s.workspaces[name]; {
+	case name == "":
 		return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
 			strings.Join(s.workspaceNames(), ", "))
+	case !namePattern.MatchString(name):
+		return errBadRequest("bad_workspace", "workspace must be a configured workspace name, not a path")
+	case !ok:
+		return errBadRequest("unknown_workspace", "workspace %q is not configured", name)
+	default:
+		spec.Workspace, spec.WorkspaceName = dir, name
 	}
 	if !alias {
 		if err := s.checkModel(ctx, spec.Model); err != nil {
@@ -235,23 +241,6 @@ func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string
 	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
 		return errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
 	}
-	return nil
-}
-
-// resolveWorkspace sets the run's directory from a workspace name.
-func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
-	name = cmp.Or(name, s.defaultWorkspace)
-	if name == "" {
-		return nil
-	}
-	if !namePattern.MatchString(name) {
-		return errBadRequest("bad_workspace", "workspace must be a configured workspace name, not a path")
-	}
-	dir, ok := s.workspaces[name]
-	if !ok {
-		return errBadRequest("unknown_workspace", "workspace %q is not configured", name)
-	}
-	spec.Workspace, spec.WorkspaceName = dir, name
 	return nil
 }
 
