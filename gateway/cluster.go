@@ -40,17 +40,6 @@ const bodyKey = "docstream.body"
 // forwarded reports whether the request came from another replica.
 func forwarded(ctx context.Context) bool { return ctx.Value(hopCtxKey{}) != nil }
 
-// admitHop marks a request that carries the cluster's secret as forwarded,
-// and reports whether it is.
-func (s *Server) admitHop(c echo.Context) bool {
-	r := c.Request()
-	if s.cluster == nil || !s.cluster.Authentic(r) {
-		return false
-	}
-	c.SetRequest(r.WithContext(context.WithValue(r.Context(), hopCtxKey{}, true)))
-	return true
-}
-
 // runElsewhere returns a forwardError for another live replica's run, or nil.
 func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	if s.cluster == nil || forwarded(ctx) || !idPattern.MatchString(id) {

@@ -137,11 +137,12 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 			// Handlers, and what runs on the request's context, know the key by its id.
 			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), ownerCtxKey{}, kid)))
 		}
-		// A request another replica forwarded was taken from the limit there.
-		if !s.admitHop(c) {
-			if err := s.rateLimit(s.clientOf(c), "too many requests"); err != nil {
-				return err
-			}
+		// A request another replica forwarded, signed with the cluster's
+		// secret, was taken from the limit there.
+		if r := c.Request(); s.cluster != nil && s.cluster.Authentic(r) {
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), hopCtxKey{}, true)))
+		} else if err := s.rateLimit(s.clientOf(c), "too many requests"); err != nil {
+			return err
 		}
 		return next(c)
 	}

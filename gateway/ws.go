@@ -332,11 +332,6 @@ func (w *wsWriter) pieces(ctx context.Context, timer *time.Timer, limit time.Dur
 	return mw.Close()
 }
 
-// quiet reports whether no message has been written for the interval.
-func (w *wsWriter) quiet(d time.Duration) bool {
-	return w.busy.Load() == 0 && time.Since(time.Unix(0, w.last.Load())) >= d
-}
-
 // pingWS pings a socket not written to for an interval, until ctx ends; a
 // client that does not answer within the write timeout is disconnected.
 func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
@@ -348,8 +343,8 @@ func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !w.quiet(every) {
-			continue
+		if w.busy.Load() > 0 || time.Since(time.Unix(0, w.last.Load())) < every {
+			continue // written to within the interval
 		}
 		pctx, cancel := s.writeContext(ctx, 0)
 		err := w.conn.Ping(pctx)
