@@ -216,7 +216,8 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 // placeRun gives a cli run its workspace (the one named, else its
 // conversation's, else the default) and checks its model, which an alias
 // leaves to the operator, and its mode.
-func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string, conv store.Conversation, alias bool) error {
+func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string, conv store.Conversation,
+	alias bool) error {
 	name := workspace
 	if _, ok := s.workspaces[conv.Workspace]; name == "" && ok {
 		name = conv.Workspace
@@ -308,9 +309,6 @@ type streamer struct {
 	w     *echo.Response
 	rc    *http.ResponseController
 	armed time.Time
-	// lost is set when the stream fell so far behind that its run's log
-	// dropped events it had not sent: it cannot go on.
-	lost bool
 	// ping is the heartbeat written on idle intervals.
 	ping []byte
 }
@@ -374,8 +372,10 @@ func (st *streamer) deadline() {
 // follow sends the run's frames after the given id as they come, flushing
 // once nothing more is waiting and writing the heartbeat on idle intervals,
 // until send says the stream is complete, the log closes, ctx ends or a
-// write fails.
-func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error)) {
+// write fails. It reports whether the stream fell so far behind that the
+// run's log dropped events it had not sent.
+func (st *streamer) follow(ctx context.Context, run *runs.Run, after int,
+	send func(sse.Frame) (complete bool, err error)) (lost bool) {
 	ticker := time.NewTicker(st.s.heartbeat())
 	defer ticker.Stop()
 	wake, stop := run.Log.Watch()
@@ -385,8 +385,7 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		f, closed, ok := run.Log.Next(last)
 		switch {
 		case !ok:
-			st.lost = true
-			return
+			return true
 		case f.ID != 0:
 			last = f.ID
 			complete, err := send(f)
@@ -447,8 +446,7 @@ func (s *Server) streamReply(c echo.Context, run *runs.Run, after int, attach bo
 		return nil
 	}
 	run.Launch()
-	st.follow(c.Request().Context(), run, after, rs.send)
-	if st.lost && rs.lost(errEventsDropped(run)) == nil {
+	if st.follow(c.Request().Context(), run, after, rs.send) && rs.lost(errEventsDropped(run)) == nil {
 		_ = st.rc.Flush()
 	}
 	return nil
