@@ -114,17 +114,6 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 	return true, 0
 }
 
-// presentedKey returns the key a request carries in its headers.
-func presentedKey(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		if scheme, k, _ := strings.Cut(h, " "); scheme == "Bearer" || scheme == "bearer" {
-			return strings.TrimSpace(k)
-		}
-		return ""
-	}
-	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
-}
-
 // requireAuth checks the API key on the protected routes and applies the
 // per-client rate limit. With no keys configured any bearer token passes.
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
@@ -157,7 +146,14 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
 			Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
 	}
-	key := presentedKey(r)
+	// The key is a bearer token, or else X-Api-Key.
+	key := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	if h := r.Header.Get("Authorization"); h != "" {
+		key = ""
+		if scheme, k, _ := strings.Cut(h, " "); scheme == "Bearer" || scheme == "bearer" {
+			key = strings.TrimSpace(k)
+		}
+	}
 	if key == "" {
 		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
