@@ -331,16 +331,6 @@ func withPort(host, scheme string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
-// limitBody gives a request's body server.read_body_timeout to arrive;
-// readBody lifts the deadline once the body is read.
-func (s *Server) limitBody(c echo.Context) {
-	req := c.Request()
-	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
-		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.Server.ReadBodyTimeout))
-		req.Body = &trackedBody{ReadCloser: req.Body}
-	}
-}
-
 // trackedBody is a request body that knows whether it was read to its end.
 type trackedBody struct {
 	io.ReadCloser
@@ -418,7 +408,13 @@ func (s *Server) guard(c echo.Context, next echo.HandlerFunc) (err error) {
 			err = &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 		}
 	}()
-	s.limitBody(c)
+	// The body gets server.read_body_timeout to arrive; readBody lifts the
+	// deadline once the body is read.
+	req, wait := c.Request(), s.cfg.Server.ReadBodyTimeout
+	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && wait > 0 {
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(wait))
+		req.Body = &trackedBody{ReadCloser: req.Body}
+	}
 	if answered, err := s.corsCheck(c); answered {
 		return err
 	}
