@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"io"
@@ -51,7 +50,7 @@ func (s *Server) handleMessages(c echo.Context) error {
 		remember: s.rememberReply(ctx, thread, model, openai.RenderMarkdown), id: "msg_" + strings.TrimPrefix(run.ID, "chat_"),
 		created: time.Now().Unix(), model: model, codeInMessage: true}
 	if req.Stream {
-		return s.streamReply(c, run, true, &messageStream{cr: cr})
+		return s.streamReply(c, run, 0, true, &messageStream{cr: cr})
 	}
 	return waitMessage(c, cr)
 }
@@ -78,11 +77,7 @@ func waitMessage(c echo.Context, cr *completionRun) error {
 }
 
 // pingFrame is the heartbeat of a Messages stream.
-var pingFrame = func() []byte {
-	var b bytes.Buffer
-	_ = writeEvent(&b, anthropic.NewPing())
-	return b.Bytes()
-}()
+var pingFrame = written(func(w io.Writer) error { return writeEvent(w, anthropic.NewPing()) })
 
 // messageStream writes a run as Messages events: message_start, the content
 // blocks, then message_delta and message_stop, or an error event.
@@ -111,7 +106,11 @@ func writeEvent(w io.Writer, ev anthropic.Event) error {
 }
 
 // send writes the Messages events one event of the run becomes.
-func (ms *messageStream) send(ev documents.Event) (bool, error) {
+func (ms *messageStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
 	cr := ms.cr
 	cr.remember(ev)
 	var evs []anthropic.Event

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,9 +49,13 @@ func (s *Server) handleChat(c echo.Context) error {
 		return err
 	}
 	if stream {
-		return s.streamRun(c, run, 0) // launches the run once the stream's headers are out
+		return s.streamReply(c, run, 0, true, &docStream{id: run.ID}) // launches the run once the stream's headers are out
 	}
-	return await(c, run, func() error { return answerRun(c, run) })
+	return await(c, run, func() error {
+		resp := run.Response()
+		setRunHeaders(c, run.ID, resp.ConversationID)
+		return writeResponse(c, &resp)
+	})
 }
 
 // prepare admits and registers a run, or answers a forwardError for a turn
@@ -170,8 +176,12 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	default:
 		return nil, errBadRequest("bad_backend", "backend %q is not one of cli, cloud", req.Backend)
 	}
-	if err := s.checkInteractive(req, backend); err != nil {
-		return nil, err
+	// What ACP mode cannot do, and what only it can.
+	switch acp := s.cfg.Agent.Protocol == "acp"; {
+	case req.Interactive && (backend != "cli" || !acp):
+		return nil, errBadRequest("not_interactive", "interactive runs need the cli backend with agent.protocol: acp")
+	case req.IncludeRaw && acp && backend == "cli":
+		return nil, errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
 	}
 	spec := &runs.Spec{
 		ResponseID: runs.NewResponseID(), Created: runs.Now(), Prompt: prompt, UserPrompt: prompt,
@@ -185,68 +195,54 @@ func (s *Server) chatSpec(ctx context.Context, req *ChatRequest) (*runs.Spec, er
 	if len(req.Images) > 0 || req.Source != nil || req.Target != nil {
 		return nil, errBadRequest("cloud_only", "images, source and target are for backend \"cloud\"")
 	}
-	if err := s.resolveWorkspace(spec, req.Workspace); err != nil {
-		return nil, err
-	}
-	if !isAlias {
-		if err := s.checkModel(ctx, spec.Model); err != nil {
-			return nil, err
-		}
-	}
-	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
-		return nil, errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
-	}
+	var conv store.Conversation
 	if req.ConversationID != "" && s.store != nil {
-		conv, err := s.store.ConversationInfo(ctx, req.ConversationID)
-		if errors.Is(err, store.ErrNotFound) {
+		c, err := s.store.ConversationInfo(ctx, req.ConversationID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return nil, errUnknownConversation(req.ConversationID)
-		}
-		if err == nil {
-			if conv.Backend == "cloud" {
-				return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
-			}
-			if req.Workspace == "" {
-				s.conversationWorkspace(spec, conv)
-			}
+		case err == nil && c.Backend == "cloud":
+			return nil, errBadRequest("cloud_conversation", "conversation %s belongs to the cloud backend; send backend \"cloud\"", req.ConversationID)
+		case err == nil:
+			conv = c
 		}
 	}
-	if err := s.needWorkspace(spec); err != nil {
+	if err := s.placeRun(ctx, spec, req.Workspace, conv, isAlias); err != nil {
 		return nil, err
 	}
 	return spec, nil
 }
 
-// resolveWorkspace sets the run's directory from a workspace name.
-func (s *Server) resolveWorkspace(spec *runs.Spec, name string) error {
+// placeRun gives a cli run its workspace (the one named, else its
+// conversation's, else the default) and checks its model, which an alias
+// leaves to the operator, and its mode.
+func (s *Server) placeRun(ctx context.Context, spec *runs.Spec, workspace string, conv store.Conversation,
+	alias bool) error {
+	name := workspace
+	if _, ok := s.workspaces[conv.Workspace]; name == "" && ok {
+		name = conv.Workspace
+	}
 	name = cmp.Or(name, s.defaultWorkspace)
-	if name == "" {
-		return nil
-	}
-	if !namePattern.MatchString(name) {
+	switch dir, ok := s.workspaces[name]; {
+	case name == "":
+		return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
+			strings.Join(s.workspaceNames(), ", "))
+	case !namePattern.MatchString(name):
 		return errBadRequest("bad_workspace", "workspace must be a configured workspace name, not a path")
-	}
-	dir, ok := s.workspaces[name]
-	if !ok {
+	case !ok:
 		return errBadRequest("unknown_workspace", "workspace %q is not configured", name)
+	default:
+		spec.Workspace, spec.WorkspaceName = dir, name
 	}
-	spec.Workspace, spec.WorkspaceName = dir, name
+	if !alias {
+		if err := s.checkModel(ctx, spec.Model); err != nil {
+			return err
+		}
+	}
+	if spec.Mode == "debug" && !s.cli.SupportsDebug(ctx) {
+		return errBadRequest("unsupported_mode", "the installed cursor-agent does not offer --mode debug")
+	}
 	return nil
-}
-
-// conversationWorkspace runs spec in its conversation's workspace, if configured.
-func (s *Server) conversationWorkspace(spec *runs.Spec, conv store.Conversation) {
-	if dir, ok := s.workspaces[conv.Workspace]; ok && conv.Workspace != "" {
-		spec.Workspace, spec.WorkspaceName = dir, conv.Workspace
-	}
-}
-
-// needWorkspace refuses a run without a workspace where there is no default.
-func (s *Server) needWorkspace(spec *runs.Spec) error {
-	if spec.Workspace != "" {
-		return nil
-	}
-	return errBadRequest("workspace_required", "name a workspace: this gateway has several (%s) and no agent.default_workspace",
-		strings.Join(s.workspaceNames(), ", "))
 }
 
 // answerPrompt turns clarification answers into a follow-up prompt.
@@ -313,10 +309,7 @@ type streamer struct {
 	w     *echo.Response
 	rc    *http.ResponseController
 	armed time.Time
-	// lost is set when the stream fell so far behind that its run's log
-	// dropped events it had not sent: it cannot go on.
-	lost bool
-	// ping, when set, is the heartbeat written in place of a comment.
+	// ping is the heartbeat written on idle intervals.
 	ping []byte
 }
 
@@ -340,7 +333,7 @@ func (s *Server) startStream(c echo.Context, run *runs.Run) *streamer {
 		h.Set("X-Docstream-Conversation-Id", conv)
 	}
 	c.Response().WriteHeader(http.StatusOK)
-	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer)}
+	st := &streamer{s: s, w: c.Response(), rc: http.NewResponseController(c.Response().Writer), ping: keepaliveComment}
 	st.deadline()
 	return st
 }
@@ -376,11 +369,13 @@ func (st *streamer) deadline() {
 	}
 }
 
-// follow sends the run's events after the given id as they come, flushing
-// once nothing more is waiting and writing a heartbeat comment on idle
-// intervals, until send says the stream is complete, the log closes, ctx
-// ends or a write fails.
-func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send func(sse.Frame) (complete bool, err error), beat string) {
+// follow sends the run's frames after the given id as they come, flushing
+// once nothing more is waiting and writing the heartbeat on idle intervals,
+// until send says the stream is complete, the log closes, ctx ends or a
+// write fails. It reports whether the stream fell so far behind that the
+// run's log dropped events it had not sent.
+func (st *streamer) follow(ctx context.Context, run *runs.Run, after int,
+	send func(sse.Frame) (complete bool, err error)) (lost bool) {
 	ticker := time.NewTicker(st.s.heartbeat())
 	defer ticker.Stop()
 	wake, stop := run.Log.Watch()
@@ -390,8 +385,7 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		f, closed, ok := run.Log.Next(last)
 		switch {
 		case !ok:
-			st.lost = true
-			return
+			return true
 		case f.ID != 0:
 			last = f.ID
 			complete, err := send(f)
@@ -418,7 +412,7 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 		select {
 		case <-wake:
 		case <-ticker.C:
-			if st.heartbeat(beat) != nil || st.rc.Flush() != nil {
+			if _, err := st.Write(st.ping); err != nil || st.rc.Flush() != nil {
 				return
 			}
 		case <-ctx.Done():
@@ -427,59 +421,71 @@ func (st *streamer) follow(ctx context.Context, run *runs.Run, after int, send f
 	}
 }
 
-// heartbeat writes the stream's ping, or else the comment beat.
-func (st *streamer) heartbeat(beat string) error {
-	if st.ping != nil {
-		_, err := st.Write(st.ping)
-		return err
-	}
-	return sse.WriteComment(st, beat)
+// replyStream writes a run's stream in the shape of one API.
+type replyStream interface {
+	// start writes what comes before the run's events.
+	start(st *streamer) error
+	// send writes what one frame of the run's log becomes, reporting whether
+	// the stream is complete.
+	send(f sse.Frame) (complete bool, err error)
+	// lost ends a stream that fell behind its run's log with he.
+	lost(he *HTTPError) error
 }
 
-// streamRun serves a run's events after the given id as SSE, live until done.
-func (s *Server) streamRun(c echo.Context, run *runs.Run, after int) error {
-	detach := run.Attach()
-	defer detach()
+// streamReply streams a run's events after the given id as rs writes them,
+// live until the stream is complete. A run the stream does not attach to
+// goes on when the client leaves.
+func (s *Server) streamReply(c echo.Context, run *runs.Run, after int, attach bool, rs replyStream) error {
+	if attach {
+		detach := run.Attach()
+		defer detach()
+	}
 	defer run.Launch() // a prepared run starts in any case
-	st := s.openStream(c, run)
-	if st == nil {
+	st := s.startStream(c, run)
+	if rs.start(st) != nil || st.rc.Flush() != nil {
 		return nil
 	}
 	run.Launch()
-	st.follow(c.Request().Context(), run, after, st.sendFrame, "ping")
-	if st.lost {
-		st.sayLost(run)
+	if st.follow(c.Request().Context(), run, after, rs.send) && rs.lost(errEventsDropped(run)) == nil {
+		_ = st.rc.Flush()
 	}
 	return nil
 }
 
-// openStream writes the stream's headers and its first comment, or returns
-// nil when the client is gone.
-func (s *Server) openStream(c echo.Context, run *runs.Run) *streamer {
-	st := s.startStream(c, run)
-	if sse.WriteComment(st, "docstream "+run.ID) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	return st
+// docStream writes a run's document stream: its frames as they are logged.
+type docStream struct {
+	id string // the run's
+	st *streamer
 }
 
-// sendFrame writes one frame of the document stream.
-func (st *streamer) sendFrame(f sse.Frame) (bool, error) {
-	_, err := f.WriteTo(st)
+func (ds *docStream) start(st *streamer) error {
+	ds.st, st.ping = st, pingComment
+	return sse.WriteComment(st, "docstream "+ds.id)
+}
+
+func (ds *docStream) send(f sse.Frame) (bool, error) {
+	_, err := f.WriteTo(ds.st)
 	return false, err
 }
 
-// sayLost ends a stream that fell behind its run's log with an error event
-// that says why, in place of done.
-func (st *streamer) sayLost(run *runs.Run) {
-	he := errEventsDropped(run)
+// lost ends the stream with an error event that says why, in place of done.
+func (ds *docStream) lost(he *HTTPError) error {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}{he.Code, he.Message})
-	if sse.WriteEvent(st, "error", b) == nil {
-		_ = st.rc.Flush()
-	}
+	return sse.WriteEvent(ds.st, "error", b)
+}
+
+// The heartbeats of the document stream and of the OpenAI streams.
+var pingComment, keepaliveComment = written(func(w io.Writer) error { return sse.WriteComment(w, "ping") }),
+	written(func(w io.Writer) error { return sse.WriteComment(w, "keepalive") })
+
+// written returns what write writes.
+func written(write func(w io.Writer) error) []byte {
+	var b bytes.Buffer
+	_ = write(&b)
+	return b.Bytes()
 }
 
 func (s *Server) heartbeat() time.Duration {
@@ -509,13 +515,6 @@ func waitDone(ctx context.Context, run *runs.Run) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// answerRun answers a finished run's ChatResponse as JSON.
-func answerRun(c echo.Context, run *runs.Run) error {
-	resp := run.Response()
-	setRunHeaders(c, run.ID, resp.ConversationID)
-	return writeResponse(c, &resp)
 }
 
 // setRunHeaders names a finished run's response and conversation.
@@ -596,17 +595,14 @@ func (s *Server) handleStream(c echo.Context) error {
 	if !run.Log.Keeps(after) {
 		return errEventsDropped(run)
 	}
-	return s.streamRun(c, run, after)
+	return s.streamReply(c, run, after, true, &docStream{id: run.ID})
 }
 
 // handleCancel serves POST /v1/chat/{id}/cancel.
 func (s *Server) handleCancel(c echo.Context) error {
-	run := s.visibleRun(c.Request().Context(), c.Param("id"))
-	if run == nil {
-		if err := s.runElsewhere(c.Request().Context(), c.Param("id")); err != nil {
-			return err
-		}
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	run, err := s.liveRun(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
 	}
 	body, err := readBody(c, 4096)
 	if err != nil {

@@ -103,19 +103,14 @@ func (s *Server) cloudContext(ctx context.Context) (context.Context, context.Can
 	return context.WithCancel(ctx)
 }
 
-// cloudFailure maps an upstream call's error: a 504 cloud_timeout (with
-// note) when ctx ran out, else as cloudHTTPError does.
+// cloudFailure maps an upstream call's error to the gateway's answer: a 504
+// cloud_timeout (with note) when ctx ran out. An upstream 401/403 is never
+// shown as the gateway's own auth failure.
 func cloudFailure(ctx context.Context, err error, note string) error {
 	var t cloudTimeout
 	if errors.Is(err, context.DeadlineExceeded) && errors.As(context.Cause(ctx), &t) {
 		return &HTTPError{Status: http.StatusGatewayTimeout, Code: "cloud_timeout", Message: t.Error() + note, Err: err}
 	}
-	return cloudHTTPError(err)
-}
-
-// cloudHTTPError maps an upstream error to the gateway's answer. An upstream
-// 401/403 is never shown as the gateway's own auth failure.
-func cloudHTTPError(err error) error {
 	var ce *cloud.Error
 	if !errors.As(err, &ce) {
 		return &HTTPError{Status: http.StatusBadGateway, Code: "cloud_unavailable", Message: "the Cloud Agents API could not be reached", Err: err}
@@ -144,21 +139,21 @@ func cloudHTTPError(err error) error {
 	return he
 }
 
-// cloudCall runs a pass-through call and answers its result as JSON.
-func (s *Server) cloudCall(c echo.Context, f func(ctx context.Context) (any, error)) error {
-	if s.cloud == nil {
-		return errNoCloud
+// cloudCall answers a pass-through call about the path's id, if any, with
+// its result as JSON.
+func cloudCall[T any](s *Server, call func(ctx context.Context, id string) (T, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cloud == nil {
+			return errNoCloud
+		}
+		ctx, cancel := s.cloudContext(c.Request().Context())
+		defer cancel()
+		v, err := call(ctx, c.Param("id"))
+		if err != nil {
+			return cloudFailure(ctx, err, "")
+		}
+		return writeJSON(c, http.StatusOK, v)
 	}
-	ctx, cancel := s.cloudContext(c.Request().Context())
-	defer cancel()
-	v, err := f(ctx)
-	if err != nil {
-		return cloudFailure(ctx, err, "")
-	}
-	if v == nil {
-		return c.NoContent(http.StatusNoContent)
-	}
-	return writeJSON(c, http.StatusOK, v)
 }
 
 func (s *Server) handleCloudList(c echo.Context) error {
@@ -170,46 +165,30 @@ func (s *Server) handleCloudList(c echo.Context) error {
 		}
 		limit = n
 	}
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
+	return cloudCall(s, func(ctx context.Context, _ string) (*cloud.AgentList, error) {
 		l, err := s.cloud.ListAgents(ctx, cloud.ListOptions{Limit: limit, Cursor: c.QueryParam("cursor"), PRURL: c.QueryParam("prUrl")})
 		return s.ownCloudAgents(ctx, l), err
-	})
+	})(c)
 }
 
-func (s *Server) handleCloudAgent(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Agent(ctx, c.Param("id")) })
+func (s *Server) cloudStop(ctx context.Context, id string) (map[string]string, error) {
+	return map[string]string{"id": id, "status": "stopping"}, s.cloud.Stop(ctx, id)
 }
 
-func (s *Server) handleCloudConversation(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Conversation(ctx, c.Param("id")) })
+func (s *Server) cloudDelete(ctx context.Context, id string) (map[string]string, error) {
+	return map[string]string{"id": id, "status": "deleted"}, s.cloud.Delete(ctx, id)
 }
 
-func (s *Server) handleCloudStop(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		return map[string]string{"id": c.Param("id"), "status": "stopping"}, s.cloud.Stop(ctx, c.Param("id"))
-	})
+func (s *Server) cloudMe(ctx context.Context, _ string) (*cloud.APIKeyInfo, error) {
+	return s.cloud.Me(ctx)
 }
 
-func (s *Server) handleCloudDelete(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		return map[string]string{"id": c.Param("id"), "status": "deleted"}, s.cloud.Delete(ctx, c.Param("id"))
-	})
+func (s *Server) cloudModels(ctx context.Context, _ string) (map[string]any, error) {
+	m, err := s.cloud.Models(ctx)
+	return map[string]any{"models": m}, err
 }
 
-func (s *Server) handleCloudMe(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) { return s.cloud.Me(ctx) })
-}
-
-func (s *Server) handleCloudModels(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		m, err := s.cloud.Models(ctx)
-		return map[string]any{"models": m}, err
-	})
-}
-
-func (s *Server) handleCloudRepositories(c echo.Context) error {
-	return s.cloudCall(c, func(ctx context.Context) (any, error) {
-		r, err := s.cloud.Repositories(ctx)
-		return map[string]any{"repositories": r}, err
-	})
+func (s *Server) cloudRepositories(ctx context.Context, _ string) (map[string]any, error) {
+	r, err := s.cloud.Repositories(ctx)
+	return map[string]any{"repositories": r}, err
 }

@@ -40,17 +40,6 @@ const bodyKey = "docstream.body"
 // forwarded reports whether the request came from another replica.
 func forwarded(ctx context.Context) bool { return ctx.Value(hopCtxKey{}) != nil }
 
-// admitHop marks a request that carries the cluster's secret as forwarded,
-// and reports whether it is.
-func (s *Server) admitHop(c echo.Context) bool {
-	r := c.Request()
-	if s.cluster == nil || !s.cluster.Authentic(r) {
-		return false
-	}
-	c.SetRequest(r.WithContext(context.WithValue(r.Context(), hopCtxKey{}, true)))
-	return true
-}
-
 // runElsewhere returns a forwardError for another live replica's run, or nil.
 func (s *Server) runElsewhere(ctx context.Context, id string) error {
 	if s.cluster == nil || forwarded(ctx) || !idPattern.MatchString(id) {
@@ -64,6 +53,18 @@ func (s *Server) runElsewhere(ctx context.Context, id string) error {
 		return nil
 	}
 	return &forwardError{to: to}
+}
+
+// liveRun returns the visible run of id, else a forwardError for another
+// live replica's, else a 404.
+func (s *Server) liveRun(ctx context.Context, id string) (*runs.Run, error) {
+	if run := s.visibleRun(ctx, id); run != nil {
+		return run, nil
+	}
+	if err := s.runElsewhere(ctx, id); err != nil {
+		return nil, err
+	}
+	return nil, &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
 }
 
 // runningElsewhere refuses, as busy, what cannot be done while another
@@ -226,7 +227,7 @@ func (s *Server) forward(c echo.Context, to cluster.Replica) {
 		_, err := st.Write(line)
 		return err == nil && (len(bytes.TrimSpace(line)) > 0 || st.rc.Flush() == nil)
 	}, &tail)
-	if complete || r.Context().Err() != nil || !isDocumentStream(c.Path()) {
+	if complete || r.Context().Err() != nil || c.Path() != "/v1/chat" && c.Path() != "/v1/chat/:id/stream" {
 		return
 	}
 	for _, f := range s.tailFrames(r.Context(), &tail, cmp.Or(resp.Header.Get("X-Docstream-Response-Id"), c.Param("id"))) {
@@ -277,11 +278,6 @@ func (s *Server) readPeerStream(body io.Reader, stop context.CancelFunc, take fu
 	}
 }
 
-// isDocumentStream reports whether a route streams document events.
-func isDocumentStream(route string) bool {
-	return route == "/v1/chat" || route == "/v1/chat/:id/stream"
-}
-
 // streamTail follows a relayed document stream, to end it when its
 // replica stops answering.
 type streamTail struct {
@@ -294,43 +290,37 @@ type streamTail struct {
 // read takes one line of the stream and returns the event it ends, if any.
 func (t *streamTail) read(line []byte) *sse.Frame {
 	line = bytes.TrimRight(line, "\r\n")
-	if len(line) == 0 {
-		if t.ev.Name == "" {
-			return nil // a comment's end
+	if len(line) > 0 {
+		k, v, _ := bytes.Cut(line, []byte(":"))
+		v = bytes.TrimPrefix(v, []byte(" "))
+		switch string(k) {
+		case "id":
+			t.ev.ID, _ = strconv.Atoi(string(v))
+		case "event":
+			t.ev.Name = string(v)
+		case "data":
+			t.ev.Data = append(t.ev.Data, v...)
 		}
-		ev := t.ev
-		t.ev = sse.Frame{ID: ev.ID}
+		return nil
+	}
+	if t.ev.Name == "" {
+		return nil // a comment's end
+	}
+	ev := t.ev
+	t.ev = sse.Frame{ID: ev.ID}
+	if ev.Name != documents.EventResponseStart && ev.Name != documents.EventDocumentStart && ev.Name != documents.EventDocumentEnd {
 		return &ev
 	}
-	k, v, _ := bytes.Cut(line, []byte(":"))
-	v = bytes.TrimPrefix(v, []byte(" "))
-	switch string(k) {
-	case "id":
-		t.ev.ID, _ = strconv.Atoi(string(v))
-	case "event":
-		t.ev.Name = string(v)
-	case "data":
-		t.ev.Data = append(t.ev.Data, v...)
-		switch t.ev.Name {
-		case documents.EventResponseStart:
-			var e documents.ResponseStart
-			if json.Unmarshal(v, &e) == nil {
-				t.conv = e.ConversationID
-			}
-		case documents.EventDocumentStart:
-			var e documents.DocumentStart
-			if json.Unmarshal(v, &e) == nil {
-				t.seq = max(t.seq, e.Sequence)
-				t.open = append(t.open, e.ID)
-			}
-		case documents.EventDocumentEnd:
-			var e documents.DocumentEnd
-			if json.Unmarshal(v, &e) == nil {
-				t.open = slices.DeleteFunc(t.open, func(id string) bool { return id == e.DocumentID })
-			}
-		}
+	switch e, _ := sse.DecodeFrame(ev); e := e.(type) {
+	case documents.ResponseStart:
+		t.conv = e.ConversationID
+	case documents.DocumentStart:
+		t.seq = max(t.seq, e.Sequence)
+		t.open = append(t.open, e.ID)
+	case documents.DocumentEnd:
+		t.open = slices.DeleteFunc(t.open, func(id string) bool { return id == e.DocumentID })
 	}
-	return nil
+	return &ev
 }
 
 // tailFrames are the frames that end a relayed stream whose replica
@@ -373,6 +363,8 @@ type peerTurn struct {
 	to     cluster.Replica
 	id     string
 	header http.Header
+	resp   *http.Response     // the replica's stream
+	stop   context.CancelFunc // ends the relay
 }
 
 // Cancel asks the replica to cancel the turn.
@@ -389,12 +381,12 @@ func (p *peerTurn) Cancel(kill bool) {
 }
 
 // startPeerTurn starts a WebSocket chat turn on its conversation's replica.
-func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, *http.Response, context.CancelFunc, error) {
+func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header http.Header, body []byte) (*peerTurn, error) {
 	h := header.Clone()
 	h.Set("Content-Type", "application/json")
 	resp, stop, err := s.toPeer(ctx, to, http.MethodPost, "/v1/chat?stream=true", h, body)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer stop()
@@ -402,16 +394,16 @@ func (s *Server) startPeerTurn(ctx context.Context, to cluster.Replica, header h
 		he := &HTTPError{Status: resp.StatusCode, Code: "replica_error", Message: "the replica of this conversation refused the turn"}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		_ = json.Unmarshal(b, &errorBody{Error: he})
-		return nil, nil, nil, he
+		return nil, he
 	}
-	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h}, resp, stop, nil
+	return &peerTurn{s: s, to: to, id: resp.Header.Get("X-Docstream-Response-Id"), header: h, resp: resp, stop: stop}, nil
 }
 
 // relayWS sends a relayed turn's events to the socket, ending with an error
 // document and done when its replica stops answering; release precedes done.
-func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, stop context.CancelFunc, send func(wsMessage) error, release func()) {
-	defer stop()
-	defer resp.Body.Close()
+func (s *Server) relayWS(ctx context.Context, p *peerTurn, send func(wsMessage) error, release func()) {
+	defer p.stop()
+	defer p.resp.Body.Close()
 	var tail streamTail
 	sent := true
 	relay := func(f sse.Frame) bool {
@@ -421,7 +413,7 @@ func (s *Server) relayWS(ctx context.Context, p *peerTurn, resp *http.Response, 
 		sent = send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) == nil
 		return sent
 	}
-	complete := s.readPeerStream(resp.Body, stop, func(_ []byte, ev *sse.Frame) bool { return ev == nil || relay(*ev) }, &tail)
+	complete := s.readPeerStream(p.resp.Body, p.stop, func(_ []byte, ev *sse.Frame) bool { return ev == nil || relay(*ev) }, &tail)
 	if complete || !sent || ctx.Err() != nil {
 		return
 	}

@@ -104,15 +104,20 @@ func (l *connLimiter) refuse(c net.Conn) {
 	l.lingering = append(l.lingering, c)
 	l.mu.Unlock()
 	go func() {
-		head := readHead(c)
+		br := bufio.NewReader(io.LimitReader(c, 64<<10))
+		var probe *http.Request
+		_, err := br.Peek(1) // the client sent something to answer
+		if err == nil {
+			probe = probeRequest(br) // once the head is in
+		}
 		answer := l.answer
-		if r := probeRequest(head); r != nil && l.probes != nil {
-			answer = serveProbe(l.probes, r, c)
+		if probe != nil && l.probes != nil {
+			answer = serveProbe(l.probes, probe, c)
 			c.SetDeadline(time.Now().Add(refuseLinger))
 		} else {
 			l.refused()
 		}
-		if len(head) > 0 {
+		if err == nil {
 			if _, err := c.Write(answer); err == nil {
 				if cw, ok := c.(interface{ CloseWrite() error }); ok {
 					cw.CloseWrite()
@@ -127,24 +132,10 @@ func (l *connLimiter) refuse(c net.Conn) {
 	}()
 }
 
-// readHead reads c until the end of a request's head, or 64 KiB.
-func readHead(c net.Conn) []byte {
-	var buf []byte
-	b := make([]byte, 4096)
-	for len(buf) < 64<<10 {
-		n, err := c.Read(b)
-		buf = append(buf, b[:n]...)
-		if bytes.Contains(buf, []byte("\r\n\r\n")) || bytes.Contains(buf, []byte("\n\n")) || err != nil {
-			return buf
-		}
-	}
-	return buf
-}
-
-// probeRequest returns the request in head when it is a probe: a GET of
-// /healthz, /readyz or /metrics without a body.
-func probeRequest(head []byte) *http.Request {
-	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+// probeRequest reads a request's head from br and returns the request when
+// it is a probe: a GET of /healthz, /readyz or /metrics without a body.
+func probeRequest(br *bufio.Reader) *http.Request {
+	r, err := http.ReadRequest(br)
 	if err != nil || r.Method != http.MethodGet || r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
 		return nil
 	}

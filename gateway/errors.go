@@ -77,7 +77,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if he.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", fmt.Sprint(he.RetryAfter))
 	}
-	if unreadBody(c.Request()) {
+	if b, ok := c.Request().Body.(*trackedBody); ok && !b.done {
 		// Answer now rather than after reading a body nobody wants.
 		c.Response().Header().Set("Connection", "close")
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -113,40 +114,24 @@ func (a *authenticator) allow(id string) (bool, time.Duration) {
 	return true, 0
 }
 
-// presentedKey returns the key a request carries in its headers.
-func presentedKey(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		if k, ok := strings.CutPrefix(h, "Bearer "); ok {
-			return strings.TrimSpace(k)
-		}
-		if k, ok := strings.CutPrefix(h, "bearer "); ok {
-			return strings.TrimSpace(k)
-		}
-		return ""
-	}
-	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
-}
-
 // requireAuth checks the API key on the protected routes and applies the
 // per-client rate limit. With no keys configured any bearer token passes.
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		id := "ip:" + c.RealIP()
 		if s.auth.enabled() {
 			kid, err := s.checkKey(c)
 			if err != nil {
 				return err
 			}
-			id = "key:" + kid
 			// Handlers, and what runs on the request's context, know the key by its id.
-			c.SetRequest(r.WithContext(withOwner(r.Context(), kid)))
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), ownerCtxKey{}, kid)))
 		}
-		// A request another replica forwarded was taken from the limit there.
-		if !s.admitHop(c) {
-			if err := s.rateLimit(id, "too many requests"); err != nil {
-				return err
-			}
+		// A request another replica forwarded, signed with the cluster's
+		// secret, was taken from the limit there.
+		if r := c.Request(); s.cluster != nil && s.cluster.Authentic(r) {
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), hopCtxKey{}, true)))
+		} else if err := s.rateLimit(s.clientOf(c), "too many requests"); err != nil {
+			return err
 		}
 		return next(c)
 	}
@@ -161,7 +146,14 @@ func (s *Server) checkKey(c echo.Context) (string, error) {
 		return "", &HTTPError{Status: http.StatusUnauthorized, Code: "unauthorized",
 			Message: "API keys are not accepted in the query string; send Authorization: Bearer <key>"}
 	}
-	key := presentedKey(r)
+	// The key is a bearer token, or else X-Api-Key.
+	key := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	if h := r.Header.Get("Authorization"); h != "" {
+		key = ""
+		if scheme, k, _ := strings.Cut(h, " "); scheme == "Bearer" || scheme == "bearer" {
+			key = strings.TrimSpace(k)
+		}
+	}
 	if key == "" {
 		s.metrics.Rejected.WithLabelValues("unauthorized").Inc()
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="docstream"`)
@@ -339,16 +331,6 @@ func withPort(host, scheme string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
-// limitBody gives a request's body server.read_body_timeout to arrive;
-// readBody lifts the deadline once the body is read.
-func (s *Server) limitBody(c echo.Context) {
-	req := c.Request()
-	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && s.cfg.Server.ReadBodyTimeout > 0 {
-		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.cfg.Server.ReadBodyTimeout))
-		req.Body = &trackedBody{ReadCloser: req.Body}
-	}
-}
-
 // trackedBody is a request body that knows whether it was read to its end.
 type trackedBody struct {
 	io.ReadCloser
@@ -363,17 +345,10 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// unreadBody reports whether the request's body was not read to its end.
-func unreadBody(req *http.Request) bool {
-	b, ok := req.Body.(*trackedBody)
-	return ok && !b.done
-}
-
 // methodLabel is a request method as a metrics label: the methods the
 // routes know, and "other", so that made-up methods make no new series.
 func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	if slices.Contains(routeMethods, m) {
 		return m
 	}
 	return "other"
@@ -383,11 +358,40 @@ func methodLabel(m string) string {
 // deadline, CORS, a panic as a 500, metrics and the log line (no body or key).
 func (s *Server) front(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		start, rid := time.Now(), requestID(c)
-		if s.cluster != nil {
-			c.Response().Header().Set(cluster.ReplicaHeader, s.cluster.ID)
+		start, req, h := time.Now(), c.Request(), c.Response().Header()
+		// The request's id is the client's X-Request-Id when it is a fit one.
+		rid := req.Header.Get("X-Request-Id")
+		if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
+			rid = runs.NewRequestID()
 		}
-		s.requestDone(c, start, rid, s.guard(c, next))
+		h.Set("X-Request-Id", rid)
+		if s.cluster != nil {
+			h.Set(cluster.ReplicaHeader, s.cluster.ID)
+		}
+		err := s.guard(c, next)
+		if err != nil {
+			c.Error(err)
+		}
+		route, status, d := cmp.Or(c.Path(), "unmatched"), c.Response().Status, time.Since(start)
+		method := methodLabel(req.Method)
+		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
+		ev := s.log.Info()
+		switch {
+		case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
+			ev = s.log.Warn() // load shed on purpose
+		case status >= 500:
+			ev = s.log.Error()
+		}
+		ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
+			Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
+		if id := h.Get("X-Docstream-Response-Id"); id != "" {
+			ev = ev.Str("response_id", id)
+		}
+		if err != nil && status >= 400 {
+			ev = ev.Str("error", asHTTPError(err).Code)
+		}
+		ev.Msg("request")
 		return nil
 	}
 }
@@ -404,50 +408,15 @@ func (s *Server) guard(c echo.Context, next echo.HandlerFunc) (err error) {
 			err = &HTTPError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 		}
 	}()
-	s.limitBody(c)
+	// The body gets server.read_body_timeout to arrive; readBody lifts the
+	// deadline once the body is read.
+	req, wait := c.Request(), s.cfg.Server.ReadBodyTimeout
+	if req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody && wait > 0 {
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(wait))
+		req.Body = &trackedBody{ReadCloser: req.Body}
+	}
 	if answered, err := s.corsCheck(c); answered {
 		return err
 	}
 	return next(c)
-}
-
-// requestID gives the request its id, the client's X-Request-Id when it is
-// a fit one, and answers it in the header of that name.
-func requestID(c echo.Context) string {
-	rid := c.Request().Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 || !idPattern.MatchString(rid) {
-		rid = runs.NewRequestID()
-	}
-	c.Response().Header().Set("X-Request-Id", rid)
-	return rid
-}
-
-// requestDone answers the handler's error, if any, and counts and logs the request.
-func (s *Server) requestDone(c echo.Context, start time.Time, rid string, err error) {
-	req := c.Request()
-	if err != nil {
-		c.Error(err)
-	}
-	route := cmp.Or(c.Path(), "unmatched")
-	status := c.Response().Status
-	d := time.Since(start)
-	method := methodLabel(req.Method)
-	s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
-	ev := s.log.Info()
-	switch {
-	case status == http.StatusServiceUnavailable && err != nil && asHTTPError(err).Code == "overloaded":
-		ev = s.log.Warn() // load shed on purpose
-	case status >= 500:
-		ev = s.log.Error()
-	}
-	ev = ev.Str("request_id", rid).Str("method", req.Method).Str("route", route).Int("status", status).
-		Dur("duration", d).Int64("bytes", c.Response().Size).Str("remote_ip", c.RealIP())
-	if id := c.Response().Header().Get("X-Docstream-Response-Id"); id != "" {
-		ev = ev.Str("response_id", id)
-	}
-	if err != nil && status >= 400 {
-		ev = ev.Str("error", asHTTPError(err).Code)
-	}
-	ev.Msg("request")
 }

@@ -127,7 +127,7 @@ func (s *Server) handleCompletions(c echo.Context) error {
 		remember: s.rememberReply(ctx, thread, model, render), id: "chatcmpl-" + strings.TrimPrefix(run.ID, "chat_"),
 		created: time.Now().Unix(), model: model, usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	if req.Stream {
-		return s.streamReply(c, run, true, &completionStream{cr: cr})
+		return s.streamReply(c, run, 0, true, &completionStream{cr: cr})
 	}
 	return waitCompletion(c, cr)
 }
@@ -182,11 +182,15 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 		alias = openai.ModelAlias{Repository: "https://github.com/" + repo}
 	}
 	// Resume the session that produced this history, when it is known.
-	history := t.msgs[:idx]
+	history, historyKey := t.msgs[:idx], ""
+	replied := slices.ContainsFunc(history, func(m openai.Message) bool { return m.Role == "assistant" })
+	if t.conv == "" && replied && s.store != nil {
+		historyKey = s.historyKey(ctx, openai.Fingerprint(history, "", t.model))
+	}
 	conv := t.conv
-	if conv == "" && hasAssistant(history) && s.store != nil {
+	if historyKey != "" {
 		// A history sent twice at once gets a session of its own the second time.
-		if id, err := s.store.Fingerprint(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model))); err == nil {
+		if id, err := s.store.Fingerprint(ctx, historyKey); err == nil {
 			if _, busy := s.reg.RunningTurn(id); !busy {
 				conv = id
 			}
@@ -224,28 +228,21 @@ func (s *Server) openAISpec(ctx context.Context, t openAITurn) (*runs.Spec, []op
 			return nil, nil, err
 		}
 	} else {
-		if err := s.resolveWorkspace(spec, t.workspace); err != nil {
-			return nil, nil, err
-		}
+		var prior store.Conversation
 		if t.workspace == "" && s.store != nil {
 			// A session, resumed or new for a history of it, runs where it ran.
 			from := conv
-			if from == "" && hasAssistant(history) {
-				from, _ = s.store.HistoryConversation(ctx, s.historyKey(ctx, openai.Fingerprint(history, "", t.model)))
+			if from == "" && historyKey != "" {
+				from, _ = s.store.HistoryConversation(ctx, historyKey)
 			}
 			if from != "" {
 				if c, err := s.store.ConversationInfo(ctx, from); err == nil {
-					s.conversationWorkspace(spec, c)
+					prior = c
 				}
 			}
 		}
-		if err := s.needWorkspace(spec); err != nil {
+		if err := s.placeRun(ctx, spec, t.workspace, prior, isAlias); err != nil {
 			return nil, nil, err
-		}
-		if !isAlias {
-			if err := s.checkModel(ctx, spec.Model); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	return spec, slices.Clone(t.msgs[:idx+1]), nil
@@ -262,42 +259,6 @@ func (s *Server) rememberReply(ctx context.Context, thread []openai.Message, mod
 			s.reg.StoreWrote(s.store.PutFingerprint(context.Background(), s.historyKey(ctx, openai.Fingerprint(thread, reply.Content(), model)), *d.ConversationID))
 		}
 	}
-}
-
-// replyStream writes a run's stream in the shape of one API.
-type replyStream interface {
-	// start writes what comes before the run's events.
-	start(st *streamer) error
-	// send writes what one event becomes, reporting whether the stream is complete.
-	send(ev documents.Event) (complete bool, err error)
-	// lost ends a stream that fell behind its run's log with he.
-	lost(he *HTTPError) error
-}
-
-// streamReply streams a run as rs writes it, live until it is complete. A
-// run the stream does not attach to goes on when the client leaves.
-func (s *Server) streamReply(c echo.Context, run *runs.Run, attach bool, rs replyStream) error {
-	if attach {
-		detach := run.Attach()
-		defer detach()
-	}
-	defer run.Launch() // a prepared run starts in any case
-	st := s.startStream(c, run)
-	if rs.start(st) != nil || st.rc.Flush() != nil {
-		return nil
-	}
-	run.Launch()
-	st.follow(c.Request().Context(), run, 0, func(f sse.Frame) (bool, error) {
-		ev, err := sse.DecodeFrame(f)
-		if err != nil {
-			return false, nil
-		}
-		return rs.send(ev)
-	}, "keepalive")
-	if st.lost && rs.lost(errEventsDropped(run)) == nil {
-		_ = st.rc.Flush()
-	}
-	return nil
 }
 
 // waitCompletion answers a run as one chat.completion once it is done.
@@ -358,10 +319,6 @@ func oneChoice(n jsontext.Value) error {
 		Message: fmt.Sprintf("n is %s: a completion has one choice here, so n must be 1 or left out", openai.Clip(string(n), 40))}
 }
 
-func hasAssistant(msgs []openai.Message) bool {
-	return slices.ContainsFunc(msgs, func(m openai.Message) bool { return m.Role == "assistant" })
-}
-
 // completionStream writes a run as chat.completion.chunk events.
 type completionStream struct {
 	cr        *completionRun
@@ -392,7 +349,11 @@ func (cs *completionStream) chunk(d openai.ChunkDelta, finish *string) error {
 }
 
 // send writes the chunks one event of the run becomes.
-func (cs *completionStream) send(ev documents.Event) (bool, error) {
+func (cs *completionStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
 	cr := cs.cr
 	cr.remember(ev)
 	for _, p := range cr.renderer.Event(ev) {
@@ -490,13 +451,6 @@ func (m *modelCache) list(ctx context.Context) ([]modelInfo, error) {
 	if !m.at.IsZero() && time.Since(m.at) < ttl {
 		return m.models, m.err
 	}
-	// Without the client's cancellation, which would be cached for everyone.
-	m.models, m.err = m.fetch(context.WithoutCancel(ctx))
-	m.at = time.Now()
-	return m.models, m.err
-}
-
-func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	owner := "cursor"
 	if m.demo {
 		owner = "docstream-simulator"
@@ -509,7 +463,8 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	}
 	var err error
 	if m.cli.Ready() == nil {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		// Without the client's cancellation, which would be cached for everyone.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
 		var b []byte
 		b, err = m.cli.Output(ctx, "models")
@@ -530,10 +485,11 @@ func (m *modelCache) fetch(ctx context.Context) ([]modelInfo, error) {
 	for _, mi := range out {
 		m.metrics.KnowModels(mi.ID)
 	}
-	if len(out) <= 1+len(names) && err != nil {
-		return out, err
+	if len(out) > 1+len(names) {
+		err = nil // the agent listed its models
 	}
-	return out, nil
+	m.models, m.err, m.at = out, err, time.Now()
+	return out, err
 }
 
 // endsWithUser refuses a reply after the last user message: the agent

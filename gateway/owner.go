@@ -21,11 +21,6 @@ import (
 // ownerCtxKey keys the id of the request's API key in its context.
 type ownerCtxKey struct{}
 
-// withOwner returns ctx carrying the id of the request's API key.
-func withOwner(ctx context.Context, kid string) context.Context {
-	return context.WithValue(ctx, ownerCtxKey{}, kid)
-}
-
 // ownerOf returns the id of the API key a request's context was admitted
 // with, or "" while auth is off.
 func ownerOf(ctx context.Context) string {

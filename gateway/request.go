@@ -138,7 +138,7 @@ func refuseBody(c echo.Context, max int64) error {
 	rc := http.NewResponseController(c.Response().Writer)
 	if !strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue") {
 		if _, set := req.Body.(*trackedBody); !set {
-			// limitBody set none (server.read_body_timeout is 0).
+			// guard set none (server.read_body_timeout is 0).
 			_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, drainLimit))

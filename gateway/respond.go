@@ -39,11 +39,8 @@ type respondAnswer struct {
 // handleRespond serves POST /v1/chat/{id}/respond.
 func (s *Server) handleRespond(c echo.Context) error {
 	ctx := c.Request().Context()
-	if s.visibleRun(ctx, c.Param("id")) == nil {
-		if err := s.runElsewhere(ctx, c.Param("id")); err != nil {
-			return err
-		}
-		return &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	if _, err := s.liveRun(ctx, c.Param("id")); err != nil {
+		return err
 	}
 	var req RespondRequest
 	if err := s.decodeBody(c, &req, respondFields); err != nil {
@@ -58,8 +55,8 @@ func (s *Server) handleRespond(c echo.Context) error {
 
 // respond checks an answer and gives it to run id.
 func (s *Server) respond(ctx context.Context, id string, req *RespondRequest) (*respondAnswer, error) {
-	if s.visibleRun(ctx, id) == nil {
-		return nil, &HTTPError{Status: http.StatusNotFound, Code: "not_found", Message: "no running response with this id"}
+	if _, err := s.liveRun(ctx, id); err != nil {
+		return nil, err
 	}
 	switch {
 	case (req.QuestionID == "") == (req.ToolCallID == ""):
@@ -91,18 +88,6 @@ func (s *Server) respond(ctx context.Context, id string, req *RespondRequest) (*
 	return &respondAnswer{ID: id, QuestionID: req.QuestionID, ToolCallID: req.ToolCallID, Status: status}, nil
 }
 
-// checkInteractive refuses what ACP mode cannot do and what only it can.
-func (s *Server) checkInteractive(req *ChatRequest, backend string) error {
-	acpMode := s.cfg.Agent.Protocol == "acp"
-	switch {
-	case req.Interactive && (backend != "cli" || !acpMode):
-		return errBadRequest("not_interactive", "interactive runs need the cli backend with agent.protocol: acp")
-	case req.IncludeRaw && acpMode && backend == "cli":
-		return errBadRequest("no_raw_events", "include_raw needs agent.protocol: print")
-	}
-	return nil
-}
-
 // wsRespond answers {"type":"respond", "id"?, …the respond body…} on a
 // WebSocket (the run is id, else the socket's turn) as "responded".
 func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, header http.Header) (wsMessage, *HTTPError) {
@@ -122,12 +107,10 @@ func (s *Server) wsRespond(ctx context.Context, msg []byte, current wsTurn, head
 	if err := decodeStrict(body, &req, respondFields); err != nil {
 		return wsMessage{}, asHTTPError(s.reject(err))
 	}
-	if s.visibleRun(ctx, id) == nil {
-		if fe, ok := errors.AsType[*forwardError](s.runElsewhere(ctx, id)); ok {
-			return s.peerRespond(ctx, fe.to, id, header, body)
-		}
-	}
 	ans, err := s.respond(ctx, id, &req)
+	if fe, ok := errors.AsType[*forwardError](err); ok {
+		return s.peerRespond(ctx, fe.to, id, header, body)
+	}
 	if err != nil {
 		return wsMessage{}, asHTTPError(err)
 	}

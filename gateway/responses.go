@@ -72,7 +72,7 @@ func (s *Server) handleResponses(c echo.Context) error {
 	}
 	switch {
 	case req.Stream:
-		return s.streamReply(c, run, !req.Background, rs)
+		return s.streamReply(c, run, 0, !req.Background, rs)
 	case req.Background:
 		// The run goes on detached: GET /v1/responses/{id} polls it.
 		run.Launch()
@@ -110,7 +110,11 @@ func (rs *responseStream) start(st *streamer) error {
 	return rs.write(rs.enc.Start())
 }
 
-func (rs *responseStream) send(ev documents.Event) (bool, error) {
+func (rs *responseStream) send(f sse.Frame) (bool, error) {
+	ev, err := sse.DecodeFrame(f)
+	if err != nil {
+		return false, nil
+	}
 	if rs.remember != nil {
 		rs.remember(ev)
 	}
@@ -162,7 +166,7 @@ func (s *Server) handleGetResponse(c echo.Context) error {
 	run := s.responseRun(c.Request().Context(), id)
 	if stream && run != nil && run.Log.Keeps(0) {
 		meta := metaOf(run, id)
-		return s.streamReply(c, run, !meta.Background, &responseStream{enc: responses.NewEncoder(meta), after: after})
+		return s.streamReply(c, run, 0, !meta.Background, &responseStream{enc: responses.NewEncoder(meta), after: after})
 	}
 	meta, cr, err := s.findResponse(c.Request().Context(), id, run)
 	if err != nil {

@@ -60,13 +60,13 @@ func (s *Server) routes() *echo.Echo {
 	// Cloud Agents pass-through management.
 	cl := api.Group("/cloud")
 	cl.GET("/agents", s.handleCloudList)
-	cl.GET("/agents/:id", s.handleCloudAgent, s.ownCloudAgent)
-	cl.GET("/agents/:id/conversation", s.handleCloudConversation, s.ownCloudAgent)
-	cl.POST("/agents/:id/stop", s.handleCloudStop, s.ownCloudAgent)
-	cl.DELETE("/agents/:id", s.handleCloudDelete, s.ownCloudAgent)
-	cl.GET("/me", s.handleCloudMe)
-	cl.GET("/models", s.handleCloudModels)
-	cl.GET("/repositories", s.handleCloudRepositories)
+	cl.GET("/agents/:id", cloudCall(s, s.cloud.Agent), s.ownCloudAgent)
+	cl.GET("/agents/:id/conversation", cloudCall(s, s.cloud.Conversation), s.ownCloudAgent)
+	cl.POST("/agents/:id/stop", cloudCall(s, s.cloudStop), s.ownCloudAgent)
+	cl.DELETE("/agents/:id", cloudCall(s, s.cloudDelete), s.ownCloudAgent)
+	cl.GET("/me", cloudCall(s, s.cloudMe))
+	cl.GET("/models", cloudCall(s, s.cloudModels))
+	cl.GET("/repositories", cloudCall(s, s.cloudRepositories))
 
 	// The other methods on each /v1 path are a 405 naming the ones it
 	// serves; OPTIONS (but a CORS preflight) names them with a 204.
@@ -80,12 +80,8 @@ func (s *Server) routes() *echo.Echo {
 	for path, methods := range served {
 		slices.Sort(methods)
 		refuse[path] = onlyMethods(methods...)
-		e.Match(methodsBut(methods...), path, refuse[path], s.requireAuth)
-		allow := strings.Join(append(methods, http.MethodOptions), ", ")
-		e.OPTIONS(path, func(c echo.Context) error {
-			c.Response().Header().Set("Allow", allow)
-			return c.NoContent(http.StatusNoContent)
-		}, s.requireAuth)
+		others := slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(methods, m) })
+		e.Match(others, path, refuse[path], s.requireAuth)
 	}
 	// A method no route names reaches its group's catch-all: a 405 when its
 	// path is one of the above, else a 404.
@@ -118,20 +114,21 @@ func isOpenAIRoute(path string) bool {
 		path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/")
 }
 
-// routeMethods are the methods routes serve or refuse with a 405 (OPTIONS
-// is the CORS preflight's).
-var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodTrace}
+// routeMethods are the methods routes serve or refuse with a 405 (OPTIONS,
+// but a CORS preflight, with a 204).
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodTrace, http.MethodOptions}
 
-// methodsBut lists the methods a route does not serve.
-func methodsBut(allowed ...string) []string {
-	return slices.DeleteFunc(slices.Clone(routeMethods), func(m string) bool { return slices.Contains(allowed, m) })
-}
-
-// onlyMethods answers 405 for a path that serves only the given methods.
+// onlyMethods answers 405 for a path that serves only the given methods,
+// and OPTIONS with a 204 naming them.
 func onlyMethods(methods ...string) echo.HandlerFunc {
 	allow := strings.Join(methods, ", ")
 	return func(c echo.Context) error {
-		if c.IsWebSocket() {
+		switch {
+		case c.Request().Method == http.MethodOptions:
+			c.Response().Header().Set("Allow", allow+", OPTIONS")
+			return c.NoContent(http.StatusNoContent)
+		case c.IsWebSocket():
 			// A client that tries a WebSocket first takes this as "use HTTP".
 			return &HTTPError{Status: http.StatusUpgradeRequired, Code: "websocket_unsupported",
 				Message: fmt.Sprintf("%s is not served over a WebSocket; use %s", c.Request().URL.Path, allow)}

@@ -136,19 +136,13 @@ func resolveWorkspaces(cfg agent.Config) (map[string]string, string, error) {
 		out[name] = real
 	}
 	def := cfg.DefaultWorkspace
-	if def == "" {
-		if _, ok := out["default"]; ok {
-			def = "default"
-		} else if len(out) == 1 {
-			for n := range out {
-				def = n
-			}
-		}
+	if names := slices.Collect(maps.Keys(out)); def == "" && len(names) == 1 {
+		def = names[0]
+	} else if _, ok := out["default"]; def == "" && ok {
+		def = "default"
 	}
-	if def != "" {
-		if _, ok := out[def]; !ok {
-			return nil, "", fmt.Errorf("agent.default_workspace %q is not among agent.workspaces", def)
-		}
+	if _, ok := out[def]; def != "" && !ok {
+		return nil, "", fmt.Errorf("agent.default_workspace %q is not among agent.workspaces", def)
 	}
 	return out, def, nil
 }

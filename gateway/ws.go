@@ -33,16 +33,9 @@ type wsMessage struct {
 // chat is answered with {"type":"accepted","data":{"id","conversationId"}},
 // then the run's events; chats after the first count in the rate limit.
 func (s *Server) handleWS(c echo.Context) error {
-	if err := checkUpgrade(c.Request()); err != nil {
-		if err.Status == http.StatusUpgradeRequired {
-			c.Response().Header().Set("Upgrade", "websocket")
-		}
-		if err.Code == "bad_websocket_version" {
-			c.Response().Header().Set("Sec-WebSocket-Version", "13")
-		}
+	if err := checkUpgrade(c.Request(), c.Response().Header()); err != nil {
 		return err
 	}
-	client := s.clientOf(c)
 	// The origins not allowed were refused as on any route (corsCheck).
 	conn, err := websocket.Accept(c.Response(), c.Request(), &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
@@ -52,202 +45,210 @@ func (s *Server) handleWS(c echo.Context) error {
 	conn.SetReadLimit(s.cfg.Server.MaxBodyBytes)
 	ctx, stop := context.WithCancel(c.Request().Context())
 	defer stop()
-	out := &wsWriter{s: s, conn: conn}
+	ws := &wsSession{s: s, ctx: ctx, out: &wsWriter{s: s, conn: conn}, header: c.Request().Header, client: s.clientOf(c)}
 	if hb := s.cfg.Server.Heartbeat; hb > 0 {
-		go s.pingWS(ctx, out, hb)
+		go s.pingWS(ctx, ws.out, hb)
 	}
-	chats := 0
-	var mu sync.Mutex
-	var current wsTurn
-	var following chan struct{} // closed when the last turn's events are sent
-	// At shutdown the socket closes with "going away" once the turn's events are sent.
-	go func() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.stopping:
-		}
-		var f chan struct{}
-		for g := locked(&mu, &following); g != f; g = locked(&mu, &following) {
-			f = g
-			select {
-			case <-f:
-			case <-ctx.Done():
-				return
-			}
-		}
-		_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
-	}()
-	send := func(m wsMessage) error {
-		b, err := json.Marshal(m, jsontext.AllowInvalidUTF8(true))
-		if err != nil {
-			return err
-		}
-		return out.write(ctx, b)
-	}
-	sendErr := func(he *HTTPError) error {
-		b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
-		return send(wsMessage{Type: "error", Data: b})
-	}
-	refuse := func(err error) error { return sendErr(asHTTPError(s.reject(err))) }
+	go ws.closeAtShutdown(conn)
 	for {
+		// A socket that is gone or cannot be written to ends: its running turn detaches.
 		_, msg, err := conn.Read(ctx)
-		if err != nil {
-			// The socket is gone: the running turn detaches.
+		if err != nil || ws.take(msg) != nil {
 			return nil
-		}
-		var head struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(msg, &head) != nil {
-			if refuse(errBadRequest("bad_json", "send a JSON object with a type")) != nil {
-				return nil
-			}
-			continue
-		}
-		switch head.Type {
-		case "cancel":
-			if r := locked(&mu, &current); r != nil {
-				r.Cancel(false)
-			}
-		case "respond":
-			m, he := s.wsRespond(ctx, msg, locked(&mu, &current), c.Request().Header)
-			if he != nil {
-				err = sendErr(he)
-			} else {
-				err = send(m)
-			}
-			if err != nil {
-				return nil
-			}
-		case "chat":
-			if locked(&mu, &current) != nil {
-				if sendErr(&HTTPError{Status: http.StatusConflict, Code: "busy", Message: "a turn is still running on this socket"}) != nil {
-					return nil
-				}
-				continue
-			}
-			if chats++; chats > 1 {
-				if he := s.rateLimit(client, "too many requests"); he != nil {
-					if sendErr(he) != nil {
-						return nil
-					}
-					continue
-				}
-			}
-			body := removeMember(msg, "type")
-			var req ChatRequest
-			if err := decodeStrict(body, &req, chatFields); err != nil {
-				if refuse(err) != nil {
-					return nil
-				}
-				continue
-			}
-			spec, err := s.chatSpec(ctx, &req)
-			var run *runs.Run
-			if err != nil {
-				s.reject(err)
-			} else {
-				run, err = s.prepare(ctx, spec)
-			}
-			// A conversation that lives on another replica has its turn relayed.
-			var peer *peerTurn
-			var peerResp *http.Response
-			var stopPeer context.CancelFunc
-			if fe, ok := errors.AsType[*forwardError](err); ok {
-				peer, peerResp, stopPeer, err = s.startPeerTurn(ctx, fe.to, c.Request().Header, body)
-			}
-			if err != nil {
-				if sendErr(asHTTPError(err)) != nil {
-					return nil
-				}
-				continue
-			}
-			var turn wsTurn = peer
-			id := ""
-			if peer != nil {
-				id = peer.id
-			} else {
-				run.Launch()
-				turn, id = run, run.ID
-			}
-			mu.Lock()
-			current = turn
-			mu.Unlock()
-			var conv *string
-			if spec.ConversationID != "" {
-				conv = &spec.ConversationID
-			}
-			accepted, _ := json.Marshal(map[string]any{"id": id, "conversationId": conv})
-			if send(wsMessage{Type: "accepted", Data: accepted}) != nil {
-				return nil
-			}
-			followed := make(chan struct{})
-			mu.Lock()
-			following = followed
-			mu.Unlock()
-			go func() {
-				defer close(followed)
-				// The turn is over once done goes out, before this returns.
-				release := func() {
-					mu.Lock()
-					if current == turn {
-						current = nil
-					}
-					mu.Unlock()
-				}
-				defer release()
-				if peer != nil {
-					s.relayWS(ctx, peer, peerResp, stopPeer, send, release)
-					return
-				}
-				detach := run.Attach()
-				defer detach()
-				wake, stop := run.Log.Watch()
-				defer stop()
-				last := 0
-				for {
-					f, closed, ok := run.Log.Next(last)
-					if !ok {
-						_ = sendErr(errEventsDropped(run))
-						return
-					}
-					if f.ID != 0 {
-						last = f.ID
-						if f.Name == documents.EventDone {
-							release()
-						}
-						if send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) != nil {
-							return
-						}
-						continue
-					}
-					if closed {
-						return
-					}
-					select {
-					case <-wake:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}()
-		default:
-			if refuse(errBadRequest("bad_type", "type must be chat, cancel or respond")) != nil {
-				return nil
-			}
 		}
 	}
 }
 
-// checkUpgrade answers, in the gateway's error shape, a request that is
-// not a WebSocket handshake the server can accept.
-func checkUpgrade(r *http.Request) *HTTPError {
+// wsSession is one socket's state: the turn it runs, one at a time.
+type wsSession struct {
+	s      *Server
+	ctx    context.Context // ends with the socket
+	out    *wsWriter
+	header http.Header // the handshake's, for turns relayed to another replica
+	client string      // the socket's identity in the rate limit
+	chats  int
+
+	mu        sync.Mutex
+	current   wsTurn        // the running turn, until its done is sent
+	following chan struct{} // closed when the last turn's events are sent
+}
+
+// closeAtShutdown closes the socket with "going away" at shutdown, once the
+// turn's events are sent.
+func (ws *wsSession) closeAtShutdown(conn *websocket.Conn) {
+	select {
+	case <-ws.ctx.Done():
+		return
+	case <-ws.s.stopping:
+	}
+	var f chan struct{}
+	for g := locked(&ws.mu, &ws.following); g != f; g = locked(&ws.mu, &ws.following) {
+		f = g
+		select {
+		case <-f:
+		case <-ws.ctx.Done():
+			return
+		}
+	}
+	_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
+}
+
+func (ws *wsSession) send(m wsMessage) error {
+	b, err := json.Marshal(m, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return err
+	}
+	return ws.out.write(ws.ctx, b)
+}
+
+func (ws *wsSession) sendErr(he *HTTPError) error {
+	b, _ := json.Marshal(map[string]any{"code": he.Code, "message": he.Message, "status": he.Status})
+	return ws.send(wsMessage{Type: "error", Data: b})
+}
+
+// refuse counts a message refused for bad input, and says why.
+func (ws *wsSession) refuse(err error) error { return ws.sendErr(asHTTPError(ws.s.reject(err))) }
+
+// take answers one message of the client; its error is one of sending.
+func (ws *wsSession) take(msg []byte) error {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(msg, &head) != nil {
+		return ws.refuse(errBadRequest("bad_json", "send a JSON object with a type"))
+	}
+	switch head.Type {
+	case "cancel":
+		if r := locked(&ws.mu, &ws.current); r != nil {
+			r.Cancel(false)
+		}
+		return nil
+	case "respond":
+		m, he := ws.s.wsRespond(ws.ctx, msg, locked(&ws.mu, &ws.current), ws.header)
+		if he != nil {
+			return ws.sendErr(he)
+		}
+		return ws.send(m)
+	case "chat":
+		return ws.chat(removeMember(msg, "type"))
+	}
+	return ws.refuse(errBadRequest("bad_type", "type must be chat, cancel or respond"))
+}
+
+// chat starts the turn of a /v1/chat body, here or on its conversation's
+// replica, and has its events sent as they come.
+func (ws *wsSession) chat(body []byte) error {
+	s := ws.s
+	if locked(&ws.mu, &ws.current) != nil {
+		return ws.sendErr(&HTTPError{Status: http.StatusConflict, Code: "busy", Message: "a turn is still running on this socket"})
+	}
+	if ws.chats++; ws.chats > 1 {
+		if he := s.rateLimit(ws.client, "too many requests"); he != nil {
+			return ws.sendErr(he)
+		}
+	}
+	var req ChatRequest
+	if err := decodeStrict(body, &req, chatFields); err != nil {
+		return ws.refuse(err)
+	}
+	spec, err := s.chatSpec(ws.ctx, &req)
+	var run *runs.Run
+	if err != nil {
+		s.reject(err)
+	} else {
+		run, err = s.prepare(ws.ctx, spec)
+	}
+	// A conversation that lives on another replica has its turn relayed.
+	var peer *peerTurn
+	if fe, ok := errors.AsType[*forwardError](err); ok {
+		peer, err = s.startPeerTurn(ws.ctx, fe.to, ws.header, body)
+	}
+	if err != nil {
+		return ws.sendErr(asHTTPError(err))
+	}
+	var turn wsTurn = peer
+	id := ""
+	if peer != nil {
+		id = peer.id
+	} else {
+		run.Launch()
+		turn, id = run, run.ID
+	}
+	followed := make(chan struct{})
+	ws.mu.Lock()
+	ws.current, ws.following = turn, followed
+	ws.mu.Unlock()
+	var conv *string
+	if spec.ConversationID != "" {
+		conv = &spec.ConversationID
+	}
+	accepted, _ := json.Marshal(map[string]any{"id": id, "conversationId": conv})
+	if err := ws.send(wsMessage{Type: "accepted", Data: accepted}); err != nil {
+		return err
+	}
+	go ws.follow(turn, followed)
+	return nil
+}
+
+// follow sends a turn's events, then closes followed; the turn is over
+// once its done goes out, before this returns.
+func (ws *wsSession) follow(turn wsTurn, followed chan struct{}) {
+	defer close(followed)
+	release := func() {
+		ws.mu.Lock()
+		if ws.current == turn {
+			ws.current = nil
+		}
+		ws.mu.Unlock()
+	}
+	defer release()
+	if peer, ok := turn.(*peerTurn); ok {
+		ws.s.relayWS(ws.ctx, peer, ws.send, release)
+		return
+	}
+	run := turn.(*runs.Run)
+	detach := run.Attach()
+	defer detach()
+	wake, stop := run.Log.Watch()
+	defer stop()
+	last := 0
+	for {
+		f, closed, ok := run.Log.Next(last)
+		switch {
+		case !ok:
+			_ = ws.sendErr(errEventsDropped(run))
+			return
+		case f.ID != 0:
+			last = f.ID
+			if f.Name == documents.EventDone {
+				release()
+			}
+			if ws.send(wsMessage{Type: f.Name, ID: f.ID, Data: f.Data}) != nil {
+				return
+			}
+			continue
+		case closed:
+			return
+		}
+		select {
+		case <-wake:
+		case <-ws.ctx.Done():
+			return
+		}
+	}
+}
+
+// checkUpgrade answers, in the gateway's error shape and with the headers
+// that say what to send, a request that is not a WebSocket handshake the
+// server can accept.
+func checkUpgrade(r *http.Request, h http.Header) *HTTPError {
 	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		h.Set("Upgrade", "websocket")
 		return &HTTPError{Status: http.StatusUpgradeRequired, Code: "upgrade_required",
 			Message: "this route speaks WebSocket: send Connection: Upgrade and Upgrade: websocket"}
 	}
 	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		h.Set("Sec-WebSocket-Version", "13")
 		return &HTTPError{Status: http.StatusBadRequest, Code: "bad_websocket_version", Message: "Sec-WebSocket-Version must be 13"}
 	}
 	if r.Header.Get("Sec-WebSocket-Key") == "" {
@@ -331,11 +332,6 @@ func (w *wsWriter) pieces(ctx context.Context, timer *time.Timer, limit time.Dur
 	return mw.Close()
 }
 
-// quiet reports whether no message has been written for the interval.
-func (w *wsWriter) quiet(d time.Duration) bool {
-	return w.busy.Load() == 0 && time.Since(time.Unix(0, w.last.Load())) >= d
-}
-
 // pingWS pings a socket not written to for an interval, until ctx ends; a
 // client that does not answer within the write timeout is disconnected.
 func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
@@ -347,8 +343,8 @@ func (s *Server) pingWS(ctx context.Context, w *wsWriter, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !w.quiet(every) {
-			continue
+		if w.busy.Load() > 0 || time.Since(time.Unix(0, w.last.Load())) < every {
+			continue // written to within the interval
 		}
 		pctx, cancel := s.writeContext(ctx, 0)
 		err := w.conn.Ping(pctx)

@@ -8,9 +8,11 @@ package playground
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
@@ -54,24 +56,42 @@ var contentTypes = map[string]string{
 	".txt":   "text/plain; charset=utf-8",
 }
 
+// file is one file of dist, with the headers it is served with.
 type file struct {
-	name        string
 	data        []byte
 	contentType string
 	cache       string
 	etag        string
 }
 
-type handler struct {
-	index  *file
-	assets map[string]*file
-}
+// handler holds the files of dist by their paths in it.
+type handler map[string]*file
 
 // Handler serves dist/index.html at "/" and the files of dist/assets under
 // /assets/, the two paths the gateway routes to it. Any other path is 404;
 // methods other than GET and HEAD are 405.
 func Handler() http.Handler {
-	h, err := newHandler(dist)
+	root, err := fs.Sub(dist, "dist")
+	h := handler{}
+	if err == nil {
+		err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := fs.ReadFile(root, p)
+			cache := cacheNoCache
+			if hashedName.MatchString(p) {
+				cache = cacheImmutable
+			}
+			sum := sha256.Sum256(data)
+			h[p] = &file{data: data, contentType: cmp.Or(contentTypes[path.Ext(p)], "application/octet-stream"),
+				cache: cache, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+			return err
+		})
+	}
+	if err == nil && h["index.html"] == nil {
+		err = fmt.Errorf("dist/index.html: %w", fs.ErrNotExist)
+	}
 	if err != nil {
 		// The embedded tree is fixed at build time; the handler test covers it.
 		panic("playground: " + err.Error())
@@ -79,61 +99,13 @@ func Handler() http.Handler {
 	return h
 }
 
-func newHandler(fsys fs.FS) (*handler, error) {
-	root, err := fs.Sub(fsys, "dist")
-	if err != nil {
-		return nil, err
-	}
-	h := &handler{assets: map[string]*file{}}
-	index, err := fs.ReadFile(root, "index.html")
-	if err != nil {
-		return nil, err
-	}
-	h.index = newFile("index.html", index, cacheNoCache)
-	err = fs.WalkDir(root, "assets", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(root, p)
-		if err != nil {
-			return err
-		}
-		name := strings.TrimPrefix(p, "assets/")
-		cache := cacheNoCache
-		if hashedName.MatchString(name) {
-			cache = cacheImmutable
-		}
-		h.assets[name] = newFile(name, data, cache)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-func newFile(name string, data []byte, cache string) *file {
-	sum := sha256.Sum256(data)
-	ct, ok := contentTypes[path.Ext(name)]
-	if !ok {
-		ct = "application/octet-stream"
-	}
-	return &file{
-		name:        name,
-		data:        data,
-		contentType: ct,
-		cache:       cache,
-		etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
-	}
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var f *file
 	switch p := r.URL.Path; {
 	case p == "/":
-		f = h.index
+		f = h["index.html"]
 	case strings.HasPrefix(p, AssetPrefix):
-		f = h.assets[strings.TrimPrefix(p, AssetPrefix)]
+		f = h[strings.TrimPrefix(p, "/")]
 	}
 	if f == nil {
 		http.NotFound(w, r)
@@ -149,10 +121,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Cache-Control", f.cache)
 	hdr.Set("ETag", f.etag)
 	hdr.Set("X-Content-Type-Options", "nosniff")
-	if f == h.index {
+	if r.URL.Path == "/" {
 		hdr.Set("Content-Security-Policy", contentSecurityPolicy)
 		hdr.Set("Referrer-Policy", "no-referrer")
 		hdr.Set("X-Frame-Options", "DENY")
 	}
-	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(f.data))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.data))
 }
