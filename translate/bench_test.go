@@ -120,63 +120,9 @@ func (m *meter) report(b *testing.B, in *benchInput) {
 	}
 }
 
-func BenchmarkTranslate(b *testing.B) {
-	for _, bi := range benchInputs {
-		b.Run(bi.name, func(b *testing.B) {
-			in := bi.get(b)
-			opts := translate.Options{ResponseID: "chat_bench", Created: testCreated, Thinking: true}
-			events := 0
-			emit := func(documents.Event) { events++ }
-			b.SetBytes(in.bytes)
-			b.ReportAllocs()
-			m := startMeter()
-			b.ResetTimer()
-			for b.Loop() {
-				for _, run := range in.runs {
-					seg := translate.NewSegmenter(opts, emit)
-					if err := translate.Pump(translate.NewDecoder(bytes.NewReader(run), 0), seg); err != nil {
-						b.Fatal(err)
-					}
-					seg.Close(translate.End{})
-				}
-			}
-			b.StopTimer()
-			m.report(b, in)
-			if events == 0 {
-				b.Fatal("no events")
-			}
-		})
-	}
-}
-
-// BenchmarkDecode measures the decoder alone, without the segmenter.
-func BenchmarkDecode(b *testing.B) {
-	for _, bi := range benchInputs {
-		b.Run(bi.name, func(b *testing.B) {
-			in := bi.get(b)
-			b.SetBytes(in.bytes)
-			b.ReportAllocs()
-			m := startMeter()
-			b.ResetTimer()
-			for b.Loop() {
-				for _, run := range in.runs {
-					dec := translate.NewDecoder(bytes.NewReader(run), 0)
-					for {
-						if _, err := dec.Next(); errors.Is(err, io.EOF) {
-							break
-						} else if err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-			}
-			b.StopTimer()
-			m.report(b, in)
-		})
-	}
-}
-
-func BenchmarkLineSplit(b *testing.B) {
+// benchRuns measures run over every agent run of each input, metered; run
+// returns how many things it read, which must not all be zero.
+func benchRuns(b *testing.B, run func(b *testing.B, transcript []byte) int) {
 	for _, bi := range benchInputs {
 		b.Run(bi.name, func(b *testing.B) {
 			in := bi.get(b)
@@ -185,36 +131,71 @@ func BenchmarkLineSplit(b *testing.B) {
 			m := startMeter()
 			b.ResetTimer()
 			n := 0
-			var long []byte
 			for b.Loop() {
-				for _, run := range in.runs {
-					r := bufio.NewReaderSize(bytes.NewReader(run), 64<<10)
-					for {
-						line, err := r.ReadSlice('\n')
-						if errors.Is(err, bufio.ErrBufferFull) {
-							long = append(long[:0], line...)
-							for errors.Is(err, bufio.ErrBufferFull) {
-								line, err = r.ReadSlice('\n')
-								long = append(long, line...)
-							}
-							line = long
-						}
-						if len(line) > 0 {
-							n++
-						}
-						if err != nil {
-							break
-						}
-					}
+				for _, t := range in.runs {
+					n += run(b, t)
 				}
 			}
 			b.StopTimer()
 			m.report(b, in)
 			if n == 0 {
-				b.Fatal("no lines")
+				b.Fatal("nothing read")
 			}
 		})
 	}
+}
+
+func BenchmarkTranslate(b *testing.B) {
+	opts := translate.Options{ResponseID: "chat_bench", Created: testCreated, Thinking: true}
+	events := 0
+	emit := func(documents.Event) { events++ }
+	benchRuns(b, func(b *testing.B, t []byte) int {
+		seg := translate.NewSegmenter(opts, emit)
+		if err := translate.Pump(translate.NewDecoder(bytes.NewReader(t), 0), seg); err != nil {
+			b.Fatal(err)
+		}
+		seg.Close(translate.End{})
+		return events
+	})
+}
+
+// BenchmarkDecode measures the decoder alone, without the segmenter.
+func BenchmarkDecode(b *testing.B) {
+	benchRuns(b, func(b *testing.B, t []byte) int {
+		dec := translate.NewDecoder(bytes.NewReader(t), 0)
+		for n := 0; ; n++ {
+			if _, err := dec.Next(); errors.Is(err, io.EOF) {
+				return n
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkLineSplit(b *testing.B) {
+	var long []byte
+	benchRuns(b, func(b *testing.B, t []byte) int {
+		n := 0
+		r := bufio.NewReaderSize(bytes.NewReader(t), 64<<10)
+		for {
+			line, err := r.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				long = append(long[:0], line...)
+				for errors.Is(err, bufio.ErrBufferFull) {
+					line, err = r.ReadSlice('\n')
+					long = append(long, line...)
+				}
+				line = long
+			}
+			if len(line) > 0 {
+				n++
+			}
+			if err != nil {
+				return n
+			}
+		}
+	})
 }
 
 // smallLine is the few members a minimal consumer decodes from each line.
@@ -228,31 +209,16 @@ type smallLine struct {
 }
 
 func BenchmarkTypedDecode(b *testing.B) {
-	for _, bi := range benchInputs {
-		b.Run(bi.name, func(b *testing.B) {
-			in := bi.get(b)
-			b.SetBytes(in.bytes)
-			b.ReportAllocs()
-			m := startMeter()
-			b.ResetTimer()
-			types := 0
-			for b.Loop() {
-				for _, run := range in.runs {
-					for line := range bytes.Lines(run) {
-						var v smallLine
-						if json.Unmarshal(line, &v) == nil && v.Type != "" {
-							types++
-						}
-					}
-				}
+	benchRuns(b, func(b *testing.B, t []byte) int {
+		types := 0
+		for line := range bytes.Lines(t) {
+			var v smallLine
+			if json.Unmarshal(line, &v) == nil && v.Type != "" {
+				types++
 			}
-			b.StopTimer()
-			m.report(b, in)
-			if types == 0 {
-				b.Fatal("nothing decoded")
-			}
-		})
-	}
+		}
+		return types
+	})
 }
 
 // generateTranscript writes a realistic partial-output transcript of at
