@@ -180,13 +180,7 @@ func (r *Run) emit(ev documents.Event) {
 // step passes one event through the run's steps.
 func (r *Run) step(ev documents.Event) {
 	want := r.fold(ev)
-	if e, ok := ev.(documents.DocumentStart); ok {
-		r.docs++
-		if r.docs == 1 {
-			r.reg.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
-		}
-		r.reg.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
-	}
+	r.count(ev)
 	r.save(ev, want)
 	r.Log.Append(ev)
 	for _, fn := range r.observe {
@@ -194,6 +188,17 @@ func (r *Run) step(ev documents.Event) {
 	}
 	if d, ok := ev.(documents.Done); ok {
 		r.finish(d)
+	}
+}
+
+// count records a document's start in the metrics.
+func (r *Run) count(ev documents.Event) {
+	if e, ok := ev.(documents.DocumentStart); ok {
+		r.docs++
+		if r.docs == 1 {
+			r.reg.metrics.FirstDocument.Observe(time.Since(r.started).Seconds())
+		}
+		r.reg.metrics.Documents.WithLabelValues(string(e.Type)).Inc()
 	}
 }
 
