@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	gosse "github.com/tmaxmax/go-sse"
 
 	"github.com/docstream/docstream/documents"
@@ -161,6 +163,28 @@ func FuzzDecodeFrame(f *testing.F) {
 		sse.Frame{ID: fr.ID, Name: fr.Name, Data: fr.Data}.WriteTo(&want)
 		if got.String() != want.String() {
 			t.Fatalf("NewFrame writes %q, its fields %q", got.Bytes(), want.Bytes())
+		}
+	})
+}
+
+// FuzzDeltaFrame checks that a content delta's frame carries the JSON that
+// json.Marshal writes for it, also for text that is not valid UTF-8.
+func FuzzDeltaFrame(f *testing.F) {
+	f.Add("doc_001", "Hi")
+	f.Add("doc_002", "<a href=\"x\">&amp;</a>\u2028\u2029\t\x00\x7f")
+	f.Add("doc\xff", "\xff\xfe invalid \xe2\x82 utf-8 é")
+	f.Fuzz(func(t *testing.T, id, delta string) {
+		ev := documents.ContentDelta{DocumentID: id, Delta: delta, Content: "not on the wire"}
+		want, err := json.Marshal(ev, jsontext.AllowInvalidUTF8(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := sse.NewFrame(1, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(f.Data, want) {
+			t.Fatalf("frame data %q, json.Marshal %q", f.Data, want)
 		}
 	})
 }
