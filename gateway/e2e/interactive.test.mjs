@@ -100,8 +100,10 @@ test('questions: the page answers the waiting clarification and the agent goes o
     await clar.locator('button[data-action="answer"][data-option-id="postgres"]').click();
     const answered = page.waitForRequest((r) => r.method() === 'POST' && r.url().endsWith('/respond'));
     // the composer, fixed at the bottom while the run streams, covers the form's last line: the keyboard sends it
-    await clar.locator('button[data-action="send-answers"]').focus();
-    await page.keyboard.press('Enter');
+    // the button is enabled by the render after the second choice
+    const send = clar.locator('button[data-action="send-answers"]:not([disabled])');
+    await send.waitFor();
+    await send.press('Enter');
     assert.deepEqual(JSON.parse((await answered).postData()), { questionId: 'q1', optionIds: ['jwt'] });
     assert.equal(await waitDone(page), 'completed');
     assert.equal(await page.locator('article.turn').count(), 1, 'the answers took a new turn');

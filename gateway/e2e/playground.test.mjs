@@ -117,6 +117,26 @@ async function withPage(name, fn, { keep = false, url = baseURL } = {}) {
   return page;
 }
 
+// watchPosts collects the page's POST /v1/chat requests from now on.
+function watchPosts(page) {
+  const posts = [];
+  page.on('request', (req) => {
+    if (req.method() === 'POST' && new URL(req.url()).pathname === '/v1/chat') posts.push(req);
+  });
+  return posts;
+}
+
+// settle returns once every request the page's handlers have started is
+// reported: a marker request goes out after them, and requests are reported
+// in the order they are issued.
+async function settle(page) {
+  const marker = page.waitForRequest((r) => new URL(r.url()).search === '?settled');
+  await page.evaluate(() => {
+    fetch('/healthz?settled').catch(() => {});
+  });
+  await marker;
+}
+
 async function sendPrompt(page, prompt) {
   await page.fill('#prompt', prompt);
   await page.press('#prompt', 'Control+Enter');
@@ -338,10 +358,7 @@ test('tour: every document type renders live', { timeout: 120_000 }, async () =>
 
 test('clarification: one choice per question, every answer and the note sent in one turn', { timeout: 120_000 }, async () => {
   await withPage('clarification', async (page) => {
-    const posts = [];
-    page.on('request', (req) => {
-      if (req.method() === 'POST' && new URL(req.url()).pathname === '/v1/chat') posts.push(req);
-    });
+    const posts = watchPosts(page);
     await sendPrompt(page, 'ask');
     assert.equal(await waitDone(page, 1), 'completed');
     const conversationId = await page.evaluate(() => window.__docstream.conversationId);
@@ -359,7 +376,7 @@ test('clarification: one choice per question, every answer and the note sent in 
     // the first choice sends nothing
     await option('q1', 'jwt').click();
     await page.waitForFunction(() => document.querySelector('[data-doc-type="clarification"] button[data-option-id="jwt"]').getAttribute('aria-pressed') === 'true');
-    await sleep(300);
+    await settle(page);
     assert.equal(posts.length, 1, 'a choice sent a turn');
     assert.equal(await page.locator('article.turn').count(), 1);
     assert.ok(await send.isDisabled(), 'Send answers is enabled with a question open');
@@ -448,6 +465,7 @@ test('clarification: a single question uses the same form; a refused answer open
         res.end();
       }),
     async (page, gw) => {
+      const posts = watchPosts(page);
       await sendPrompt(page, 'ask one');
       assert.equal(await waitDone(page, 1), 'completed');
       const clar = turn(page, 1).locator('[data-doc-type="clarification"]');
@@ -457,8 +475,8 @@ test('clarification: a single question uses the same form; a refused answer open
 
       await clar.locator('button[data-option-id="jwt"]').click();
       await page.waitForFunction(() => !document.querySelector('[data-doc-type="clarification"] button[data-action="send-answers"]').disabled);
-      await sleep(200);
-      assert.equal(gw.seen('POST', /^\/v1\/chat$/).length, 1, 'the choice sent a turn');
+      await settle(page);
+      assert.equal(posts.length, 1, 'the choice sent a turn');
 
       // refused: the form is open again with the choice kept and the reason shown
       await send.click();
@@ -470,9 +488,9 @@ test('clarification: a single question uses the same form; a refused answer open
       // Ctrl+Enter in the note sends the form too
       await clar.locator('textarea[data-action="note"]').press('Control+Enter');
       assert.equal(await waitDone(page, 3), 'completed');
-      const posts = gw.seen('POST', /^\/v1\/chat$/).map((r) => JSON.parse(r.body));
-      assert.equal(posts.length, 3);
-      for (const body of posts.slice(1)) {
+      const bodies = gw.seen('POST', /^\/v1\/chat$/).map((r) => JSON.parse(r.body));
+      assert.equal(bodies.length, 3);
+      for (const body of bodies.slice(1)) {
         assert.deepEqual(body.answers, [{ questionId: 'q1', optionId: 'jwt' }]);
         assert.equal(body.prompt, undefined, 'an empty note was sent');
         assert.equal(body.conversationId, 'conv_s1');
@@ -815,6 +833,7 @@ test('sanitizing: agent markdown cannot style the page, add forms or answer a qu
         res.end();
       }),
     async (page, gw) => {
+      const posts = watchPosts(page);
       await sendPrompt(page, 'html');
       assert.equal(await waitDone(page, 1), 'completed');
       const doc = turn(page, 1).locator('[data-doc-type="text"]');
@@ -852,8 +871,8 @@ test('sanitizing: agent markdown cannot style the page, add forms or answer a qu
         el.append(b);
       });
       await page.click('#forged');
-      await sleep(500);
-      assert.equal(gw.seen('POST', /^\/v1\/chat$/).length, 1, 'the forged button sent an answer');
+      await settle(page);
+      assert.equal(posts.length, 1, 'the forged button sent an answer');
       assert.equal(await page.locator('article.turn').count(), 1);
       // the playground's own option still answers
       const option = turn(page, 1).locator('[data-doc-type="clarification"] button[data-option-id="session"]');
