@@ -624,11 +624,9 @@ func (s *Server) handleCancel(c echo.Context) error {
 	default:
 		return errBadRequest("bad_signal", "signal must be TERM or KILL")
 	}
-	select {
-	case <-run.Done():
+	if run.Ended() {
 		return &HTTPError{Status: http.StatusConflict, Code: "not_running",
 			Message: fmt.Sprintf("the run already ended (%s); GET /v1/chat/%s has its response", run.Response().Status, run.ID)}
-	default:
 	}
 	run.Cancel(kill)
 	select {

@@ -191,3 +191,34 @@ func TestFinishedRunsWithinBytes(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEndedOnceDoneIsLogged checks that a run whose done event a reader of
+// its log can see is ended, before its Done channel closes.
+func TestEndedOnceDoneIsLogged(t *testing.T) {
+	limits := Limits{MaxConcurrentRuns: 1, QueueSize: 1, QueueTimeout: time.Minute}
+	g := NewRegistry(Config{KeepFinished: time.Minute}, limits, Deps{Backends: map[string]Backend{"cli": linesBackend{}}, Metrics: metrics.New(), Log: zerolog.Nop()})
+	defer g.Shutdown(context.Background())
+	r, err := g.Prepare(&Spec{ResponseID: NewResponseID(), Prompt: "2", Backend: "cli", Mode: "agent", Model: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged, hold := make(chan struct{}), make(chan struct{})
+	r.Observe(func(ev documents.Event) {
+		if _, ok := ev.(documents.Done); ok {
+			close(logged)
+			<-hold // the run's step stops here, between the log and its finish
+		}
+	})
+	r.Launch()
+	<-logged
+	if !r.Ended() {
+		t.Error("a run whose done event is in its log is not ended")
+	}
+	select {
+	case <-r.Done():
+		t.Error("Done closed before the run's finish")
+	default:
+	}
+	close(hold)
+	<-r.Done()
+}

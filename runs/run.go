@@ -46,7 +46,7 @@ func (r *Run) Observe(fn func(documents.Event)) {
 	r.observe = append(r.observe, fn)
 }
 
-// Done is closed when the run's done event has been logged.
+// Done is closed once the run has finished, after its done event is logged.
 func (r *Run) Done() <-chan struct{} { return r.done }
 
 // ConversationID returns the run's conversation id, once known.
@@ -67,6 +67,14 @@ func (r *Run) Response() documents.ChatResponse {
 	resp := r.builder.Response()
 	fillResponse(&resp, r.Spec)
 	return resp
+}
+
+// Ended reports whether the run's done event is folded into its response,
+// which it is before any reader of the log can see it.
+func (r *Run) Ended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.released || r.builder.Done()
 }
 
 // Released reports whether only the store holds the finished response.
