@@ -85,10 +85,14 @@ func slowClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 }
 
+// runWait bounds the wait for a run of 100,000 events, which can take
+// minutes on a loaded machine under the race detector.
+const runWait = 5 * time.Minute
+
 // waitRuns waits until the server has finished n runs (of any outcome).
 func (s *testServer) waitRuns(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(runWait)
 	for {
 		done := 0
 		for _, line := range strings.Split(s.metrics(t), "\n") {
@@ -102,7 +106,7 @@ func (s *testServer) waitRuns(t *testing.T, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs finished within 60s", done, n)
+			t.Fatalf("%d of %d runs finished within %v", done, n, runWait)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -173,7 +177,8 @@ func TestLogBoundsSlowClient(t *testing.T) {
 func TestLogBoundsSlowWebSocket(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, "DOCSTREAM_RUNS_LOG_MAX_EVENTS=1000", "DOCSTREAM_SERVER_WRITE_TIMEOUT=0s") // the client reads only once the run is over
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The socket's reads wait for the run, then for what it queued.
+	ctx, cancel := context.WithTimeout(context.Background(), runWait+time.Minute)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, "ws://"+s.Addr+"/v1/chat/ws", &websocket.DialOptions{HTTPClient: slowClient()})
 	if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -424,15 +425,13 @@ func TestSQLiteCheckpointer(t *testing.T) {
 	var wals []int64
 	for round := range 4 {
 		writeBigTurns(t, st, round*n, n)
-		deadline := time.Now().Add(10 * time.Second)
-		for fileSize(t, path) < int64(round+1)*n*20<<10 {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the database file holds %d bytes after %d turns of 20 KB: the log was not copied", round, fileSize(t, path), (round+1)*n)
-			}
-			time.Sleep(10 * time.Millisecond)
+		// The writes pause until the log is copied: the next one starts
+		// it over.
+		waitLogCopied(t, path)
+		if size := fileSize(t, path); size < int64(round+1)*n*20<<10 {
+			t.Fatalf("round %d: the database file holds %d bytes after %d turns of 20 KB", round, size, (round+1)*n)
 		}
 		wals = append(wals, fileSize(t, path+"-wal"))
-		time.Sleep(100 * time.Millisecond) // the writes pause: the next one starts the log over
 	}
 	// Four rounds of 4 MB went through a log that was copied after each:
 	// it was written over, not grown to 16 MB.
@@ -459,6 +458,28 @@ func TestSQLiteCheckpointerUnderSteadyWrites(t *testing.T) {
 	}
 	if got, err := st.Turn(ctx, "resp_"+strconv.Itoa(n-1)); err != nil || len(got.Response) != 20<<10 {
 		t.Errorf("last turn: %d bytes, %v", len(got.Response), err)
+	}
+}
+
+// waitLogCopied waits until every frame of the log of the SQLite database
+// at path is copied into it, as its wal-index says: mxFrame and nBackfill
+// (sqlite.org/walformat.html).
+func waitLogCopied(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(path + "-shm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames, copied := binary.NativeEndian.Uint32(b[16:]), binary.NativeEndian.Uint32(b[96:])
+		if frames > 0 && copied == frames {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the log's %d frames copied into the database after a minute", copied, frames)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
