@@ -91,6 +91,7 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	c := &Cluster{cfg: cfg, ID: "rep_" + hex.EncodeToString(sum[:8]), st: st, db: st.Pool(), log: log, stopped: make(chan struct{})}
 	deadline := time.Now().Add(cfg.OwnerTimeout + cfg.Heartbeat)
 	for {
+		late := time.Now().After(deadline) // before the query, which a loaded database may answer late
 		alive, err := c.Alive(ctx, c.ID)
 		if err != nil {
 			return nil, fmt.Errorf("registering the replica: %w", err)
@@ -98,7 +99,7 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 		if !alive {
 			break
 		}
-		if time.Now().After(deadline) {
+		if late {
 			return nil, fmt.Errorf("replica %s (cluster.advertise_url %s) is registered and beating: two replicas advertise the same URL", c.ID, cfg.AdvertiseURL)
 		}
 		select {
@@ -143,9 +144,13 @@ func (c *Cluster) beat(ctx context.Context) error {
 	return err
 }
 
-// loop beats and reaps until stopped.
+// loop beats and reaps until stopped. A beat may take up to owner_timeout
+// (a slow one still counts), and a reap goes on beside the beats.
 func (c *Cluster) loop(ctx context.Context) {
 	defer close(c.stopped)
+	var reaps sync.WaitGroup
+	defer reaps.Wait()
+	reaping := make(chan struct{}, 1) // full while a reap runs
 	t := time.NewTicker(c.cfg.Heartbeat)
 	defer t.Stop()
 	// beating is since when the heartbeats have gone through without a gap
@@ -159,7 +164,7 @@ func (c *Cluster) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		bctx, cancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
+		bctx, cancel := context.WithTimeout(ctx, c.cfg.OwnerTimeout)
 		err := c.beat(bctx)
 		cancel()
 		switch {
@@ -172,10 +177,18 @@ func (c *Cluster) loop(ctx context.Context) {
 			beating = time.Now()
 			c.log.Info().Msg("the cluster heartbeat goes through again")
 		}
-		if !beating.IsZero() && time.Since(beating) >= c.cfg.OwnerTimeout {
-			if err := c.reap(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn().Err(err).Msg("marking the runs of stopped replicas")
-			}
+		if beating.IsZero() || time.Since(beating) < c.cfg.OwnerTimeout {
+			continue
+		}
+		select {
+		case reaping <- struct{}{}:
+			reaps.Go(func() {
+				defer func() { <-reaping }()
+				if err := c.reap(ctx); err != nil && ctx.Err() == nil {
+					c.log.Warn().Err(err).Msg("marking the runs of stopped replicas")
+				}
+			})
+		default: // the last reap still runs
 		}
 	}
 }
