@@ -111,12 +111,15 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	if err := c.beat(ctx); err != nil {
 		return nil, fmt.Errorf("registering the replica: %w", err)
 	}
-	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
-		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
-	}
+	// It beats while it marks its last start's runs, which may take long.
 	loop, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go c.loop(loop)
+	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
+		stop()
+		<-c.stopped
+		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
+	}
 	log.Info().Str("replica", c.ID).Str("advertise_url", cfg.AdvertiseURL).Msg("joined the cluster")
 	return c, nil
 }

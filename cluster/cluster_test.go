@@ -222,3 +222,49 @@ func TestRejoinSlowAnswer(t *testing.T) {
 		t.Fatalf("the restarted replica: %v", err)
 	}
 }
+
+// TestBeatsWhileRejoining restarts a replica whose last start left a run
+// live while marking it interrupted waits on the database: the replica
+// beats meanwhile, so that the others do not take it for gone once it is
+// back.
+func TestBeatsWhileRejoining(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
+	c.stop() // a crash, with a run live
+	<-c.stopped
+	if _, err := c.db.Exec(ctx, `INSERT INTO replica_runs (response_id, replica_id, live) VALUES ('chat_left', $1, true)`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE turns`); err != nil {
+		t.Fatal(err)
+	}
+	joined := make(chan error, 1)
+	go func() {
+		again, err := Join(ctx, c.cfg, c.st, zerolog.Nop())
+		if err == nil {
+			again.Leave(ctx)
+		}
+		joined <- err
+	}()
+	if !waitFor(func() bool { return c.holds(waiting, 0, "SELECT %FROM turns%") }) {
+		t.Fatal("marking the last start's run does not wait on the locked turns")
+	}
+	var since time.Time
+	if err := c.db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }) {
+		t.Error("the restarted replica does not beat while it marks its last start's runs")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatalf("the restarted replica: %v", err)
+	}
+}
