@@ -197,12 +197,21 @@ func (c *Cluster) loop(ctx context.Context) {
 }
 
 // reap marks the live runs of the replicas that stopped beating as
-// interrupted, and forgets those replicas.
+// interrupted, and forgets those replicas. Which replicas beat is read
+// once, so that the runs forgotten are those looked at.
 func (c *Cluster) reap(ctx context.Context) error {
-	if err := c.reapRuns(ctx, `replica_id NOT IN (SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout()); err != nil {
+	rows, err := c.db.Query(ctx, `SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1)`, c.timeout())
+	if err != nil {
 		return err
 	}
-	_, err := c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
+	alive, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if err := c.reapRuns(ctx, `replica_id <> ALL($1)`, append(alive, c.ID)); err != nil {
+		return err
+	}
+	_, err = c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
 	return err
 }
 

@@ -268,3 +268,43 @@ func TestBeatsWhileRejoining(t *testing.T) {
 		t.Fatalf("the restarted replica: %v", err)
 	}
 }
+
+// TestReapForgetsWhatItMarks reaps a replica that falls silent between the
+// reap's look at the live runs and its removal of the runs of the silent
+// replicas: its live run is marked interrupted, not forgotten unmarked.
+func TestReapForgetsWhatItMarks(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
+	// Another replica, beating a second ahead, and its live run.
+	if _, err := c.db.Exec(ctx, `INSERT INTO replicas (id, url, started, heartbeat) VALUES ('rep_other', 'http://127.0.0.1:2', now(), now() + interval '1 second');
+		INSERT INTO replica_runs (response_id, replica_id, live) VALUES ('chat_other', 'rep_other', true)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.PutTurn(ctx, store.Turn{ResponseID: "chat_other", Status: "streaming", Created: time.Now(),
+		Response: []byte(`{"id":"chat_other","object":"chat.response","status":"streaming","documents":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Reaps read the runs but wait to remove any.
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE replica_runs IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(waiting, 0, "DELETE FROM replica_runs%") }) {
+		t.Fatal("no reap waits to remove runs")
+	}
+	if !waitFor(func() bool {
+		return c.holds(`SELECT heartbeat < now() - make_interval(secs => $1) FROM replicas WHERE id = 'rep_other'`, c.timeout())
+	}) {
+		t.Fatal("the other replica does not fall silent")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(`SELECT status = 'error' FROM turns WHERE response_id = 'chat_other'`) }) {
+		t.Fatalf("the silent replica's run is not marked interrupted")
+	}
+}
