@@ -91,6 +91,7 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	c := &Cluster{cfg: cfg, ID: "rep_" + hex.EncodeToString(sum[:8]), st: st, db: st.Pool(), log: log, stopped: make(chan struct{})}
 	deadline := time.Now().Add(cfg.OwnerTimeout + cfg.Heartbeat)
 	for {
+		late := time.Now().After(deadline) // before the query, which a loaded database may answer late
 		alive, err := c.Alive(ctx, c.ID)
 		if err != nil {
 			return nil, fmt.Errorf("registering the replica: %w", err)
@@ -98,7 +99,7 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 		if !alive {
 			break
 		}
-		if time.Now().After(deadline) {
+		if late {
 			return nil, fmt.Errorf("replica %s (cluster.advertise_url %s) is registered and beating: two replicas advertise the same URL", c.ID, cfg.AdvertiseURL)
 		}
 		select {
@@ -110,12 +111,15 @@ func Join(ctx context.Context, cfg Config, st *store.PostgresStore, log zerolog.
 	if err := c.beat(ctx); err != nil {
 		return nil, fmt.Errorf("registering the replica: %w", err)
 	}
-	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
-		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
-	}
+	// It beats while it marks its last start's runs, which may take long.
 	loop, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go c.loop(loop)
+	if err := c.reapRuns(ctx, `replica_id = $1`, c.ID); err != nil {
+		stop()
+		<-c.stopped
+		return nil, fmt.Errorf("marking the runs of the replica's last start: %w", err)
+	}
 	log.Info().Str("replica", c.ID).Str("advertise_url", cfg.AdvertiseURL).Msg("joined the cluster")
 	return c, nil
 }
@@ -143,9 +147,13 @@ func (c *Cluster) beat(ctx context.Context) error {
 	return err
 }
 
-// loop beats and reaps until stopped.
+// loop beats and reaps until stopped. A beat may take up to owner_timeout
+// (a slow one still counts), and a reap goes on beside the beats.
 func (c *Cluster) loop(ctx context.Context) {
 	defer close(c.stopped)
+	var reaps sync.WaitGroup
+	defer reaps.Wait()
+	reaping := make(chan struct{}, 1) // full while a reap runs
 	t := time.NewTicker(c.cfg.Heartbeat)
 	defer t.Stop()
 	// beating is since when the heartbeats have gone through without a gap
@@ -159,7 +167,7 @@ func (c *Cluster) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		bctx, cancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
+		bctx, cancel := context.WithTimeout(ctx, c.cfg.OwnerTimeout)
 		err := c.beat(bctx)
 		cancel()
 		switch {
@@ -172,21 +180,38 @@ func (c *Cluster) loop(ctx context.Context) {
 			beating = time.Now()
 			c.log.Info().Msg("the cluster heartbeat goes through again")
 		}
-		if !beating.IsZero() && time.Since(beating) >= c.cfg.OwnerTimeout {
-			if err := c.reap(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn().Err(err).Msg("marking the runs of stopped replicas")
-			}
+		if beating.IsZero() || time.Since(beating) < c.cfg.OwnerTimeout {
+			continue
+		}
+		select {
+		case reaping <- struct{}{}:
+			reaps.Go(func() {
+				defer func() { <-reaping }()
+				if err := c.reap(ctx); err != nil && ctx.Err() == nil {
+					c.log.Warn().Err(err).Msg("marking the runs of stopped replicas")
+				}
+			})
+		default: // the last reap still runs
 		}
 	}
 }
 
 // reap marks the live runs of the replicas that stopped beating as
-// interrupted, and forgets those replicas.
+// interrupted, and forgets those replicas. Which replicas beat is read
+// once, so that the runs forgotten are those looked at.
 func (c *Cluster) reap(ctx context.Context) error {
-	if err := c.reapRuns(ctx, `replica_id NOT IN (SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1))`, c.timeout()); err != nil {
+	rows, err := c.db.Query(ctx, `SELECT id FROM replicas WHERE heartbeat >= now() - make_interval(secs => $1)`, c.timeout())
+	if err != nil {
 		return err
 	}
-	_, err := c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
+	alive, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if err := c.reapRuns(ctx, `replica_id <> ALL($1)`, append(alive, c.ID)); err != nil {
+		return err
+	}
+	_, err = c.db.Exec(ctx, `DELETE FROM replicas WHERE heartbeat < now() - make_interval(secs => $1)`, c.timeout())
 	return err
 }
 

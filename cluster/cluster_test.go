@@ -1,10 +1,19 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/docstream/docstream/store"
+	"github.com/docstream/docstream/store/pgtest"
 )
 
 // TestConfigCheck checks what a replica refuses to join with, naming the
@@ -47,5 +56,255 @@ func TestAuthentic(t *testing.T) {
 	c.Sign(r.Header)
 	if !c.Authentic(r) {
 		t.Errorf("a signed request is not authentic")
+	}
+}
+
+// logBuffer is a log safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// joinTest joins a replica with the given heartbeat and owner timeout to
+// a new PostgreSQL, whose DSN it returns; it leaves when the test ends.
+// params are added to the replica's DSN.
+func joinTest(t *testing.T, heartbeat, ownerTimeout time.Duration, params string) (*Cluster, *logBuffer, string) {
+	t.Helper()
+	dsn := pgtest.Start(t).DSN()
+	st, err := store.OpenPostgres(context.Background(), dsn+params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logs := &logBuffer{}
+	cfg := Config{AdvertiseURL: "http://127.0.0.1:1", Secret: "0123456789abcdef", Heartbeat: heartbeat, OwnerTimeout: ownerTimeout}
+	c, err := Join(context.Background(), cfg, st, zerolog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Leave(context.Background()) })
+	return c, logs, dsn
+}
+
+// holds reports whether the query's one boolean answer is true.
+func (c *Cluster) holds(query string, args ...any) bool {
+	var ok bool
+	return c.db.QueryRow(context.Background(), query, args...).Scan(&ok) == nil && ok
+}
+
+// waitFor polls cond until it holds, for 10 s at most, and reports whether
+// it came to hold.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// waiting is the query that reports whether a statement of the cluster's
+// waits on a lock for longer than $1 seconds.
+const waiting = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+	AND clock_timestamp() - query_start > make_interval(secs => $1) AND query LIKE $2)`
+
+// TestBeatsBesideReap checks that a replica goes on beating while its reap
+// of the others waits on the database: the others would take it for gone.
+func TestBeatsBesideReap(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE replica_runs`); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(waiting, 0, "SELECT response_id FROM replica_runs%") }) {
+		t.Fatal("no reap waits on the locked replica_runs")
+	}
+	var since time.Time
+	if err := c.db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }) {
+		t.Fatal("the replica does not beat while its reap waits")
+	}
+}
+
+// TestSlowBeat checks that a beat the database answers later than a
+// heartbeat, but within the owner timeout, goes through.
+func TestSlowBeat(t *testing.T) {
+	ctx := context.Background()
+	c, logs, _ := joinTest(t, 100*time.Millisecond, 10*time.Second, "")
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM replicas WHERE id = $1 FOR UPDATE`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(waiting, 0.3, "INSERT INTO replicas%") }) {
+		t.Fatal("no beat waits on the locked row of the replica")
+	}
+	var released time.Time
+	if err := lock.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&released); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A beat after the slow one: the loop has taken the slow one's answer.
+	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, released) }) {
+		t.Fatal("the replica does not beat once its row is free")
+	}
+	if strings.Contains(logs.String(), "heartbeat failed") {
+		t.Errorf("a slow beat failed:\n%s", logs)
+	}
+}
+
+// TestRejoinSlowAnswer restarts a replica while the database answers
+// slowly: a look at its last life's heartbeat answered past the wait for
+// that life to fall silent does not make it a second replica on the URL.
+func TestRejoinSlowAnswer(t *testing.T) {
+	ctx := context.Background()
+	// One connection, which has the look prepared: it waits on the lock
+	// below after its now(), as a late answer would.
+	c, _, dsn := joinTest(t, 100*time.Millisecond, 500*time.Millisecond, "&pool_max_conns=1")
+	c.stop() // a crash: the row stays, beaten a moment ago
+	<-c.stopped
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	lock, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE replicas`); err != nil {
+		t.Fatal(err)
+	}
+	joined := make(chan error, 1)
+	go func() {
+		again, err := Join(ctx, c.cfg, c.st, zerolog.Nop())
+		if err == nil {
+			again.Leave(ctx)
+		}
+		joined <- err
+	}()
+	wait := (c.cfg.OwnerTimeout + c.cfg.Heartbeat).Seconds()
+	if !waitFor(func() bool {
+		var ok bool
+		return lock.QueryRow(ctx, waiting, wait, "SELECT EXISTS (SELECT 1 FROM replicas%").Scan(&ok) == nil && ok
+	}) {
+		t.Fatal("the restarted replica's look at its last life does not wait on the locked replicas")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatalf("the restarted replica: %v", err)
+	}
+}
+
+// TestBeatsWhileRejoining restarts a replica whose last start left a run
+// live while marking it interrupted waits on the database: the replica
+// beats meanwhile, so that the others do not take it for gone once it is
+// back.
+func TestBeatsWhileRejoining(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
+	c.stop() // a crash, with a run live
+	<-c.stopped
+	if _, err := c.db.Exec(ctx, `INSERT INTO replica_runs (response_id, replica_id, live) VALUES ('chat_left', $1, true)`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE turns`); err != nil {
+		t.Fatal(err)
+	}
+	joined := make(chan error, 1)
+	go func() {
+		again, err := Join(ctx, c.cfg, c.st, zerolog.Nop())
+		if err == nil {
+			again.Leave(ctx)
+		}
+		joined <- err
+	}()
+	if !waitFor(func() bool { return c.holds(waiting, 0, "SELECT %FROM turns%") }) {
+		t.Fatal("marking the last start's run does not wait on the locked turns")
+	}
+	var since time.Time
+	if err := c.db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }) {
+		t.Error("the restarted replica does not beat while it marks its last start's runs")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatalf("the restarted replica: %v", err)
+	}
+}
+
+// TestReapForgetsWhatItMarks reaps a replica that falls silent between the
+// reap's look at the live runs and its removal of the runs of the silent
+// replicas: its live run is marked interrupted, not forgotten unmarked.
+func TestReapForgetsWhatItMarks(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
+	// Another replica, beating a second ahead, and its live run.
+	if _, err := c.db.Exec(ctx, `INSERT INTO replicas (id, url, started, heartbeat) VALUES ('rep_other', 'http://127.0.0.1:2', now(), now() + interval '1 second');
+		INSERT INTO replica_runs (response_id, replica_id, live) VALUES ('chat_other', 'rep_other', true)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.st.PutTurn(ctx, store.Turn{ResponseID: "chat_other", Status: "streaming", Created: time.Now(),
+		Response: []byte(`{"id":"chat_other","object":"chat.response","status":"streaming","documents":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Reaps read the runs but wait to remove any.
+	lock, err := c.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE replica_runs IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(waiting, 0, "DELETE FROM replica_runs%") }) {
+		t.Fatal("no reap waits to remove runs")
+	}
+	if !waitFor(func() bool {
+		return c.holds(`SELECT heartbeat < now() - make_interval(secs => $1) FROM replicas WHERE id = 'rep_other'`, c.timeout())
+	}) {
+		t.Fatal("the other replica does not fall silent")
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return c.holds(`SELECT status = 'error' FROM turns WHERE response_id = 'chat_other'`) }) {
+		t.Fatalf("the silent replica's run is not marked interrupted")
 	}
 }

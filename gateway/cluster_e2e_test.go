@@ -57,12 +57,26 @@ func checkEvents(t *testing.T, evs []event) {
 	}
 }
 
+// pgHolds reports whether the query's one boolean answer is true.
+func pgHolds(pg *pgtest.Server, query string, args ...any) bool {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return false
+	}
+	defer conn.Close(ctx)
+	var ok bool
+	return conn.QueryRow(ctx, query, args...).Scan(&ok) == nil && ok
+}
+
 // TestClusterReattachElsewhere re-attaches to a run through another
 // replica, twice: every event arrives once and in order, the same bytes as
 // from the owner; the finished response is then read from every replica.
 func TestClusterReattachElsewhere(t *testing.T) {
 	pg := pgtest.Start(t)
-	reps := startCluster(t, pg, 3, e2ePaced)
+	// No replica stops here: a long owner timeout keeps a loaded database's
+	// slow heartbeat from taking the owner for gone.
+	reps := startCluster(t, pg, 3, e2ePaced, "DOCSTREAM_CLUSTER_OWNER_TIMEOUT=10s")
 	a, b, c := reps[0], reps[1], reps[2]
 	const n = 60
 	st := a.e2eOpen(t, map[string]any{"prompt": fmt.Sprintf("long:%d", n)})
@@ -70,6 +84,12 @@ func TestClusterReattachElsewhere(t *testing.T) {
 	owner := replicaOf(st.Resp)
 	all := st.Take(5)
 	st.Close()
+	// The other replicas know where the run is once its start is recorded.
+	if !waitFor(10*time.Second, func() bool {
+		return pgHolds(pg, `SELECT EXISTS (SELECT 1 FROM replica_runs WHERE response_id = $1)`, id)
+	}) {
+		t.Fatalf("the start of the run is not recorded")
+	}
 	for _, via := range []*testServer{b, c} {
 		if len(all) > 0 && all[len(all)-1].Name == documents.EventDone {
 			break
@@ -90,13 +110,7 @@ func TestClusterReattachElsewhere(t *testing.T) {
 	// Once the run's end is recorded, its replay is the same bytes from
 	// the owner and through another replica.
 	if !waitFor(10*time.Second, func() bool {
-		conn, err := pgx.Connect(context.Background(), pg.DSN())
-		if err != nil {
-			return false
-		}
-		defer conn.Close(context.Background())
-		var live bool
-		return conn.QueryRow(context.Background(), `SELECT live FROM replica_runs WHERE response_id = $1`, id).Scan(&live) == nil && !live
+		return pgHolds(pg, `SELECT NOT live FROM replica_runs WHERE response_id = $1`, id)
 	}) {
 		t.Fatalf("the end of the run is not recorded")
 	}
@@ -404,7 +418,10 @@ func TestClusterOpenAIElsewhere(t *testing.T) {
 // agent session it kept.
 func TestClusterReplicaRestarts(t *testing.T) {
 	pg := pgtest.Start(t)
-	reps := startCluster(t, pg, 2, e2ePaced)
+	// The restart waits out the owner timeout; a longer one than the other
+	// tests' keeps a loaded database's slow heartbeat from taking b or the
+	// restarted a for gone.
+	reps := startCluster(t, pg, 2, e2ePaced, "DOCSTREAM_CLUSTER_OWNER_TIMEOUT=5s")
 	a, b := reps[0], reps[1]
 	id := replicaOf(a.e2eDo(t, http.MethodGet, "/healthz", nil))
 	first := a.chatJSON(t, map[string]any{"prompt": "hello"})
@@ -412,6 +429,12 @@ func TestClusterReplicaRestarts(t *testing.T) {
 	st := a.e2eOpen(t, map[string]any{"prompt": "long:400", "conversationId": conv})
 	run := st.Resp.Header.Get("X-Docstream-Response-Id")
 	st.Take(5)
+	// The store has the turn and the cluster the run as a's before a dies.
+	if !waitFor(10*time.Second, func() bool {
+		return pgHolds(pg, `SELECT EXISTS (SELECT 1 FROM turns JOIN replica_runs USING (response_id) WHERE response_id = $1 AND live)`, run)
+	}) {
+		t.Fatalf("the run is not recorded")
+	}
 	a.kill()
 	st.Close()
 	a.start(t)
