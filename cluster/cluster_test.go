@@ -115,6 +115,49 @@ func waitFor(cond func() bool) bool {
 	return true
 }
 
+// locked begins a transaction on q that runs stmt, which takes a lock the
+// transaction holds until it ends; the test's end rolls it back.
+func locked(t *testing.T, q interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, stmt string, args ...any) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := q.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// beatsAfter reports whether c's replica has beaten since the database's
+// now() when it was called, as a condition for waitFor.
+func beatsAfter(t *testing.T, c *Cluster) func() bool {
+	t.Helper()
+	var since time.Time
+	if err := c.db.QueryRow(context.Background(), `SELECT now()`).Scan(&since); err != nil {
+		t.Fatal(err)
+	}
+	return func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }
+}
+
+// rejoin starts c's replica again, as after a crash, and sends Join's error
+// once it has joined and left.
+func rejoin(c *Cluster) <-chan error {
+	joined := make(chan error, 1)
+	go func() {
+		again, err := Join(context.Background(), c.cfg, c.st, zerolog.Nop())
+		if err == nil {
+			again.Leave(context.Background())
+		}
+		joined <- err
+	}()
+	return joined
+}
+
 // waiting is the query that reports whether a statement of the cluster's
 // waits on a lock for longer than $1 seconds.
 const waiting = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
@@ -123,24 +166,12 @@ const waiting = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_
 // TestBeatsBesideReap checks that a replica goes on beating while its reap
 // of the others waits on the database: the others would take it for gone.
 func TestBeatsBesideReap(t *testing.T) {
-	ctx := context.Background()
 	c, _, _ := joinTest(t, 50*time.Millisecond, 500*time.Millisecond, "")
-	lock, err := c.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `LOCK TABLE replica_runs`); err != nil {
-		t.Fatal(err)
-	}
+	locked(t, c.db, `LOCK TABLE replica_runs`)
 	if !waitFor(func() bool { return c.holds(waiting, 0, "SELECT response_id FROM replica_runs%") }) {
 		t.Fatal("no reap waits on the locked replica_runs")
 	}
-	var since time.Time
-	if err := c.db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }) {
+	if !waitFor(beatsAfter(t, c)) {
 		t.Fatal("the replica does not beat while its reap waits")
 	}
 }
@@ -150,14 +181,7 @@ func TestBeatsBesideReap(t *testing.T) {
 func TestSlowBeat(t *testing.T) {
 	ctx := context.Background()
 	c, logs, _ := joinTest(t, 100*time.Millisecond, 10*time.Second, "")
-	lock, err := c.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM replicas WHERE id = $1 FOR UPDATE`, c.ID); err != nil {
-		t.Fatal(err)
-	}
+	lock := locked(t, c.db, `SELECT 1 FROM replicas WHERE id = $1 FOR UPDATE`, c.ID)
 	if !waitFor(func() bool { return c.holds(waiting, 0.3, "INSERT INTO replicas%") }) {
 		t.Fatal("no beat waits on the locked row of the replica")
 	}
@@ -192,22 +216,8 @@ func TestRejoinSlowAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	lock, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `LOCK TABLE replicas`); err != nil {
-		t.Fatal(err)
-	}
-	joined := make(chan error, 1)
-	go func() {
-		again, err := Join(ctx, c.cfg, c.st, zerolog.Nop())
-		if err == nil {
-			again.Leave(ctx)
-		}
-		joined <- err
-	}()
+	lock := locked(t, conn, `LOCK TABLE replicas`)
+	joined := rejoin(c)
 	wait := (c.cfg.OwnerTimeout + c.cfg.Heartbeat).Seconds()
 	if !waitFor(func() bool {
 		var ok bool
@@ -235,30 +245,12 @@ func TestBeatsWhileRejoining(t *testing.T) {
 	if _, err := c.db.Exec(ctx, `INSERT INTO replica_runs (response_id, replica_id, live) VALUES ('chat_left', $1, true)`, c.ID); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := c.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `LOCK TABLE turns`); err != nil {
-		t.Fatal(err)
-	}
-	joined := make(chan error, 1)
-	go func() {
-		again, err := Join(ctx, c.cfg, c.st, zerolog.Nop())
-		if err == nil {
-			again.Leave(ctx)
-		}
-		joined <- err
-	}()
+	lock := locked(t, c.db, `LOCK TABLE turns`)
+	joined := rejoin(c)
 	if !waitFor(func() bool { return c.holds(waiting, 0, "SELECT %FROM turns%") }) {
 		t.Fatal("marking the last start's run does not wait on the locked turns")
 	}
-	var since time.Time
-	if err := c.db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(func() bool { return c.holds(`SELECT heartbeat > $2 FROM replicas WHERE id = $1`, c.ID, since) }) {
+	if !waitFor(beatsAfter(t, c)) {
 		t.Error("the restarted replica does not beat while it marks its last start's runs")
 	}
 	if err := lock.Rollback(ctx); err != nil {
@@ -285,14 +277,7 @@ func TestReapForgetsWhatItMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reaps read the runs but wait to remove any.
-	lock, err := c.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `LOCK TABLE replica_runs IN EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := locked(t, c.db, `LOCK TABLE replica_runs IN EXCLUSIVE MODE`)
 	if !waitFor(func() bool { return c.holds(waiting, 0, "DELETE FROM replica_runs%") }) {
 		t.Fatal("no reap waits to remove runs")
 	}
