@@ -372,14 +372,16 @@ func (p *proc) cancel() error {
 		sig = syscall.SIGKILL
 	}
 	p.signalled.Store(true)
-	_ = syscall.Kill(-p.pgid, sig)
+	// Start may call this before spawn sets p.pgid: a group of 0 is the gateway's own.
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, sig)
 	go func() {
 		select {
 		case <-p.exited:
 		case <-time.After(p.b.cfg.KillGrace):
 		case <-p.killNow:
 		}
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
 	return nil
 }
